@@ -1,0 +1,5 @@
+"""``python -m grprune`` runs the CLI."""
+
+from grprune.cli import main
+
+main()

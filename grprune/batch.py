@@ -1,0 +1,165 @@
+"""A batch of graphs as plain tensors, so training runs on any device.
+
+PyPI's DGL is a CPU build: a ``DGLGraph`` cannot move to CUDA. grprune keeps
+DGL graphs as the data model and batches them with :func:`dgl.batch` on the CPU,
+then :func:`collate` extracts the tensors the layers need (edge index,
+features, per-graph ids) into a :class:`GraphBatch`, which :meth:`GraphBatch.to`
+moves to the training device. Message passing is written with
+``Tensor.index_add_`` and therefore runs wherever the tensors are.
+
+Shapes: ``N`` nodes, ``E`` directed edges, ``B`` graphs, ``U`` undirected bonds
+in the batch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Sequence
+
+import torch
+from torch import Tensor
+
+from grprune.compat import dgl
+
+
+@dataclass
+class GraphBatch:
+    """Tensors of a batch of ``B`` graphs.
+
+    Attributes
+    ----------
+    src, dst : Tensor of shape (E,), int64
+        Source and destination node of each directed edge (batch-global ids).
+    node_feat : Tensor of shape (N, F)
+        Node features (int64 categorical OGB features, or float).
+    edge_feat : Tensor of shape (E, F_e)
+        Edge features (``F_e`` may be 0).
+    node_graph : Tensor of shape (N,), int64
+        Graph (position in the batch) of each node.
+    edge_graph : Tensor of shape (E,), int64
+        Graph of each edge.
+    num_nodes, num_edges : Tensor of shape (B,), int64
+        Nodes and directed edges per graph (a graph may have zero edges).
+    bond : Tensor of shape (E,), int64
+        Undirected bond of each directed edge, in ``[0, U)``: both directions
+        of one bond share an id, so a selector can give them one score.
+    y : Tensor of shape (B,), int64
+        Class label per graph.
+    env : Tensor of shape (B,), int64
+        Environment (domain) id per graph.
+    index : Tensor of shape (B,), int64
+        Index of each graph in its dataset.
+    edge_gt : Tensor of shape (E,) or None
+        Ground-truth edge label (1 = edge of the invariant motif), synthetic data only.
+    """
+
+    src: Tensor
+    dst: Tensor
+    node_feat: Tensor
+    edge_feat: Tensor
+    node_graph: Tensor
+    edge_graph: Tensor
+    num_nodes: Tensor
+    num_edges: Tensor
+    bond: Tensor
+    y: Tensor
+    env: Tensor
+    index: Tensor
+    edge_gt: Tensor | None = None
+
+    @property
+    def num_graphs(self) -> int:
+        """``B``, the number of graphs."""
+        return int(self.num_nodes.shape[0])
+
+    @property
+    def num_bonds(self) -> int:
+        """``U``, the number of undirected bonds."""
+        return int(self.bond.max().item()) + 1 if self.bond.numel() else 0
+
+    @property
+    def device(self) -> torch.device:
+        return self.src.device
+
+    def to(self, device: torch.device | str, non_blocking: bool = False) -> "GraphBatch":
+        """A copy with every tensor on ``device``."""
+        moved = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, Tensor):
+                value = value.to(device, non_blocking=non_blocking)
+            moved[f.name] = value
+        return replace(self, **moved)
+
+    def pin_memory(self) -> "GraphBatch":
+        """Pinned copy (used by ``DataLoader(pin_memory=True)`` for CUDA)."""
+        pinned = {f.name: getattr(self, f.name).pin_memory()
+                  for f in fields(self) if isinstance(getattr(self, f.name), Tensor)}
+        return replace(self, **pinned)
+
+
+def bond_ids(src: Tensor, dst: Tensor, num_nodes: int) -> Tensor:
+    """Id of the undirected bond of each directed edge.
+
+    Parameters
+    ----------
+    src, dst : Tensor of shape (E,), int64
+    num_nodes : int
+        Number of nodes (ids are below it).
+
+    Returns
+    -------
+    Tensor of shape (E,), int64
+        Equal for ``(u, v)`` and ``(v, u)``, consecutive from 0.
+    """
+    if src.numel() == 0:
+        return torch.zeros(0, dtype=torch.long)
+    lo = torch.minimum(src, dst)
+    hi = torch.maximum(src, dst)
+    _, inverse = torch.unique(lo * num_nodes + hi, return_inverse=True)
+    return inverse
+
+
+def collate(samples: Sequence[tuple]) -> GraphBatch:
+    """Batch ``(graph, label, env, index)`` samples with :func:`dgl.batch`.
+
+    Graphs carry ``ndata['feat']`` and optionally ``edata['feat']`` and
+    ``edata['edge_gt']``.
+    """
+    graphs, labels, envs, index = zip(*samples)
+    g = dgl.batch(list(graphs))
+    src, dst = g.edges()
+    num_nodes = g.batch_num_nodes()
+    num_edges = g.batch_num_edges()
+    n, b = g.num_nodes(), len(graphs)
+    node_graph = torch.repeat_interleave(torch.arange(b), num_nodes)
+    edge_graph = torch.repeat_interleave(torch.arange(b), num_edges)
+    if "feat" in g.edata:
+        edge_feat = g.edata["feat"]
+    else:
+        edge_feat = torch.zeros(g.num_edges(), 0)
+    edge_gt = g.edata["edge_gt"] if "edge_gt" in g.edata else None
+    return GraphBatch(
+        src=src, dst=dst, node_feat=g.ndata["feat"], edge_feat=edge_feat,
+        node_graph=node_graph, edge_graph=edge_graph,
+        num_nodes=num_nodes, num_edges=num_edges,
+        bond=bond_ids(src, dst, n),
+        y=torch.as_tensor(labels, dtype=torch.long),
+        env=torch.as_tensor(envs, dtype=torch.long),
+        index=torch.as_tensor(index, dtype=torch.long),
+        edge_gt=edge_gt,
+    )
+
+
+def segment_sum(values: Tensor, segment: Tensor, num_segments: int) -> Tensor:
+    """Sum rows of ``values`` (shape ``(M, ...)``) into ``num_segments`` bins."""
+    out = values.new_zeros((num_segments,) + tuple(values.shape[1:]))
+    return out.index_add_(0, segment, values)
+
+
+def segment_mean(values: Tensor, segment: Tensor, num_segments: int) -> Tensor:
+    """Mean of rows per bin; an empty bin gives 0 (never NaN)."""
+    total = segment_sum(values, segment, num_segments)
+    count = segment_sum(torch.ones_like(segment, dtype=values.dtype), segment, num_segments)
+    count = count.clamp_min(1).view((-1,) + (1,) * (values.dim() - 1))
+    return total / count

@@ -1,0 +1,248 @@
+"""The ``grprune`` command line: ``run`` and ``ls``.
+
+Every option has help text and an environment-variable fallback
+(``GRPRUNE_<COMMAND>_<OPTION>``, e.g. ``GRPRUNE_RUN_EPOCHS=5``). Errors a user
+can cause end with one message on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import sys
+from pathlib import Path
+
+import click
+
+from grprune.errors import GrpruneError
+
+option = functools.partial(click.option, show_envvar=True)
+
+
+class GrpruneGroup(click.Group):
+    """A click group that turns user errors into one line and exit code 2."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except GrpruneError as exc:
+            click.echo(f"grprune: error: {exc}", err=True)
+            ctx.exit(2)
+        except KeyboardInterrupt:
+            click.echo("grprune: interrupted; run the same command again to resume", err=True)
+            ctx.exit(130)
+
+
+@click.group(cls=GrpruneGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="grprune")
+def main() -> None:
+    """grprune: out-of-distribution generalization for graph classification.
+
+    PrunE (NeurIPS 2025) prunes spurious edges with a learned subgraph selector,
+    regularized by a graph-size constraint (size) and epsilon-probability
+    alignment (eps-align). See `grprune ls` for every registered part.
+    """
+
+
+def _names(kind: str) -> str:
+    from grprune.data import DATASETS
+    from grprune.encoders import ENCODERS
+    from grprune.regularizers import REGULARIZERS
+    from grprune.selectors import SELECTORS
+    reg = {"data": DATASETS, "encoder": ENCODERS, "reg": REGULARIZERS,
+           "selector": SELECTORS}[kind]
+    return ", ".join(reg.names(load_plugins=False))
+
+
+def _fmt(value) -> str:
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else f"{value:.4f}"
+    return str(value)
+
+
+class EpochPrinter:
+    """Per-epoch progress: a rich progress bar on a terminal, plain lines otherwise."""
+
+    def __init__(self, mode: str, metric: str, epochs: int, title: str) -> None:
+        if mode == "auto":
+            mode = "rich" if sys.stderr.isatty() else "plain"
+        self.mode, self.metric, self.epochs = mode, metric, epochs
+        self.progress = None
+        if mode == "rich":
+            from rich.console import Console
+            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                                       TimeElapsedColumn, TimeRemainingColumn)
+            self.progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
+                                     MofNCompleteColumn(), TimeElapsedColumn(),
+                                     TimeRemainingColumn(), TextColumn("{task.fields[info]}"),
+                                     console=Console(stderr=True), transient=False)
+            self.task = self.progress.add_task(title, total=epochs, info="")
+            self.progress.start()
+
+    def __call__(self, rec: dict) -> None:
+        m = self.metric
+        parts = [f"loss {rec['loss']['total']:.4f}"]
+        for split in ("train", "valid", "test"):
+            if split in rec:
+                parts.append(f"{split} {_fmt(rec[split][m])}")
+        parts.append(f"kept {rec['loss']['kept_edge_fraction']:.2f}")
+        info = "  ".join(parts) + ("  *" if rec.get("improved") else "")
+        if self.mode == "rich":
+            self.progress.update(self.task, completed=rec["epoch"] + 1, info=info)
+        elif self.mode == "plain":
+            click.echo(f"epoch {rec['epoch'] + 1:>3}/{self.epochs} [{rec['phase']}] {info} "
+                       f"({rec['epoch_time_s']:.1f}s)", err=True)
+
+    def close(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+
+
+def print_summary(summary: dict, run_dir: Path, status: str) -> None:
+    """The final metrics as a rich table on stdout."""
+    from rich.console import Console
+    from rich.table import Table
+    m = summary["metric"]
+    table = Table(title=f"{summary['dataset']} ({summary.get('split')}) - {status}",
+                  show_header=True)
+    table.add_column("field")
+    table.add_column("value", justify="right")
+    rows = [("method", "+".join(summary["reg"]) or "erm"),
+            ("selector", summary["selector"]), ("seed", summary["seed"]),
+            ("best epoch", summary["best_epoch"]), (f"valid {m}", summary["valid"]),
+            (f"test {m}", summary["test"]),
+            ("kept edge fraction (test)", summary["kept_edge_fraction"]),
+            ("wall time (s)", summary.get("wall_time_s")),
+            ("median epoch time (s)", summary.get("epoch_time_s_median")),
+            ("peak memory (MiB)", summary.get("peak_mem_mib")),
+            ("device", summary.get("device")), ("run directory", str(run_dir))]
+    for name, value in rows:
+        table.add_row(name, _fmt(value) if value is not None else "-")
+    Console(width=100).print(table)
+
+
+@main.command()
+@option("--selector", default=None,
+        help="subgraph selector: auto (gumbel-gin when a regularizer needs one), none, or "
+             f"one of: {_names('selector')}")
+@option("--reg", default=None,
+        help="comma list of regularizers, or none for plain ERM [default: size,eps-align]. "
+             f"Built in: {_names('reg')}")
+@option("--data", default=None, help=f"dataset [default: ogbg-molbbbp]. Built in: {_names('data')}")
+@option("--split", default=None, help="dataset split, e.g. scaffold or size (see `grprune ls datasets`)")
+@option("--encoder", default=None, help=f"GNN encoder [default: gin]. Built in: {_names('encoder')}")
+@option("--epochs", type=int, default=None, help="training epochs [default: 100]")
+@option("--seed", type=int, default=None, help="random seed [default: 0]")
+@option("--device", default=None, help="auto (CUDA when present), cpu, cuda or cuda:N [default: auto]")
+@option("--out", type=click.Path(path_type=Path), default=None,
+        help="run directory [default: runs/<dataset>/<method>-seed<seed>-<hash>]")
+@option("--root", default=None, help="data root (caches, OGB folders) [default: $GRPRUNE_DATA_ROOT "
+                                     "or ~/.cache/grprune/data]")
+@option("--download", is_flag=True, default=False,
+        help="use OGB's online download route instead of the bundled data")
+@option("-H", "--hparam", "overrides", multiple=True, metavar="KEY=VALUE",
+        help="override any hyperparameter by namespaced key, e.g. -H reg.size.eta=0.75 "
+             "-H selector.tau=0.5 -H train.lr=1e-3 (repeatable)")
+@option("--config", "config_file", type=click.Path(path_type=Path), default=None,
+        help="JSON/YAML config file with the sections of config.json")
+@option("--force", is_flag=True, default=False,
+        help="re-run even if the run directory holds a finished run")
+@option("--progress", type=click.Choice(["auto", "rich", "plain", "none"]), default=None,
+        help="progress display [default: auto: rich on a terminal, plain lines otherwise]")
+@option("--json", "as_json", is_flag=True, default=False, help="print the summary as JSON")
+def run(selector, reg, data, split, encoder, epochs, seed, device, out, root, download,
+        overrides, config_file, force, progress, as_json) -> None:
+    """Train a selector + GNN with the given regularizers and report metrics.
+
+    \b
+    Example:
+      grprune run --selector gumbel-gin --reg size,eps-align --data ogbg-molbbbp
+      grprune run --reg none --data ogbg-molbbbp --seed 1        # ERM baseline
+    """
+    from grprune.config import resolve_config
+    from grprune.run import default_run_dir, execute
+
+    flags = {"data.split": split, "train.epochs": epochs, "train.seed": seed,
+             "train.device": device, "data.root": root, "train.progress": progress}
+    if download:
+        flags["data.download"] = True
+    flags = {k: v for k, v in flags.items() if v is not None}
+    cfg = resolve_config(data=data, selector=selector, reg=reg, encoder=encoder, flags=flags,
+                         overrides=overrides, file=config_file)
+    run_dir = out or default_run_dir(cfg)
+    method = "+".join(cfg["reg"]) or "erm"
+    title = f"{cfg['data']['name']} {method} seed {cfg['train']['seed']}"
+    printer = EpochPrinter(cfg["train"]["progress"], "?", cfg["train"]["epochs"], title)
+    if printer.mode != "none":
+        click.echo(f"grprune: {title} -> {run_dir}", err=True)
+
+    def on_epoch(rec: dict) -> None:
+        printer.metric = next(k for k in rec["valid"] if k != "kept_edge_fraction")
+        printer(rec)
+
+    try:
+        status, summary = execute(cfg, run_dir, force=force, on_epoch=on_epoch,
+                                  log=lambda msg: click.echo(f"grprune: {msg}", err=True))
+    finally:
+        printer.close()
+    if status == "finished":
+        click.echo(f"grprune: {run_dir} already holds this finished run; nothing to do "
+                   f"(use --force to re-run)", err=True)
+    if as_json:
+        click.echo(json.dumps(summary, indent=2))
+    else:
+        print_summary(summary, run_dir, status)
+
+
+@main.command("ls")
+@click.argument("kind", required=False,
+                type=click.Choice(["selectors", "encoders", "regularizers", "datasets", "train"]))
+def ls(kind) -> None:
+    """List registered parts with their hyperparameters and defaults."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from grprune.config import DataSettings, TrainSettings
+    from grprune.data import DATASETS
+    from grprune.encoders import ENCODERS
+    from grprune.regularizers import REGULARIZERS
+    from grprune.selectors import SELECTORS
+
+    console = Console(width=120)
+    groups = {"selectors": ("selector", SELECTORS), "encoders": ("encoder", ENCODERS),
+              "regularizers": ("reg.NAME", REGULARIZERS), "datasets": ("data", DATASETS)}
+    for name, (prefix, registry) in groups.items():
+        if kind not in (None, name):
+            continue
+        table = Table(title=name, show_lines=False)
+        for col in ("name", "hyperparameter", "default", "description"):
+            table.add_column(col)
+        for part in registry.names():
+            cls = registry.get(part)
+            doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
+            if name == "datasets":
+                doc = getattr(cls, "description", doc)
+                splits = ", ".join(getattr(cls, "splits", ()))
+                table.add_row(part, "split", str(cls.defaults.get("split", "")),
+                              f"{doc} Splits: {splits}.")
+                for key, default in cls.defaults.items():
+                    if key != "split":
+                        table.add_row("", key, str(default), "")
+                continue
+            table.add_row(part, "", "", doc)
+            for key, default, text in cls.describe_hparams():
+                p = prefix.replace("NAME", part)
+                table.add_row("", f"{p}.{key}", str(default), text)
+        console.print(table)
+    if kind in (None, "train"):
+        table = Table(title="train and data settings")
+        for col in ("hyperparameter", "default", "description"):
+            table.add_column(col)
+        for prefix, cls in (("train", TrainSettings), ("data", DataSettings)):
+            for key, default, text in cls.describe_hparams():
+                table.add_row(f"{prefix}.{key}", str(default), text)
+        console.print(table)
+    broken = {**REGULARIZERS.broken_plugins, **SELECTORS.broken_plugins}
+    for ep, msg in broken.items():
+        console.print(f"[yellow]plugin {ep!r} failed to load: {msg}[/yellow]")

@@ -1,0 +1,287 @@
+"""The fully resolved configuration of a run.
+
+A run's configuration is a nested dict with five sections::
+
+    {"data":     {"name": "ogbg-molbbbp", "split": "scaffold", ...},
+     "selector": {"name": "gumbel-gin", "tau": 1.0, ...},      # {"name": "none"} for ERM
+     "encoder":  {"name": "gin", "layers": 4, "hidden": 64, ...},
+     "reg":      {"size": {"weight": 10.0, "eta": 0.85, ...}, "eps-align": {...}},
+     "train":    {"epochs": 100, "batch_size": 64, "lr": 0.001, ...}}
+
+Values are resolved in this order, later winning: each part's declared
+defaults; the dataset's ``recommended`` settings (the paper's per-dataset
+choices); a config file (``--config``, JSON or YAML, same nesting; a previous
+run's ``config.json`` works); the CLI flags; ``-H key=value`` overrides with
+namespaced keys (``reg.size.eta``, ``selector.tau``, ``train.lr``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from grprune.errors import GrpruneError
+from grprune.hparams import Configurable
+
+SECTIONS = ("data", "selector", "encoder", "reg", "train")
+#: keys that do not change results and so are left out of the config hash
+VOLATILE_KEYS = {("data", "root"), ("data", "download"), ("train", "device"),
+                 ("train", "progress")}
+
+
+class TrainSettings(Configurable):
+    """Trainer hyperparameters (``train.*``); paper Appendix "Detailed experiment setting"."""
+
+    defaults = {"epochs": 100, "batch_size": 64, "lr": 1e-3, "weight_decay": 0.0,
+                "warmup_epochs": 0, "patience": 0, "seed": 0, "device": "auto",
+                "eval_train": True, "progress": "auto"}
+    help = {
+        "epochs": "training epochs (paper: 100)",
+        "batch_size": "graphs per batch (paper: 64)",
+        "lr": "Adam learning rate (paper: 1e-3)",
+        "weight_decay": "Adam weight decay",
+        "warmup_epochs": "ERM epochs before the selector and regularizers switch on "
+                         "(paper: 10 for GOOD and DrugOOD, 0 for molbbbp)",
+        "patience": "early stopping: epochs without a better validation metric "
+                    "after warm-up; 0 = off (paper: 10 for GOOD-Motif and DrugOOD)",
+        "seed": "random seed (same seed, same numbers on CPU)",
+        "device": "auto (CUDA when present), cpu, cuda or cuda:N",
+        "eval_train": "also evaluate the training split every epoch",
+        "progress": "auto (rich on a terminal, plain lines otherwise), rich, plain or none",
+    }
+    choices = {"progress": ("auto", "rich", "plain", "none")}
+
+
+class DataSettings(Configurable):
+    """Dataset-independent data settings (``data.*``)."""
+
+    defaults = {"root": "", "download": False, "limit": 0}
+    help = {"root": "data root for caches and OGB folders (default $GRPRUNE_DATA_ROOT "
+                    "or ~/.cache/grprune/data)",
+            "download": "use OGB's download route (needs network)",
+            "limit": "keep only the first N graphs of each split (0 = all; for smoke tests)"}
+
+
+def _flatten(cfg: Mapping[str, Any], origin: str) -> list[tuple[str, Any]]:
+    """Nested config -> ``[("section.key", value)]`` (``reg.NAME.key`` for reg)."""
+    out: list[tuple[str, Any]] = []
+    for section, body in cfg.items():
+        if section in ("version", "hash"):
+            continue
+        if section not in SECTIONS:
+            raise GrpruneError(f"unknown section {section!r} in {origin}. "
+                               f"Sections: {', '.join(SECTIONS)}")
+        if not isinstance(body, Mapping):
+            raise GrpruneError(f"section {section!r} in {origin} must be a mapping")
+        for key, value in body.items():
+            if section == "reg":
+                if not isinstance(value, Mapping):
+                    raise GrpruneError(f"reg.{key} in {origin} must be a mapping")
+                out.extend((f"reg.{key}.{k}", v) for k, v in value.items())
+            else:
+                out.append((f"{section}.{key}", value))
+    return out
+
+
+def parse_override(text: str) -> tuple[str, str]:
+    """``"reg.size.eta=0.75"`` -> ``("reg.size.eta", "0.75")``.
+
+    Raises
+    ------
+    GrpruneError
+        If there is no ``=`` or no section.
+    """
+    key, sep, value = text.partition("=")
+    key = key.strip()
+    if not sep or "." not in key:
+        raise GrpruneError(f"bad override {text!r}: expected section.key=value, "
+                           f"e.g. reg.size.eta=0.75 or selector.tau=0.5")
+    section = key.split(".", 1)[0]
+    if section not in SECTIONS:
+        raise GrpruneError(f"bad override {text!r}: unknown section {section!r}. "
+                           f"Sections: {', '.join(SECTIONS)}")
+    return key, value.strip()
+
+
+def load_config_file(path: str | Path) -> dict:
+    """Read a JSON or YAML config file.
+
+    Raises
+    ------
+    GrpruneError
+        If the file is missing or not a mapping.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise GrpruneError(f"config file not found: {p}")
+    text = p.read_text()
+    try:
+        if p.suffix in (".yaml", ".yml"):
+            import yaml
+            data = yaml.safe_load(text)
+        else:
+            data = json.loads(text)
+    except Exception as exc:
+        raise GrpruneError(f"cannot parse config file {p}: {exc}") from None
+    if not isinstance(data, dict):
+        raise GrpruneError(f"config file {p} must hold a mapping of sections")
+    return data
+
+
+def resolve_config(*, data: str | None = None, selector: str | None = None,
+                   reg: str | None = None, encoder: str | None = None,
+                   flags: Mapping[str, Any] | None = None,
+                   overrides: Iterable[str] = (), file: str | Path | None = None) -> dict:
+    """Resolve a run's configuration; see the module docstring for the order.
+
+    Parameters
+    ----------
+    data, selector, reg, encoder : str, optional
+        Part names from the CLI (``reg`` a comma list or ``none``; ``selector``
+        may be ``auto``: ``gumbel-gin`` when a regularizer needs a selector,
+        none otherwise).
+    flags : mapping, optional
+        CLI flags as namespaced keys (``{"train.epochs": 5}``).
+    overrides : iterable of str
+        ``key=value`` strings (``-H``).
+    file : path, optional
+        Config file.
+
+    Returns
+    -------
+    dict
+        The nested, fully resolved configuration.
+
+    Raises
+    ------
+    GrpruneError
+        On unknown names, sections, keys or bad values.
+    """
+    # imported here so that ``grprune.config`` stays importable on its own
+    from grprune.data import DATASETS
+    from grprune.encoders import ENCODERS
+    from grprune.regularizers import REGULARIZERS
+    from grprune.selectors import SELECTORS
+
+    file_cfg = load_config_file(file) if file else {}
+    file_items = _flatten(file_cfg, str(file)) if file else []
+
+    def pick(section: str, cli_value: str | None, default: str) -> str:
+        if cli_value is not None:
+            return cli_value
+        body = file_cfg.get(section)
+        if isinstance(body, Mapping) and "name" in body:
+            return str(body["name"])
+        return default
+
+    data_name = DATASETS.canonical(pick("data", data, "ogbg-molbbbp"))
+    encoder_name = ENCODERS.canonical(pick("encoder", encoder, "gin"))
+    if reg is None and isinstance(file_cfg.get("reg"), Mapping):
+        reg = ",".join(file_cfg["reg"]) or "none"
+    reg_names = REGULARIZERS.split(reg if reg is not None else "size,eps-align")
+    reg_classes = {n: REGULARIZERS.get(n) for n in reg_names}
+    selector_name = pick("selector", selector, "auto")
+    if selector_name.lower() == "auto":
+        needs = any("selector" in getattr(c, "requires", ()) for c in reg_classes.values())
+        selector_name = "gumbel-gin" if needs else "none"
+    if selector_name.lower() != "none":
+        selector_name = SELECTORS.canonical(selector_name)
+    else:
+        selector_name = "none"
+    source = DATASETS.get(data_name)
+
+    items: list[tuple[str, Any]] = list(getattr(source, "recommended", {}).items())
+    items += file_items
+    items += list((flags or {}).items())
+    items += [parse_override(o) for o in overrides]
+
+    given: dict[str, dict[str, Any]] = {s: {} for s in SECTIONS if s != "reg"}
+    reg_given: dict[str, dict[str, Any]] = {n: {} for n in reg_names}
+    for key, value in items:
+        section, _, rest = key.partition(".")
+        if section == "reg":
+            name, _, hp = rest.partition(".")
+            if not hp:
+                raise GrpruneError(f"bad key {key!r}: expected reg.NAME.key")
+            canonical = REGULARIZERS.canonical(name)
+            if canonical not in reg_given:
+                raise GrpruneError(
+                    f"{key} is set but regularizer {canonical!r} is not in --reg "
+                    f"({','.join(reg_names) or 'none'})")
+            reg_given[canonical][hp] = value
+        elif rest == "name":
+            continue  # names were picked above
+        else:
+            given[section][rest] = value
+
+    # data: generic settings + the dataset's own hyperparameters
+    data_keys = dict(DataSettings.defaults)
+    ds_defaults = dict(getattr(source, "defaults", {}))
+    unknown = set(given["data"]) - set(data_keys) - set(ds_defaults)
+    if unknown:
+        raise GrpruneError(
+            f"unknown hyperparameter data.{sorted(unknown)[0]}. Known for {data_name}: "
+            f"{', '.join(sorted(set(data_keys) | set(ds_defaults)))}")
+    data_cfg = {"name": data_name}
+    data_cfg.update(DataSettings.resolve_hparams(
+        {k: v for k, v in given["data"].items() if k in data_keys}, prefix="data."))
+    ds_part = _DatasetHparams.for_source(source)
+    data_cfg.update(ds_part.resolve_hparams(
+        {k: v for k, v in given["data"].items() if k in ds_defaults}, prefix="data."))
+
+    if selector_name == "none":
+        if given["selector"]:
+            raise GrpruneError(
+                f"selector.{next(iter(given['selector']))} is set but no selector is used "
+                f"(--selector none, or --reg none with --selector auto)")
+        selector_cfg: dict[str, Any] = {"name": "none"}
+    else:
+        selector_cfg = {"name": selector_name,
+                        **SELECTORS.get(selector_name).resolve_hparams(
+                            given["selector"], prefix="selector.")}
+    for name, cls in reg_classes.items():
+        if "selector" in getattr(cls, "requires", ()) and selector_name == "none":
+            raise GrpruneError(
+                f"regularizer {name!r} needs a subgraph selector, but the selector is "
+                f"'none'; use --selector {SELECTORS.names()[0]} (or another of "
+                f"{', '.join(SELECTORS.names())})")
+    cfg = {
+        "version": 1,
+        "data": data_cfg,
+        "selector": selector_cfg,
+        "encoder": {"name": encoder_name,
+                    **ENCODERS.get(encoder_name).resolve_hparams(given["encoder"],
+                                                                 prefix="encoder.")},
+        "reg": {n: cls.resolve_hparams(reg_given[n], prefix=f"reg.{n}.")
+                for n, cls in reg_classes.items()},
+        "train": TrainSettings.resolve_hparams(given["train"], prefix="train."),
+    }
+    cfg["hash"] = config_hash(cfg)
+    return cfg
+
+
+class _DatasetHparams(Configurable):
+    """Wraps a dataset source's declared ``defaults``/``splits`` for validation."""
+
+    @classmethod
+    def for_source(cls, source: Any) -> type[Configurable]:
+        splits = tuple(getattr(source, "splits", ()))
+        return type("DatasetHparams", (Configurable,), {
+            "defaults": dict(getattr(source, "defaults", {})),
+            "choices": {"split": splits} if splits else {},
+        })
+
+
+def config_hash(cfg: Mapping[str, Any]) -> str:
+    """12-hex-digit hash of the result-relevant part of a resolved config."""
+    stable = {s: ({k: v for k, v in cfg[s].items() if (s, k) not in VOLATILE_KEYS}
+                  if s != "reg" else cfg[s]) for s in SECTIONS if s in cfg}
+    text = json.dumps(stable, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def same_run(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Whether two resolved configs describe the same run (volatile keys ignored)."""
+    return config_hash(a) == config_hash(b)

@@ -1,0 +1,27 @@
+"""Datasets: loading, featurization, splits and the dataset registry.
+
+>>> from grprune.data import load_dataset
+>>> ds = load_dataset("ogbg-molbbbp", split="scaffold")   # doctest: +SKIP
+>>> g, label, env, i = ds[0]                             # doctest: +SKIP
+>>> train = ds.subset("train")                           # doctest: +SKIP
+"""
+
+from grprune import compat as _compat  # noqa: F401  (DGL workaround before DGL is imported)
+from grprune.data.dataset import GraphDataset
+from grprune.data.molecules import load_molecule_csv, smiles_to_graph
+from grprune.data.registry import DATASETS, DatasetSource, default_root, load_dataset
+from grprune.data.splits import load_split_files, scaffold_split, size_split
+from grprune.data import ogbg as _ogbg  # noqa: F401,E402  (registers ogbg-molbbbp)
+
+__all__ = [
+    "DATASETS",
+    "DatasetSource",
+    "GraphDataset",
+    "default_root",
+    "load_dataset",
+    "load_molecule_csv",
+    "load_split_files",
+    "scaffold_split",
+    "size_split",
+    "smiles_to_graph",
+]

@@ -1,0 +1,118 @@
+"""On-disk cache of featurized graphs: ``graphs.bin`` (DGL) plus ``meta.json``.
+
+``meta.json`` holds a *key* (source file sha256, format version, library
+versions) and the sha256 of ``graphs.bin``. A cache is used only if its key
+equals the expected key and ``graphs.bin`` hashes to the recorded value, so a
+stale, truncated or corrupt cache is rebuilt, never used. Files are written to
+a temporary name and moved into place with :func:`os.replace`; ``graphs.bin``
+is replaced before ``meta.json``, so an interrupted write leaves a cache that
+fails the hash check.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from grprune.compat import dgl
+from grprune.data.molecules import file_sha256
+
+GRAPHS_FILE = "graphs.bin"
+META_FILE = "meta.json"
+
+
+def read_graph_cache(
+    directory: Path,
+    key: dict[str, Any],
+    meta_keys: tuple[str, ...] = (),
+    tensor_keys: tuple[str, ...] = (),
+) -> tuple[tuple[list, dict[str, torch.Tensor], dict] | None, str]:
+    """Load a cache written by :func:`write_graph_cache` if it is valid for ``key``.
+
+    Parameters
+    ----------
+    directory : Path
+        The cache folder.
+    key : dict
+        JSON values the cache's ``meta.json`` must hold unchanged.
+    meta_keys, tensor_keys : tuple of str
+        Entries ``meta.json`` and the graph-level tensors must have.
+
+    Returns
+    -------
+    cached : (graphs, tensors, meta) or None
+        ``graphs`` (list of G DGLGraphs), ``tensors`` (dict of graph-level
+        tensors, first dim G) and the ``meta`` dict; None if absent or invalid.
+    reason : str
+        Why the cache is not usable (``""`` when it is).
+    """
+    meta_path, graphs_path = directory / META_FILE, directory / GRAPHS_FILE
+    if not meta_path.is_file() or not graphs_path.is_file():
+        return None, "no cache"
+    try:
+        meta = json.loads(meta_path.read_text())
+    except (OSError, ValueError) as exc:
+        return None, f"unreadable {META_FILE} ({type(exc).__name__})"
+    if not isinstance(meta, dict) or any(k not in meta for k in meta_keys):
+        return None, f"malformed {META_FILE}"
+    changed = [k for k, v in key.items() if meta.get(k) != v]
+    if changed:
+        return None, f"{', '.join(changed)} changed"
+    try:
+        if file_sha256(graphs_path) != meta.get("graphs_sha256"):
+            return None, f"{GRAPHS_FILE} is corrupt (checksum mismatch)"
+        graphs, tensors = dgl.load_graphs(str(graphs_path))
+    except Exception as exc:  # OSError, DGLError
+        return None, f"cannot read {GRAPHS_FILE} ({type(exc).__name__})"
+    if (
+        len(graphs) != meta.get("n_graphs")
+        or any(k not in tensors for k in tensor_keys)
+        or any(len(t) != len(graphs) for t in tensors.values())
+    ):
+        return None, f"{GRAPHS_FILE} does not match {META_FILE}"
+    return (graphs, tensors, meta), ""
+
+
+def write_graph_cache(
+    directory: Path,
+    key: dict[str, Any],
+    graphs: list,
+    tensors: dict[str, torch.Tensor],
+    extra: dict[str, Any] | None = None,
+) -> None:
+    """Write graphs, graph-level tensors and ``meta.json`` atomically.
+
+    Parameters
+    ----------
+    directory : Path
+        Created if needed.
+    key : dict
+        Validity key (see :func:`read_graph_cache`).
+    graphs : list of dgl.DGLGraph, length G
+    tensors : dict of str to torch.Tensor, each with first dim G
+    extra : dict, optional
+        More JSON facts stored in ``meta.json``.
+
+    Raises
+    ------
+    OSError
+        If the folder cannot be written.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    suffix = f".tmp{os.getpid()}"
+    tmp_graphs = directory / (GRAPHS_FILE + suffix)
+    tmp_meta = directory / (META_FILE + suffix)
+    try:
+        dgl.save_graphs(str(tmp_graphs), graphs, tensors)
+        meta = {**key, **(extra or {}), "n_graphs": len(graphs),
+                "graphs_sha256": file_sha256(tmp_graphs)}
+        tmp_meta.write_text(json.dumps(meta, indent=1))
+        os.replace(tmp_graphs, directory / GRAPHS_FILE)
+        os.replace(tmp_meta, directory / META_FILE)
+    finally:
+        for tmp in (tmp_graphs, tmp_meta):
+            tmp.unlink(missing_ok=True)

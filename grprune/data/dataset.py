@@ -1,0 +1,138 @@
+"""The in-memory graph classification dataset every loader returns."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+from torch.utils.data import Dataset, Subset
+
+from grprune.compat import dgl
+from grprune.data.splits import SPLIT_NAMES
+from grprune.errors import GrpruneError
+
+
+class GraphDataset(Dataset):
+    """Graphs with class labels, environment ids and a train/valid/test split.
+
+    Parameters
+    ----------
+    name : str
+        Canonical dataset name (``"ogbg-molbbbp"``).
+    graphs : list of dgl.DGLGraph, length G
+        Each with ``ndata['feat']`` int64 (N, 9) and ``edata['feat']`` int64
+        (E, 3) for ``atom_encoder == "ogb"``; both directions of every bond.
+    labels : array-like of int, shape (G,)
+        Class of each graph, in ``0 .. num_classes-1``.
+    splits : dict of str to array-like of int
+        ``train``, ``valid`` (and ``test``, and later datasets may add more, e.g.
+        ``id-valid``): indices into ``graphs``; stored sorted as int64.
+    num_classes : int
+    metric : str
+        Evaluation metric (``"rocauc"``, ``"accuracy"``).
+    atom_encoder : str
+        How node features are encoded: ``"ogb"`` (9 categorical OGB atom features).
+    envs : array-like of int, shape (G,), optional
+        Environment (domain) id per graph; zeros by default.
+    smiles : list of str, length G, optional
+    source_rows : array-like of int, shape (G,), optional
+        Row of each graph in the source file; ``arange(G)`` by default.
+    info : dict, optional
+        JSON-serialisable facts about loading (see :func:`grprune.data.load_dataset`).
+
+    Attributes
+    ----------
+    labels, envs : torch.LongTensor, shape (G,)
+    source_rows : np.ndarray of int64, shape (G,)
+    splits : dict of str to np.ndarray of int64
+
+    Raises
+    ------
+    GrpruneError
+        If lengths disagree, a label is out of range, or a split index is out of range.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        graphs: list[dgl.DGLGraph],
+        labels: Sequence[int] | np.ndarray | torch.Tensor,
+        splits: dict[str, Any],
+        *,
+        num_classes: int,
+        metric: str,
+        atom_encoder: str = "ogb",
+        envs: Sequence[int] | np.ndarray | torch.Tensor | None = None,
+        smiles: list[str] | None = None,
+        source_rows: Sequence[int] | np.ndarray | None = None,
+        info: dict | None = None,
+    ) -> None:
+        n = len(graphs)
+        self.name = name
+        self.graphs = list(graphs)
+        self.labels = torch.as_tensor(np.asarray(labels), dtype=torch.long).reshape(-1)
+        self.envs = (
+            torch.zeros(n, dtype=torch.long)
+            if envs is None
+            else torch.as_tensor(np.asarray(envs), dtype=torch.long).reshape(-1)
+        )
+        self.smiles = None if smiles is None else list(smiles)
+        self.source_rows = (
+            np.arange(n, dtype=np.int64)
+            if source_rows is None
+            else np.asarray(source_rows, dtype=np.int64).reshape(-1)
+        )
+        self.num_classes = int(num_classes)
+        self.metric = metric
+        self.atom_encoder = atom_encoder
+        self.info = dict(info or {})
+        for what, length in (
+            ("labels", len(self.labels)),
+            ("envs", len(self.envs)),
+            ("source_rows", len(self.source_rows)),
+            ("smiles", n if self.smiles is None else len(self.smiles)),
+        ):
+            if length != n:
+                raise GrpruneError(f"dataset {name}: {length} {what} for {n} graphs")
+        if n and (self.labels.min() < 0 or self.labels.max() >= self.num_classes):
+            raise GrpruneError(f"dataset {name}: labels outside 0..{self.num_classes - 1}")
+        self.splits = {}
+        for key, idx in splits.items():
+            idx = np.sort(np.asarray(idx, dtype=np.int64).reshape(-1))
+            if len(idx) and (idx[0] < 0 or idx[-1] >= n):
+                raise GrpruneError(f"dataset {name}: split {key!r} has indices outside 0..{n - 1}")
+            self.splits[key] = idx
+        missing = [k for k in SPLIT_NAMES if k not in self.splits]
+        if missing:
+            raise GrpruneError(f"dataset {name}: split parts {missing} are missing")
+
+    def __len__(self) -> int:
+        return len(self.graphs)
+
+    def __getitem__(self, i: int) -> tuple[dgl.DGLGraph, int, int, int]:
+        """Graph ``i`` as ``(graph, label, env, i)``."""
+        i = int(i)
+        return self.graphs[i], int(self.labels[i]), int(self.envs[i]), i
+
+    def subset(self, split_name: str) -> Subset:
+        """The graphs of one split part (``"train"``, ``"valid"``, ``"test"``).
+
+        Raises
+        ------
+        GrpruneError
+            If the part is unknown; the message lists the choices.
+        """
+        if split_name not in self.splits:
+            raise GrpruneError(
+                f"dataset {self.name} has no split part {split_name!r}. "
+                f"Choices: {', '.join(self.splits)}"
+            )
+        return Subset(self, self.splits[split_name].tolist())
+
+    def __repr__(self) -> str:
+        sizes = ", ".join(f"{k}={len(v)}" for k, v in self.splits.items())
+        return (
+            f"GraphDataset({self.name!r}, graphs={len(self)}, classes={self.num_classes}, "
+            f"split={self.info.get('split')!r}, {sizes})"
+        )

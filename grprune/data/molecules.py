@@ -1,0 +1,241 @@
+"""Molecules to DGL graphs: SMILES featurization and MoleculeNet CSV reading.
+
+Graphs use OGB's featurization (:func:`ogb.utils.smiles2graph`): 9 categorical
+atom features and 3 categorical bond features, every bond present as two
+directed edges ``(i, j), (j, i)`` in RDKit's bond order. A molecule RDKit cannot
+parse is skipped and counted, never an error; RDKit's log output is silenced
+while parsing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+from ogb.utils import smiles2graph
+from rdkit import rdBase
+
+from grprune.compat import dgl
+from grprune.errors import DataError
+
+NUM_ATOM_FEATURES = 9
+NUM_BOND_FEATURES = 3
+
+
+def graph_from_arrays(
+    edge_index: np.ndarray, node_feat: np.ndarray, edge_feat: np.ndarray, num_nodes: int
+) -> dgl.DGLGraph:
+    """Build a DGL graph from OGB-style arrays, keeping the edge order.
+
+    Parameters
+    ----------
+    edge_index : np.ndarray, shape (2, E)
+        Source and destination node of each directed edge.
+    node_feat : np.ndarray, shape (N, 9)
+        Categorical atom features; stored as int64 ``ndata['feat']``.
+    edge_feat : np.ndarray, shape (E, 3)
+        Categorical bond features; stored as int64 ``edata['feat']``.
+    num_nodes : int
+        N (a graph may have no edges).
+
+    Returns
+    -------
+    dgl.DGLGraph
+        Graph with ``ndata['feat']`` (N, 9) and ``edata['feat']`` (E, 3), int64.
+    """
+    src = torch.as_tensor(np.asarray(edge_index[0]), dtype=torch.int64)
+    dst = torch.as_tensor(np.asarray(edge_index[1]), dtype=torch.int64)
+    g = dgl.graph((src, dst), num_nodes=int(num_nodes))
+    g.ndata["feat"] = torch.as_tensor(np.asarray(node_feat), dtype=torch.int64).reshape(
+        int(num_nodes), -1
+    )
+    g.edata["feat"] = torch.as_tensor(np.asarray(edge_feat), dtype=torch.int64).reshape(
+        len(src), NUM_BOND_FEATURES
+    )
+    return g
+
+
+def smiles_to_graph(smiles: str) -> dgl.DGLGraph:
+    """Featurize one SMILES string with :func:`ogb.utils.smiles2graph`.
+
+    Parameters
+    ----------
+    smiles : str
+        The molecule.
+
+    Returns
+    -------
+    dgl.DGLGraph
+        ``ndata['feat']`` int64 (N, 9), ``edata['feat']`` int64 (E, 3) with
+        E = 2 * number of bonds (0 for a molecule without bonds, e.g. ``"C"``).
+
+    Raises
+    ------
+    DataError
+        If RDKit cannot parse ``smiles`` or the molecule has no atoms.
+    """
+    if not isinstance(smiles, str) or not smiles.strip():
+        raise DataError(f"empty or missing SMILES {smiles!r}")
+    with rdBase.BlockLogs():
+        try:
+            d = smiles2graph(smiles)
+        except Exception as exc:  # MolFromSmiles gave None (AttributeError) or RDKit failed
+            reason = type(exc).__name__
+            raise DataError(f"RDKit cannot parse SMILES {smiles!r} ({reason})") from None
+    if d["num_nodes"] == 0:
+        raise DataError(f"SMILES {smiles!r} has no atoms")
+    return graph_from_arrays(d["edge_index"], d["node_feat"], d["edge_feat"], d["num_nodes"])
+
+
+def featurize_smiles(smiles: Sequence[str]) -> tuple[list[dgl.DGLGraph], np.ndarray]:
+    """Featurize many SMILES, skipping those RDKit cannot parse.
+
+    Parameters
+    ----------
+    smiles : sequence of str, length S
+
+    Returns
+    -------
+    graphs : list of dgl.DGLGraph, length G <= S
+        See :func:`smiles_to_graph`.
+    kept : np.ndarray of int64, shape (G,)
+        Position in ``smiles`` of each graph (increasing).
+    """
+    graphs, kept = [], []
+    for i, s in enumerate(smiles):
+        try:
+            graphs.append(smiles_to_graph(s))
+        except DataError:
+            continue
+        kept.append(i)
+    return graphs, np.asarray(kept, dtype=np.int64)
+
+
+def file_sha256(path: str | Path) -> str:
+    """Hex sha256 of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def read_molecule_csv(
+    path: str | Path, smiles_column: str, label_column: str
+) -> tuple[list[str], np.ndarray]:
+    """Read the SMILES and integer class labels of a CSV (plain or ``.gz``).
+
+    Parameters
+    ----------
+    path : str or Path
+        The CSV file; compression is inferred from the suffix.
+    smiles_column, label_column : str
+        Column names (e.g. ``"smiles"`` and ``"p_np"`` for BBBP).
+
+    Returns
+    -------
+    smiles : list of str, length S
+        One entry per data row; a missing SMILES becomes ``""``.
+    labels : np.ndarray of int64, shape (S,)
+
+    Raises
+    ------
+    DataError
+        If the file is missing, unreadable, truncated or corrupt, empty, lacks
+        either column, or a label is not a non-negative integer (the message
+        names the row).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"data file not found: {path}")
+    try:
+        df = pd.read_csv(path, dtype=str, keep_default_na=False, compression="infer")
+    except pd.errors.EmptyDataError:
+        raise DataError(f"data file {path} is empty") from None
+    except Exception as exc:  # gzip/zlib/EOF/parser/decoding errors
+        raise DataError(
+            f"cannot read CSV file {path}: {type(exc).__name__}: {exc} "
+            "(the file is corrupt or truncated; restore or re-download it)"
+        ) from None
+    for col in (smiles_column, label_column):
+        if col not in df.columns:
+            raise DataError(
+                f"CSV file {path} has no column {col!r} "
+                f"(columns: {', '.join(map(str, df.columns))})"
+            )
+    if len(df) == 0:
+        raise DataError(f"CSV file {path} has a header but no data rows")
+    raw = df[label_column].str.strip()
+    values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
+    bad = ~np.isfinite(values) | (values < 0) | (values != np.round(values))
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise DataError(
+            f"CSV file {path}, row {row} (line {row + 2}): label {raw.iloc[row]!r} in column "
+            f"{label_column!r} is not a non-negative integer class label"
+            + (f" ({int(bad.sum())} bad rows in all)" if bad.sum() > 1 else "")
+        )
+    return df[smiles_column].tolist(), values.astype(np.int64)
+
+
+@dataclass
+class MoleculeGraphs:
+    """Featurized molecules of one CSV file.
+
+    Attributes
+    ----------
+    graphs : list of dgl.DGLGraph, length G
+    labels : np.ndarray of int64, shape (G,)
+    smiles : list of str, length G
+    source_rows : np.ndarray of int64, shape (G,)
+        0-based data row of each graph in the CSV.
+    skipped_rows : list of int
+        Data rows whose SMILES RDKit cannot parse.
+    n_source_rows : int
+        Number of data rows in the CSV.
+    """
+
+    graphs: list
+    labels: np.ndarray
+    smiles: list[str]
+    source_rows: np.ndarray
+    skipped_rows: list[int] = field(default_factory=list)
+    n_source_rows: int = 0
+
+
+def load_molecule_csv(path: str | Path, smiles_column: str, label_column: str) -> MoleculeGraphs:
+    """Read a molecule CSV and featurize it, skipping unparsable SMILES.
+
+    Parameters
+    ----------
+    path : str or Path
+        CSV file, plain or gzip-compressed.
+    smiles_column, label_column : str
+        Column names.
+
+    Returns
+    -------
+    MoleculeGraphs
+        G graphs in file order; ``skipped_rows`` lists the rows left out.
+
+    Raises
+    ------
+    DataError
+        See :func:`read_molecule_csv`.
+    """
+    smiles, labels = read_molecule_csv(path, smiles_column, label_column)
+    graphs, kept = featurize_smiles(smiles)
+    skipped = sorted(set(range(len(smiles))) - set(kept.tolist()))
+    return MoleculeGraphs(
+        graphs=graphs,
+        labels=labels[kept],
+        smiles=[smiles[i] for i in kept],
+        source_rows=kept,
+        skipped_rows=skipped,
+        n_source_rows=len(smiles),
+    )

@@ -1,0 +1,83 @@
+"""Selector + encoder + readout + head: the classifier :math:`f(t(G))`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from torch import Tensor, nn
+
+from grprune.batch import GraphBatch, segment_mean, segment_sum
+from grprune.encoders.base import Encoder, mlp
+from grprune.selectors.base import Selection, Selector
+
+
+@dataclass
+class ModelOutput:
+    """Output of :class:`GraphClassifier` for a batch of ``B`` graphs.
+
+    Attributes
+    ----------
+    logits : Tensor of shape (B, C)
+        Class logits.
+    graph_repr : Tensor of shape (B, D)
+        Readout of the node embeddings (input of the head).
+    node_repr : Tensor of shape (N, D)
+        Encoder node embeddings.
+    selection : Selection or None
+        The selector's choice (None without a selector or while it is off).
+    """
+
+    logits: Tensor
+    graph_repr: Tensor
+    node_repr: Tensor
+    selection: Selection | None = None
+
+
+class GraphClassifier(nn.Module):
+    """Graph classifier :math:`\\rho \\circ h` on the subgraph chosen by :math:`t`.
+
+    Parameters
+    ----------
+    encoder : Encoder
+        GNN :math:`h` with an ``edge_weight`` argument.
+    num_classes : int
+        ``C``; binary tasks use ``C = 2`` and cross-entropy (paper Eq. 6).
+    selector : Selector, optional
+        Subgraph selector :math:`t`; None trains plain ERM.
+    """
+
+    def __init__(self, encoder: Encoder, num_classes: int, selector: Selector | None = None
+                 ) -> None:
+        super().__init__()
+        self.encoder = encoder
+        self.selector = selector
+        d = encoder.out_dim
+        layers = encoder.hparams.get("head_layers", 2)
+        self.readout = encoder.hparams.get("readout", "sum")
+        self.head = mlp([d] * max(layers, 1) + [num_classes], batch_norm=False)
+
+    def encode(self, batch: GraphBatch, edge_weight: Tensor | None = None) -> ModelOutput:
+        """Encoder, readout and head with the given mask (no selector).
+
+        Parameters
+        ----------
+        batch : GraphBatch
+        edge_weight : Tensor of shape (E,), values in [0, 1], or None (all kept)
+        """
+        node_repr = self.encoder(batch, edge_weight)
+        pool = segment_sum if self.readout == "sum" else segment_mean
+        graph_repr = pool(node_repr, batch.node_graph, batch.num_graphs)
+        return ModelOutput(logits=self.head(graph_repr), graph_repr=graph_repr,
+                           node_repr=node_repr)
+
+    def forward(self, batch: GraphBatch, use_selector: bool = True) -> ModelOutput:
+        """Select (if a selector is present and ``use_selector``), then encode.
+
+        ``use_selector=False`` is the ERM warm-up: the full graph is encoded.
+        """
+        if self.selector is None or not use_selector:
+            return self.encode(batch)
+        selection = self.selector(batch)
+        out = self.encode(batch, selection.edge_weight)
+        out.selection = selection
+        return out

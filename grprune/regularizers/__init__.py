@@ -1,0 +1,12 @@
+"""Regularizers: PrunE's ``size`` (L_e) and ``eps-align`` (L_s), and user-written ones.
+
+Write your own by subclassing :class:`Regularizer` and decorating it with
+``@REGULARIZERS.register("my-name")``, or expose it from your own package under
+the entry-point group ``grprune.regularizers``.
+"""
+
+from grprune.regularizers.base import REGULARIZERS, Regularizer, StepContext
+from grprune.regularizers.eps_align import EpsilonAlignment
+from grprune.regularizers.size import SizeConstraint
+
+__all__ = ["REGULARIZERS", "Regularizer", "StepContext", "SizeConstraint", "EpsilonAlignment"]

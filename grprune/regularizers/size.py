@@ -1,0 +1,61 @@
+"""Graph size constraint L_e (PrunE, paper Eq. 3)."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from grprune.batch import segment_sum
+from grprune.regularizers.base import REGULARIZERS, Regularizer, StepContext
+
+
+@REGULARIZERS.register("size", aliases=("edge-budget",))
+class SizeConstraint(Regularizer):
+    """Keeps the selected fraction of edges near the budget :math:`\\eta`.
+
+    ``form="paper"`` (default), paper Eq. 3, per graph then averaged:
+
+    .. math::
+        \\mathcal L_e = \\frac{1}{|\\mathcal B'|} \\sum_{G \\in \\mathcal B'}
+        \\Big(\\frac{\\sum_{(i,j) \\in \\mathcal E_G} \\tilde A_{ij}}{|\\mathcal E_G|} - \\eta\\Big)^2
+
+    over the graphs :math:`\\mathcal B'` of the batch that have edges (a graph
+    without edges has no kept fraction and is left out; a batch of such graphs
+    gives 0). :math:`\\tilde A` is the sampled mask ``selection.edge_weight``
+    and :math:`|\\mathcal E_G|` counts directed edges.
+
+    ``form="official"``, the official PyG code: with :math:`r` the kept fraction
+    of all directed edges of the batch,
+    :math:`4(r - \\eta)` if :math:`r \\ge \\eta` else :math:`\\eta - r`
+    (asymmetric and linear: keeping too much costs 4x more than too little).
+
+    Defaults are the paper's molbbbp setting: ``eta=0.85``, ``weight``
+    (:math:`\\lambda_1`) = 10.
+
+    Examples
+    --------
+    One graph keeps 1 of 2 edges, eta = 0.5 -> 0.
+    """
+
+    requires = frozenset({"selector"})
+    defaults = {"weight": 10.0, "eta": 0.85, "form": "paper"}
+    help = {"weight": "lambda_1, weight of L_e",
+            "eta": "edge budget: target fraction of kept edges",
+            "form": "paper: per-graph squared error (Eq. 3); official: batch-level asymmetric linear"}
+    choices = {"form": ("paper", "official")}
+
+    def loss(self, ctx: StepContext) -> Tensor:
+        batch, weight = ctx.batch, ctx.selection.edge_weight
+        eta = self.hparams["eta"]
+        if self.hparams["form"] == "official":
+            if weight.numel() == 0:
+                return weight.sum()
+            r = weight.mean()
+            return torch.where(r >= eta, 4.0 * (r - eta), eta - r)
+        kept = segment_sum(weight, batch.edge_graph, batch.num_graphs)
+        num_edges = batch.num_edges.to(weight.dtype)
+        has_edges = batch.num_edges > 0
+        if not bool(has_edges.any()):
+            return weight.sum()  # 0 with a gradient path
+        ratio = kept[has_edges] / num_edges[has_edges]
+        return ((ratio - eta) ** 2).mean()

@@ -1,0 +1,82 @@
+"""Run directories: atomic writes, per-epoch records and the finished marker.
+
+A run directory holds::
+
+    config.json        the fully resolved configuration (written first)
+    results.jsonl      one JSON record per epoch (loss terms, metrics, times)
+    state.pt           last epoch's model/optimizer/RNG state, for resuming
+    checkpoint.pt      the model at the best validation epoch
+    edge_probs.npz     keep probability of every edge of the test graphs
+    summary.json       final metrics; written last, it marks the run finished
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable
+
+CONFIG, RESULTS, SUMMARY = "config.json", "results.jsonl", "summary.json"
+STATE, CHECKPOINT, EDGE_PROBS = "state.pt", "checkpoint.pt", "edge_probs.npz"
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` via a temporary file and ``os.replace``.
+
+    A reader never sees a partial file; an interrupted write leaves the old one.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_json(path: str | Path, obj: Any) -> None:
+    """Atomically write ``obj`` as indented JSON."""
+    atomic_write_bytes(path, (json.dumps(obj, indent=2, sort_keys=False) + "\n").encode())
+
+
+def atomic_save(path: str | Path, save_fn) -> None:
+    """Atomically write a file produced by ``save_fn(file_object)`` (torch.save, np.savez)."""
+    import io
+    buf = io.BytesIO()
+    save_fn(buf)
+    atomic_write_bytes(path, buf.getvalue())
+
+
+def write_records(path: str | Path, records: Iterable[dict]) -> None:
+    """Atomically (re)write a JSON-lines file."""
+    text = "".join(json.dumps(r, sort_keys=False) + "\n" for r in records)
+    atomic_write_bytes(path, text.encode())
+
+
+def read_records(path: str | Path) -> list[dict]:
+    """Records of a JSON-lines file; a torn last line (crash mid-write) is dropped."""
+    p = Path(path)
+    if not p.is_file():
+        return []
+    out = []
+    for line in p.read_text().splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            break
+    return out
+
+
+def read_json(path: str | Path) -> Any | None:
+    """Parsed JSON, or None if the file is missing or unreadable."""
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError):
+        return None

@@ -1,0 +1,100 @@
+"""One configuration, one run directory: start, resume, or skip when finished."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from grprune import results as R
+from grprune.config import same_run
+from grprune.errors import GrpruneError
+
+RUN_FILES = (R.RESULTS, R.STATE, R.CHECKPOINT, R.EDGE_PROBS, R.SUMMARY)
+
+
+def default_run_dir(cfg: dict, root: str | Path = "runs") -> Path:
+    """``runs/<dataset>/<method>-seed<seed>-<hash>`` for a resolved config."""
+    method = "+".join(cfg["reg"]) or "erm"
+    if cfg["selector"]["name"] != "none" and not cfg["reg"]:
+        method = f"{cfg['selector']['name']}-noreg"
+    return Path(root) / cfg["data"]["name"] / f"{method}-seed{cfg['train']['seed']}-{cfg['hash']}"
+
+
+def prepare_run_dir(cfg: dict, run_dir: Path, force: bool = False) -> tuple[str, Any]:
+    """Decide what to do with ``run_dir``.
+
+    Returns
+    -------
+    (status, payload)
+        ``("finished", summary)`` when the same configuration already finished;
+        ``("resume", state)`` when an interrupted run of it can continue;
+        ``("fresh", None)`` otherwise (old run files are removed).
+
+    Raises
+    ------
+    GrpruneError
+        If the directory holds a finished run of another configuration (without
+        ``force``) or is a non-empty directory that is not a run directory.
+    """
+    if run_dir.exists() and not run_dir.is_dir():
+        raise GrpruneError(f"--out {run_dir} exists and is not a directory")
+    old_cfg = R.read_json(run_dir / R.CONFIG)
+    if run_dir.is_dir() and old_cfg is None and any(run_dir.iterdir()):
+        raise GrpruneError(f"--out {run_dir} is a non-empty directory that is not a grprune "
+                           f"run directory (no {R.CONFIG}); choose another --out")
+    summary = R.read_json(run_dir / R.SUMMARY)
+    if old_cfg is not None and not force:
+        if summary is not None:
+            if same_run(old_cfg, cfg):
+                return "finished", summary
+            raise GrpruneError(f"{run_dir} holds a finished run of a different configuration "
+                               f"(hash {old_cfg.get('hash')} vs {cfg['hash']}); "
+                               f"choose another --out, or --force to overwrite it")
+        state_path = run_dir / R.STATE
+        if same_run(old_cfg, cfg) and state_path.is_file():
+            try:
+                state = torch.load(state_path, map_location="cpu", weights_only=False)
+                return "resume", state
+            except Exception:
+                pass  # torn or corrupt state: restart cleanly
+    for name in RUN_FILES:
+        (run_dir / name).unlink(missing_ok=True)
+    return "fresh", None
+
+
+def execute(cfg: dict, run_dir: str | Path, *, force: bool = False,
+            on_epoch: Callable[[dict], None] | None = None,
+            log: Callable[[str], None] = print) -> tuple[str, dict]:
+    """Run (or resume, or skip) one configuration; returns ``(status, summary)``.
+
+    ``status`` is ``"finished"`` (nothing done), ``"resumed"`` or ``"completed"``.
+    """
+    from grprune.data import load_dataset
+    from grprune.train import Trainer
+
+    run_dir = Path(run_dir)
+    status, payload = prepare_run_dir(cfg, run_dir, force)
+    if status == "finished":
+        return "finished", payload
+    run_dir.mkdir(parents=True, exist_ok=True)
+    R.atomic_write_json(run_dir / R.CONFIG, cfg)
+    t0 = time.perf_counter()
+    d = cfg["data"]
+    ds_kwargs = {k: v for k, v in d.items() if k not in ("name", "root", "download", "limit")}
+    dataset = load_dataset(d["name"], root=d["root"] or None, download=d["download"],
+                           **ds_kwargs)
+    load_s = time.perf_counter() - t0
+    if status == "resume":
+        log(f"resuming {run_dir} after epoch {payload['epoch']}")
+    trainer = Trainer(cfg, dataset, run_dir, on_epoch=on_epoch)
+    summary = trainer.fit(resume=payload)
+    summary["data_load_s"] = round(load_s, 3)
+    summary["wall_time_s"] = round(time.perf_counter() - t0, 3)
+    summary["dataset_info"] = getattr(dataset, "info", {})
+    R.atomic_write_json(run_dir / R.SUMMARY, summary)
+    (run_dir / R.STATE).unlink(missing_ok=True)
+    return ("resumed" if status == "resume" else "completed"), summary
+

@@ -1,0 +1,62 @@
+"""Gumbel selectors: a small GNN scores each edge, paper Eqs. 1-2."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from grprune.batch import GraphBatch
+from grprune.encoders.base import ENCODERS
+from grprune.selectors.base import SELECTORS, Selector
+
+
+class GumbelSelector(Selector):
+    """Node embeddings from a GNN, an edge MLP on them, Gumbel sampling.
+
+    .. math::
+        h_v = \\mathrm{GNN}(v \\mid G),\\qquad
+        w_{ij} = \\tfrac12\\big(\\mathrm{MLP}(h_i \\| h_j \\| h_i{+}h_j)
+                 + \\mathrm{MLP}(h_j \\| h_i \\| h_i{+}h_j)\\big)
+
+    (paper Eq. 1; averaging the two directions gives both directions of a bond
+    one logit). The GNN is the registered encoder ``encoder_name`` with its own
+    atom/bond embeddings, ``layers`` layers, ``hidden`` width and no dropout.
+    """
+
+    encoder_name = "gin"
+    defaults = {**Selector.defaults, "layers": 2, "hidden": 64, "dropout": 0.0,
+                "virtual_node": False}
+    help = {**Selector.help, "layers": "GNN layers of the selector (paper: 2 or 3)",
+            "hidden": "hidden width of the selector",
+            "dropout": "dropout inside the selector GNN",
+            "virtual_node": "virtual node in the selector GNN"}
+
+    def __init__(self, feature_kind: str = "ogb", node_dim: int = 0, edge_dim: int = 0,
+                 **hparams) -> None:
+        super().__init__(feature_kind, node_dim, edge_dim, **hparams)
+        hp = self.hparams
+        self.gnn = ENCODERS.make(self.encoder_name, feature_kind=feature_kind,
+                                 node_dim=node_dim, edge_dim=edge_dim,
+                                 layers=hp["layers"], hidden=hp["hidden"],
+                                 dropout=hp["dropout"], virtual_node=hp["virtual_node"])
+        d = hp["hidden"]
+        self.edge_mlp = nn.Sequential(nn.Linear(3 * d, 2 * d), nn.ReLU(), nn.Linear(2 * d, 1))
+
+    def edge_logits(self, batch: GraphBatch) -> Tensor:
+        h = self.gnn(batch)
+        hs, hd = h[batch.src], h[batch.dst]
+        return self.edge_mlp(torch.cat([hs, hd, hs + hd], dim=-1)).squeeze(-1)
+
+
+@SELECTORS.register("gumbel-gin")
+class GumbelGINSelector(GumbelSelector):
+    """PrunE's selector t(.) with a GIN (paper default)."""
+
+    encoder_name = "gin"
+
+
+@SELECTORS.register("gumbel-gcn")
+class GumbelGCNSelector(GumbelSelector):
+    """PrunE's selector t(.) with a GCN (the paper's search includes it)."""
+
+    encoder_name = "gcn"

@@ -1,0 +1,355 @@
+"""The training loop: knows only the dataset, model, selector and regularizer interfaces.
+
+Algorithm (paper Appendix "Algorithmic Pseudocode"): for each batch, the
+selector scores edges and samples a mask, the encoder classifies the masked
+graphs, and the loss :math:`\\mathcal L_{GT} + \\sum_i \\lambda_i R_i` (Eq. 5)
+is minimised with Adam. During ``warmup_epochs`` the model trains as ERM on the
+full graphs. Every epoch evaluates train/valid/test; the reported test metric
+is the one at the best validation epoch after warm-up.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import resource
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from grprune import results as R
+from grprune.batch import GraphBatch, collate
+from grprune.compat import dgl  # noqa: F401  (DGL import order)
+from grprune.encoders import ENCODERS
+from grprune.errors import GrpruneError
+from grprune.metrics import evaluate
+from grprune.model import GraphClassifier
+from grprune.regularizers import REGULARIZERS, Regularizer, StepContext
+from grprune.selectors import SELECTORS
+
+EVAL_SPLITS = ("train", "valid", "test")
+
+
+def select_device(name: str) -> torch.device:
+    """``auto`` -> CUDA when available, else CPU.
+
+    Raises
+    ------
+    GrpruneError
+        If CUDA is asked for but not available.
+    """
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise GrpruneError(f"--device {name}: CUDA is not available on this machine "
+                           f"(torch {torch.__version__}); use --device cpu or auto")
+    try:
+        return torch.device(name)
+    except RuntimeError as exc:
+        raise GrpruneError(f"bad device {name!r}: {exc}") from None
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python, NumPy and torch (CPU and CUDA)."""
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def build_model(cfg: dict, dataset) -> tuple[GraphClassifier, dict[str, Regularizer]]:
+    """Instantiate selector, encoder, head and regularizers from a resolved config."""
+    kind = getattr(dataset, "atom_encoder", "ogb")
+    g0 = dataset.graphs[0]
+    node_dim = int(g0.ndata["feat"].shape[1]) if g0.ndata["feat"].dim() > 1 else 1
+    edge_dim = int(g0.edata["feat"].shape[1]) if "feat" in g0.edata else 0
+    dims = {"feature_kind": kind, "node_dim": node_dim, "edge_dim": edge_dim}
+    enc_hp = {k: v for k, v in cfg["encoder"].items() if k != "name"}
+    encoder = ENCODERS.make(cfg["encoder"]["name"], **dims, **enc_hp)
+    selector = None
+    if cfg["selector"]["name"] != "none":
+        sel_hp = {k: v for k, v in cfg["selector"].items() if k != "name"}
+        selector = SELECTORS.make(cfg["selector"]["name"], **dims, **sel_hp)
+    model = GraphClassifier(encoder, dataset.num_classes, selector)
+    regs = {name: REGULARIZERS.make(name, **hp) for name, hp in cfg["reg"].items()}
+    for name, reg in regs.items():
+        if "env" in reg.requires and int(dataset.envs.max()) == int(dataset.envs.min()):
+            raise GrpruneError(f"regularizer {name!r} needs environment ids, but dataset "
+                               f"{dataset.name!r} has a single environment")
+    return model, regs
+
+
+@dataclass
+class Evaluation:
+    """Predictions on one split."""
+
+    metric: float
+    prob: np.ndarray  # (G, C)
+    kept: float  # fraction of edges kept by the evaluation mask (1.0 without selector)
+
+
+def _peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+class Trainer:
+    """Trains one configuration into one run directory.
+
+    Parameters
+    ----------
+    cfg : dict
+        Resolved configuration (:func:`grprune.config.resolve_config`).
+    dataset : GraphDataset
+    run_dir : Path
+    on_epoch : callable, optional
+        Called with each epoch's record (for progress display).
+    """
+
+    def __init__(self, cfg: dict, dataset, run_dir: str | Path,
+                 on_epoch: Callable[[dict], None] | None = None) -> None:
+        self.cfg, self.dataset, self.run_dir = cfg, dataset, Path(run_dir)
+        self.tc = cfg["train"]
+        self.on_epoch = on_epoch or (lambda record: None)
+        self.device = select_device(self.tc["device"])
+        seed_everything(self.tc["seed"])
+        self.model, self.regs = build_model(cfg, dataset)
+        self.model.to(self.device)
+        for reg in self.regs.values():
+            reg.to(self.device)
+        params = list(self.model.parameters()) + [p for r in self.regs.values()
+                                                  for p in r.parameters()]
+        self.optimizer = torch.optim.Adam(params, lr=self.tc["lr"],
+                                          weight_decay=self.tc["weight_decay"])
+        self.metric = dataset.metric
+        self.splits = self._splits()
+        self.loader_gen = torch.Generator().manual_seed(self.tc["seed"])
+        self.loaders = {s: self._loader(s) for s in self.splits}
+
+    # -- data ---------------------------------------------------------------
+    def _splits(self) -> dict[str, np.ndarray]:
+        limit = self.cfg["data"].get("limit", 0)
+        out = {}
+        for name in EVAL_SPLITS:
+            idx = np.asarray(self.dataset.splits[name])
+            out[name] = idx[:limit] if limit else idx
+        return out
+
+    def _loader(self, split: str):
+        from dgl.dataloading import GraphDataLoader
+        subset = torch.utils.data.Subset(self.dataset, self.splits[split].tolist())
+        return GraphDataLoader(subset, batch_size=self.tc["batch_size"],
+                               shuffle=(split == "train"), collate_fn=collate,
+                               generator=self.loader_gen if split == "train" else None,
+                               pin_memory=self.device.type == "cuda")
+
+    def _batches(self, split: str):
+        for batch in self.loaders[split]:
+            yield batch.to(self.device, non_blocking=True)
+
+    # -- one epoch ---------------------------------------------------------
+    def train_epoch(self, epoch: int) -> dict[str, float]:
+        """One pass over the training split; returns mean loss terms per graph."""
+        warm = epoch < self.tc["warmup_epochs"]
+        self.model.train()
+        for reg in self.regs.values():
+            reg.train()
+        sums: dict[str, float] = {}
+        graphs, kept, edges = 0, 0.0, 0
+        for batch in self._batches("train"):
+            out = self.model(batch, use_selector=not warm)
+            ce = F.cross_entropy(out.logits, batch.y)
+            terms = {"ce": ce}
+            total = ce
+            if not warm and self.regs:
+                ctx = StepContext(batch=batch, output=out, model=self.model, epoch=epoch)
+                for name, reg in self.regs.items():
+                    value = reg.loss(ctx)
+                    terms[name] = value
+                    total = total + reg.weight * value
+            terms["total"] = total
+            if not torch.isfinite(total):
+                raise GrpruneError(f"loss became {total.item()} at epoch {epoch}; "
+                                   f"try a lower train.lr or smaller regularizer weights")
+            self.optimizer.zero_grad(set_to_none=True)
+            total.backward()
+            self.optimizer.step()
+            b = batch.num_graphs
+            graphs += b
+            for k, v in terms.items():
+                sums[k] = sums.get(k, 0.0) + float(v.detach()) * b
+            if out.selection is not None:
+                kept += float(out.selection.edge_weight.detach().sum())
+            else:
+                kept += batch.src.numel()
+            edges += batch.src.numel()
+        losses = {k: v / max(graphs, 1) for k, v in sums.items()}
+        losses["kept_edge_fraction"] = kept / edges if edges else 1.0
+        return losses
+
+    @torch.no_grad()
+    def evaluate(self, split: str, use_selector: bool = True,
+                 collect_edges: bool = False) -> tuple[Evaluation, dict | None]:
+        """Metric, class probabilities and kept-edge fraction on a split."""
+        self.model.eval()
+        sel = self.model.selector
+        draws = 1
+        if sel is not None and use_selector and sel.hparams["eval_mode"] == "sample":
+            draws = max(1, int(sel.hparams["eval_samples"]))
+        probs, labels, kept, edges = [], [], 0.0, 0
+        edge_parts: dict[str, list] = {k: [] for k in
+                                       ("index", "num_edges", "src", "dst", "prob", "weight")}
+        for batch in self._batches(split):
+            p = 0.0
+            for _ in range(draws):
+                out = self.model(batch, use_selector=use_selector)
+                p = p + torch.softmax(out.logits, -1) / draws
+            probs.append(p.cpu())
+            labels.append(batch.y.cpu())
+            edges += batch.src.numel()
+            s = out.selection
+            kept += float(s.edge_weight.sum()) if s is not None else batch.src.numel()
+            if collect_edges:
+                self._collect_edges(batch, s, edge_parts)
+        prob = torch.cat(probs).numpy() if probs else np.zeros((0, self.dataset.num_classes))
+        y = torch.cat(labels).numpy() if labels else np.zeros(0, dtype=int)
+        ev = Evaluation(metric=evaluate(self.metric, y, prob), prob=prob,
+                        kept=kept / edges if edges else 1.0)
+        return ev, (edge_parts if collect_edges else None)
+
+    @staticmethod
+    def _collect_edges(batch: GraphBatch, s, parts: dict) -> None:
+        node_offset = torch.cumsum(batch.num_nodes, 0) - batch.num_nodes
+        local_src = batch.src - node_offset[batch.edge_graph]
+        local_dst = batch.dst - node_offset[batch.edge_graph]
+        ones = torch.ones_like(batch.src, dtype=torch.float32)
+        parts["index"].append(batch.index.cpu())
+        parts["num_edges"].append(batch.num_edges.cpu())
+        parts["src"].append(local_src.cpu())
+        parts["dst"].append(local_dst.cpu())
+        parts["prob"].append((s.edge_prob if s is not None else ones).float().cpu())
+        parts["weight"].append((s.edge_weight if s is not None else ones).float().cpu())
+
+    # -- state -------------------------------------------------------------
+    def _state(self, epoch: int, best: dict, records: list[dict]) -> dict:
+        state = {"epoch": epoch, "model": self.model.state_dict(),
+                 "regs": {n: r.state_dict() for n, r in self.regs.items()},
+                 "optimizer": self.optimizer.state_dict(), "best": best,
+                 "rng": {"torch": torch.get_rng_state(), "numpy": np.random.get_state(),
+                         "python": random.getstate(), "loader": self.loader_gen.get_state()},
+                 "n_records": len(records)}
+        if self.device.type == "cuda":
+            state["rng"]["cuda"] = torch.cuda.get_rng_state(self.device)
+        return state
+
+    def _restore(self, state: dict) -> None:
+        self.model.load_state_dict(state["model"])
+        for n, r in self.regs.items():
+            r.load_state_dict(state["regs"][n])
+        self.optimizer.load_state_dict(state["optimizer"])
+        rng = state["rng"]
+        torch.set_rng_state(rng["torch"])
+        np.random.set_state(rng["numpy"])
+        random.setstate(rng["python"])
+        self.loader_gen.set_state(rng["loader"])
+        if "cuda" in rng and self.device.type == "cuda":
+            torch.cuda.set_rng_state(rng["cuda"], self.device)
+
+    # -- the run -----------------------------------------------------------
+    def fit(self, resume: dict | None = None) -> dict[str, Any]:
+        """Train all epochs (continuing from ``resume`` state), write outputs, return the summary."""
+        t_start = time.perf_counter()
+        if self.device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(self.device)
+        records: list[dict] = []
+        best = {"epoch": -1, "valid": -math.inf, "test": math.nan, "train": math.nan,
+                "kept_test": math.nan, "since": 0}
+        start = 0
+        if resume is not None:
+            self._restore(resume)
+            best = resume["best"]
+            records = R.read_records(self.run_dir / R.RESULTS)[: resume["n_records"]]
+            start = resume["epoch"] + 1
+        tc = self.tc
+        for epoch in range(start, tc["epochs"]):
+            t0 = time.perf_counter()
+            warm = epoch < tc["warmup_epochs"]
+            losses = self.train_epoch(epoch)
+            t_train = time.perf_counter() - t0
+            record: dict[str, Any] = {"epoch": epoch, "phase": "warmup" if warm else "train",
+                                      "loss": losses}
+            for split in EVAL_SPLITS:
+                if split == "train" and not tc["eval_train"]:
+                    continue
+                ev, _ = self.evaluate(split, use_selector=not warm)
+                record[split] = {self.metric: ev.metric, "kept_edge_fraction": ev.kept}
+            record["epoch_time_s"] = time.perf_counter() - t0
+            record["train_time_s"] = t_train
+            valid = record["valid"][self.metric]
+            improved = False
+            if not warm:
+                if valid > best["valid"]:  # NaN never improves
+                    improved = True
+                    best.update(epoch=epoch, valid=valid, test=record["test"][self.metric],
+                                train=record.get("train", {}).get(self.metric, math.nan),
+                                kept_test=record["test"]["kept_edge_fraction"], since=0)
+                    R.atomic_save(self.run_dir / R.CHECKPOINT,
+                                  lambda f: torch.save(self.model.state_dict(), f))
+                else:
+                    best["since"] += 1
+            record["best_epoch"] = best["epoch"]
+            records.append(record)
+            R.write_records(self.run_dir / R.RESULTS, records)
+            R.atomic_save(self.run_dir / R.STATE,
+                          lambda f: torch.save(self._state(epoch, best, records), f))
+            self.on_epoch({**record, "improved": improved, "epochs": tc["epochs"]})
+            if tc["patience"] and not warm and best["since"] >= tc["patience"]:
+                break
+        return self._finish(records, best, time.perf_counter() - t_start)
+
+    def _finish(self, records: list[dict], best: dict, train_time: float) -> dict[str, Any]:
+        ckpt = self.run_dir / R.CHECKPOINT
+        if ckpt.is_file():
+            self.model.load_state_dict(torch.load(ckpt, map_location=self.device,
+                                                  weights_only=True))
+        else:  # no post-warm-up epoch, or validation was always NaN: keep the last model
+            R.atomic_save(ckpt, lambda f: torch.save(self.model.state_dict(), f))
+        ev, parts = self.evaluate("test", collect_edges=True)
+        self._write_edge_probs(parts)
+        peak_rss = _peak_rss_mib()
+        peak = (torch.cuda.max_memory_allocated(self.device) / 2**20
+                if self.device.type == "cuda" else peak_rss)
+        last = records[-1] if records else {}
+        summary = {
+            "dataset": self.cfg["data"]["name"], "split": self.cfg["data"].get("split"),
+            "selector": self.cfg["selector"]["name"], "reg": list(self.cfg["reg"]),
+            "seed": self.tc["seed"], "metric": self.metric,
+            "best_epoch": best["epoch"], "valid": best["valid"] if best["epoch"] >= 0 else None,
+            "test": ev.metric, "train": best["train"],
+            "kept_edge_fraction": ev.kept,
+            "epochs_run": len(records),
+            "last": {s: last.get(s, {}).get(self.metric) for s in EVAL_SPLITS},
+            "train_time_s": round(train_time, 3),
+            "epoch_time_s_median": float(np.median([r["epoch_time_s"] for r in records]))
+            if records else None,
+            "peak_mem_mib": round(peak, 1), "peak_rss_mib": round(peak_rss, 1),
+            "device": str(self.device), "config_hash": self.cfg.get("hash"),
+        }
+        return summary
+
+    def _write_edge_probs(self, parts: dict) -> None:
+        cat = {k: (torch.cat(v).numpy() if v else np.zeros(0)) for k, v in parts.items()}
+        num_edges = cat["num_edges"].astype(np.int64)
+        ptr = np.concatenate([[0], np.cumsum(num_edges)]).astype(np.int64)
+        arrays = {"graph_index": cat["index"].astype(np.int64), "edge_ptr": ptr,
+                  "src": cat["src"].astype(np.int64), "dst": cat["dst"].astype(np.int64),
+                  "edge_prob": cat["prob"].astype(np.float32),
+                  "edge_weight": cat["weight"].astype(np.float32)}
+        smiles = getattr(self.dataset, "smiles", None)
+        if smiles is not None:
+            arrays["smiles"] = np.asarray([smiles[i] for i in arrays["graph_index"]])
+        R.atomic_save(self.run_dir / R.EDGE_PROBS, lambda f: np.savez_compressed(f, **arrays))

@@ -1,0 +1,63 @@
+"""Shared fixtures: toy molecular-format graphs and a session-wide data root."""
+
+from __future__ import annotations
+
+import os
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+# Tiny graphs gain nothing from intra-op threads, and OpenMP threads that busy-wait
+# become very slow when other processes share the cores: keep tests single-threaded.
+torch.set_num_threads(1)
+
+from grprune.batch import collate
+from grprune.compat import dgl
+
+
+def make_graph(num_nodes: int, bonds: list[tuple[int, int]], gt: list[int] | None = None):
+    """A DGL graph in OGB format: zero features, both directions of each bond in order."""
+    src, dst = [], []
+    for u, v in bonds:
+        src += [u, v]
+        dst += [v, u]
+    g = dgl.graph((torch.tensor(src, dtype=torch.long), torch.tensor(dst, dtype=torch.long)),
+                  num_nodes=num_nodes)
+    g.ndata["feat"] = torch.zeros(num_nodes, 9, dtype=torch.long)
+    g.edata["feat"] = torch.zeros(len(src), 3, dtype=torch.long)
+    if gt is not None:
+        g.edata["edge_gt"] = torch.tensor([x for x in gt for _ in (0, 1)], dtype=torch.long)
+    return g
+
+
+def toy_graphs():
+    """Path of 3 atoms, a single atom (no edges), one bond, a triangle."""
+    return [make_graph(3, [(0, 1), (1, 2)]), make_graph(1, []), make_graph(2, [(0, 1)]),
+            make_graph(3, [(0, 1), (1, 2), (2, 0)])]
+
+
+@pytest.fixture
+def toy_batch():
+    graphs = toy_graphs()
+    return collate([(g, i % 2, i % 2, i) for i, g in enumerate(graphs)])
+
+
+@pytest.fixture
+def toy_dataset():
+    graphs = toy_graphs()
+    return SimpleNamespace(name="toy", graphs=graphs, num_classes=2, atom_encoder="ogb",
+                           envs=torch.tensor([0, 1, 0, 1]), metric="rocauc")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def data_root(tmp_path_factory):
+    """One data root (cache) for the whole session, so molbbbp is featurized once."""
+    root = tmp_path_factory.mktemp("data-root")
+    old = os.environ.get("GRPRUNE_DATA_ROOT")
+    os.environ["GRPRUNE_DATA_ROOT"] = str(root)
+    yield root
+    if old is None:
+        os.environ.pop("GRPRUNE_DATA_ROOT", None)
+    else:
+        os.environ["GRPRUNE_DATA_ROOT"] = old

@@ -1,0 +1,138 @@
+"""End-to-end runs through the CLI on a small slice of ogbg-molbbbp."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from grprune import results as R
+from grprune.cli import main
+from grprune.config import resolve_config
+from grprune.run import execute
+
+SMALL = ["--data", "ogbg-molbbbp", "--epochs", "2", "-H", "data.limit=96",
+         "-H", "train.batch_size=32", "--progress", "plain", "--device", "cpu"]
+
+
+def _run(args, out):
+    return CliRunner().invoke(main, ["run", *args, "--out", str(out)], catch_exceptions=False)
+
+
+def _metrics(run_dir):
+    """Per-epoch numbers without timings, flattened to ``key -> value``."""
+    flat = {}
+    for rec in R.read_records(run_dir / R.RESULTS):
+        for key, value in rec.items():
+            if isinstance(value, dict):
+                for k, v in value.items():
+                    flat[(rec["epoch"], key, k)] = v
+            elif "time" not in key:
+                flat[(rec["epoch"], key)] = value
+    return flat
+
+
+def assert_same_numbers(a, b):
+    """Equal up to float32 reduction-order noise (oneDNN may block sums differently)."""
+    ma, mb = _metrics(a), _metrics(b)
+    assert ma.keys() == mb.keys()
+    for key in ma:
+        if isinstance(ma[key], float):
+            assert ma[key] == pytest.approx(mb[key], rel=1e-4, abs=1e-5), key
+        else:
+            assert ma[key] == mb[key], key
+
+
+def test_prune_run_writes_the_run_directory(tmp_path):
+    out = tmp_path / "run"
+    res = _run(["--selector", "gumbel-gin", "--reg", "size,eps-align", *SMALL], out)
+    assert res.exit_code == 0, res.output
+    for name in (R.CONFIG, R.RESULTS, R.SUMMARY, R.CHECKPOINT, R.EDGE_PROBS):
+        assert (out / name).is_file(), name
+    assert not (out / R.STATE).exists()
+    summary = json.loads((out / R.SUMMARY).read_text())
+    for key in ("dataset", "metric", "best_epoch", "valid", "test", "kept_edge_fraction",
+                "wall_time_s", "peak_mem_mib"):
+        assert key in summary
+    assert summary["metric"] == "rocauc" and 0 <= summary["kept_edge_fraction"] <= 1
+    records = R.read_records(out / R.RESULTS)
+    assert len(records) == 2
+    assert set(records[0]["loss"]) >= {"ce", "size", "eps-align", "total"}
+    assert set(records[0]) >= {"train", "valid", "test"}
+    cfg = json.loads((out / R.CONFIG).read_text())
+    assert cfg["reg"]["size"]["eta"] == 0.85 and cfg["selector"]["name"] == "gumbel-gin"
+    probs = np.load(out / R.EDGE_PROBS)
+    assert probs["edge_ptr"][-1] == len(probs["edge_prob"]) == len(probs["src"])
+    assert len(probs["graph_index"]) == 96 and len(probs["smiles"]) == 96
+
+
+def test_rerun_is_a_noop_and_force_reruns(tmp_path):
+    out = tmp_path / "run"
+    assert _run(["--reg", "none", *SMALL], out).exit_code == 0
+    before = (out / R.SUMMARY).stat().st_mtime_ns
+    res = _run(["--reg", "none", *SMALL], out)
+    assert res.exit_code == 0 and "already holds this finished run" in res.output
+    assert (out / R.SUMMARY).stat().st_mtime_ns == before
+    other = _run(["--reg", "none", *SMALL, "--seed", "5"], out)
+    assert other.exit_code == 2 and "different configuration" in other.output
+    assert _run(["--reg", "none", *SMALL, "--force"], out).exit_code == 0
+    assert (out / R.SUMMARY).stat().st_mtime_ns != before
+
+
+def test_same_seed_same_numbers(tmp_path):
+    args = ["--reg", "size,eps-align", *SMALL]
+    assert _run(args, tmp_path / "a").exit_code == 0
+    assert _run(args, tmp_path / "b").exit_code == 0
+    assert_same_numbers(tmp_path / "a", tmp_path / "b")
+
+
+def test_interrupted_run_resumes_to_the_same_result(tmp_path):
+    cfg = resolve_config(reg="size,eps-align", flags={
+        "train.epochs": 3, "data.limit": 64, "train.batch_size": 32, "train.device": "cpu"})
+    execute(cfg, tmp_path / "full", log=lambda m: None)
+
+    def stop_after_first(record):
+        if record["epoch"] == 1:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        execute(cfg, tmp_path / "cut", on_epoch=stop_after_first, log=lambda m: None)
+    assert not (tmp_path / "cut" / R.SUMMARY).exists()
+    status, _ = execute(cfg, tmp_path / "cut", log=lambda m: None)
+    assert status == "resumed"
+    assert_same_numbers(tmp_path / "cut", tmp_path / "full")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--reg", "nope"], "unknown regularizer 'nope'"),
+    (["--selector", "gumbel-gni"], "Did you mean 'gumbel-gin'"),
+    (["-H", "reg.size.eta=high"], "bad value 'high' for reg.size.eta"),
+    (["--data", "mystery"], "unknown dataset 'mystery'"),
+    (["--split", "random"], "Choices: scaffold, size"),
+    (["--config", "/nonexistent.yaml"], "config file not found"),
+])
+def test_bad_input_exits_2_with_one_message(args, message, tmp_path):
+    res = CliRunner().invoke(main, ["run", *args, "--out", str(tmp_path / "x")])
+    assert res.exit_code == 2, res.output
+    assert message in res.output and "Traceback" not in res.output
+
+
+def test_console_entry_point_bad_name_has_no_traceback():
+    proc = subprocess.run([sys.executable, "-m", "grprune", "run", "--reg", "nope"],
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().startswith("grprune: error: unknown regularizer 'nope'")
+    assert "size" in proc.stderr and "eps-align" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_ls_lists_parts_and_defaults():
+    res = CliRunner().invoke(main, ["ls"])
+    assert res.exit_code == 0
+    for text in ("gumbel-gin", "gumbel-gcn", "gin", "size", "eps-align", "ogbg-molbbbp",
+                 "reg.size.eta", "0.85", "selector.tau", "train.epochs"):
+        assert text in res.output, text
