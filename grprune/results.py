@@ -18,6 +18,9 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterable
 
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
 CONFIG, RESULTS, SUMMARY = "config.json", "results.jsonl", "summary.json"
 STATE, CHECKPOINT, EDGE_PROBS = "state.pt", "checkpoint.pt", "edge_probs.npz"
 
@@ -31,6 +34,7 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; use what open() would
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()

@@ -136,3 +136,19 @@ def test_ls_lists_parts_and_defaults():
     for text in ("gumbel-gin", "gumbel-gcn", "gin", "size", "eps-align", "ogbg-molbbbp",
                  "reg.size.eta", "0.85", "selector.tau", "train.epochs"):
         assert text in res.output, text
+
+
+def test_options_fall_back_to_environment_variables(tmp_path):
+    res = CliRunner().invoke(main, ["run", "--out", str(tmp_path / "x")],
+                             env={"GRPRUNE_RUN_REG": "nope"})
+    assert res.exit_code == 2 and "unknown regularizer 'nope'" in res.output
+
+
+def test_run_files_are_readable_by_others(tmp_path):
+    import os
+
+    from grprune.results import atomic_write_json
+    umask = os.umask(0)
+    os.umask(umask)
+    atomic_write_json(tmp_path / "x.json", {"a": 1})  # mkstemp alone would give 0600
+    assert (tmp_path / "x.json").stat().st_mode & 0o777 == 0o666 & ~umask

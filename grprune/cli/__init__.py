@@ -34,7 +34,8 @@ class GrpruneGroup(click.Group):
             ctx.exit(130)
 
 
-@click.group(cls=GrpruneGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=GrpruneGroup, context_settings={"help_option_names": ["-h", "--help"],
+                                              "auto_envvar_prefix": "GRPRUNE"})
 @click.version_option(package_name="grprune")
 def main() -> None:
     """grprune: out-of-distribution generalization for graph classification.
