@@ -158,8 +158,10 @@ class Trainer:
         self.model.train()
         for reg in self.regs.values():
             reg.train()
-        sums: dict[str, float] = {}
-        graphs, kept, edges = 0, 0.0, 0
+        # accumulated on the device and read once per epoch: no host sync per step
+        sums: dict[str, torch.Tensor] = {}
+        kept = torch.zeros((), device=self.device)
+        graphs, edges = 0, 0
         for batch in self._batches("train"):
             out = self.model(batch, use_selector=not warm)
             ce = F.cross_entropy(out.logits, batch.y)
@@ -172,23 +174,21 @@ class Trainer:
                     terms[name] = value
                     total = total + reg.weight * value
             terms["total"] = total
-            if not torch.isfinite(total):
-                raise GrpruneError(f"loss became {total.item()} at epoch {epoch}; "
-                                   f"try a lower train.lr or smaller regularizer weights")
             self.optimizer.zero_grad(set_to_none=True)
             total.backward()
             self.optimizer.step()
             b = batch.num_graphs
             graphs += b
             for k, v in terms.items():
-                sums[k] = sums.get(k, 0.0) + float(v.detach()) * b
-            if out.selection is not None:
-                kept += float(out.selection.edge_weight.detach().sum())
-            else:
-                kept += batch.src.numel()
+                sums[k] = sums.get(k, 0.0) + v.detach() * b
+            kept += (out.selection.edge_weight.detach().sum() if out.selection is not None
+                     else batch.src.numel())
             edges += batch.src.numel()
-        losses = {k: v / max(graphs, 1) for k, v in sums.items()}
-        losses["kept_edge_fraction"] = kept / edges if edges else 1.0
+        losses = {k: float(v) / max(graphs, 1) for k, v in sums.items()}
+        if not math.isfinite(losses.get("total", 0.0)):
+            raise GrpruneError(f"loss became {losses['total']} at epoch {epoch}; "
+                               f"try a lower train.lr or smaller regularizer weights")
+        losses["kept_edge_fraction"] = float(kept) / edges if edges else 1.0
         return losses
 
     @torch.no_grad()
@@ -200,7 +200,8 @@ class Trainer:
         draws = 1
         if sel is not None and use_selector and sel.hparams["eval_mode"] == "sample":
             draws = max(1, int(sel.hparams["eval_samples"]))
-        probs, labels, kept, edges = [], [], 0.0, 0
+        probs, labels, edges = [], [], 0
+        kept = torch.zeros((), device=self.device)
         edge_parts: dict[str, list] = {k: [] for k in
                                        ("index", "num_edges", "src", "dst", "prob", "weight")}
         for batch in self._batches(split):
@@ -212,13 +213,13 @@ class Trainer:
             labels.append(batch.y.cpu())
             edges += batch.src.numel()
             s = out.selection
-            kept += float(s.edge_weight.sum()) if s is not None else batch.src.numel()
+            kept += s.edge_weight.sum() if s is not None else batch.src.numel()
             if collect_edges:
                 self._collect_edges(batch, s, edge_parts)
         prob = torch.cat(probs).numpy() if probs else np.zeros((0, self.dataset.num_classes))
         y = torch.cat(labels).numpy() if labels else np.zeros(0, dtype=int)
         ev = Evaluation(metric=evaluate(self.metric, y, prob), prob=prob,
-                        kept=kept / edges if edges else 1.0)
+                        kept=float(kept) / edges if edges else 1.0)
         return ev, (edge_parts if collect_edges else None)
 
     @staticmethod
