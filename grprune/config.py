@@ -219,7 +219,7 @@ def resolve_config(*, data: str | None = None, selector: str | None = None,
     # data: generic settings + the dataset's own hyperparameters
     data_keys = dict(DataSettings.defaults)
     ds_defaults = dict(getattr(source, "defaults", {}))
-    unknown = set(given["data"]) - set(data_keys) - set(ds_defaults)
+    unknown = set(given["data"]) - set(data_keys) - set(ds_defaults) - {"shift"}
     if unknown:
         raise GrpruneError(
             f"unknown hyperparameter data.{sorted(unknown)[0]}. Known for {data_name}: "
@@ -227,9 +227,8 @@ def resolve_config(*, data: str | None = None, selector: str | None = None,
     data_cfg = {"name": data_name}
     data_cfg.update(DataSettings.resolve_hparams(
         {k: v for k, v in given["data"].items() if k in data_keys}, prefix="data."))
-    ds_part = _DatasetHparams.for_source(source)
-    data_cfg.update(ds_part.resolve_hparams(
-        {k: v for k, v in given["data"].items() if k in ds_defaults}, prefix="data."))
+    data_cfg.update(source.resolve_params(
+        {k: v for k, v in given["data"].items() if k not in data_keys}))
 
     if selector_name == "none":
         if given["selector"]:
@@ -260,18 +259,6 @@ def resolve_config(*, data: str | None = None, selector: str | None = None,
     }
     cfg["hash"] = config_hash(cfg)
     return cfg
-
-
-class _DatasetHparams(Configurable):
-    """Wraps a dataset source's declared ``defaults``/``splits`` for validation."""
-
-    @classmethod
-    def for_source(cls, source: Any) -> type[Configurable]:
-        splits = tuple(getattr(source, "splits", ()))
-        return type("DatasetHparams", (Configurable,), {
-            "defaults": dict(getattr(source, "defaults", {})),
-            "choices": {"split": splits} if splits else {},
-        })
 
 
 def config_hash(cfg: Mapping[str, Any]) -> str:

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -116,3 +117,49 @@ def write_graph_cache(
     finally:
         for tmp in (tmp_graphs, tmp_meta):
             tmp.unlink(missing_ok=True)
+
+
+def load_or_build(
+    directory: Path,
+    key: dict[str, Any],
+    build: Callable[[], tuple[list, dict[str, torch.Tensor], dict[str, Any]]],
+    meta_keys: tuple[str, ...] = (),
+    tensor_keys: tuple[str, ...] = (),
+) -> tuple[list, dict[str, torch.Tensor], dict[str, Any], str]:
+    """Read a valid cache for ``key`` or build one and write it.
+
+    Parameters
+    ----------
+    directory : Path
+        The cache folder (one per dataset and parameter set).
+    key : dict
+        JSON values that decide validity: source checksums, generator
+        parameters, format and library versions.
+    build : callable
+        ``build() -> (graphs, tensors, extra)``: G graphs, graph-level tensors
+        (first dim G) and JSON facts for ``meta.json``.
+    meta_keys, tensor_keys : tuple of str
+        What a cached ``meta.json`` and tensor dict must hold.
+
+    Returns
+    -------
+    graphs : list of dgl.DGLGraph
+    tensors : dict of str to Tensor
+    meta : dict
+        ``key``, ``extra`` and the checksums.
+    status : str
+        ``"hit"``, ``"built"``, ``"rebuilt (<reason>)"`` or ``"not written (<error>)"``
+        (the data is then used without a cache, with a warning).
+    """
+    cached, reason = read_graph_cache(directory, key, meta_keys, tensor_keys)
+    if cached is not None:
+        graphs, tensors, meta = cached
+        return graphs, tensors, meta, "hit"
+    graphs, tensors, extra = build()
+    status = "built" if reason == "no cache" else f"rebuilt ({reason})"
+    try:
+        write_graph_cache(directory, key, graphs, tensors, extra)
+    except Exception as exc:  # read-only root, full disk: work without a cache
+        status = f"not written ({type(exc).__name__}: {exc})"
+        warnings.warn(f"grprune: could not write the dataset cache in {directory}: {exc}")
+    return graphs, tensors, {**key, **extra, "n_graphs": len(graphs)}, status

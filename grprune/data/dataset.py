@@ -9,7 +9,7 @@ import torch
 from torch.utils.data import Dataset, Subset
 
 from grprune.compat import dgl
-from grprune.data.splits import SPLIT_NAMES
+from grprune.data.splits import check_split
 from grprune.errors import GrpruneError
 
 
@@ -26,13 +26,19 @@ class GraphDataset(Dataset):
     labels : array-like of int, shape (G,)
         Class of each graph, in ``0 .. num_classes-1``.
     splits : dict of str to array-like of int
-        ``train``, ``valid`` (and ``test``, and later datasets may add more, e.g.
-        ``id-valid``): indices into ``graphs``; stored sorted as int64.
+        ``train``, ``valid``, ``test`` and optionally ``id-valid``, ``id-test``
+        (OOD benchmarks: ``valid``/``test`` are then the OOD parts): pairwise
+        disjoint indices into ``graphs``; stored sorted as int64. Graphs in no
+        part are allowed (e.g. GOOD's concept split leaves some out).
     num_classes : int
     metric : str
         Evaluation metric (``"rocauc"``, ``"accuracy"``).
     atom_encoder : str
-        How node features are encoded: ``"ogb"`` (9 categorical OGB atom features).
+        How node features are encoded: ``"ogb"`` (9 categorical OGB atom
+        features in ``ndata['feat']``, 3 bond features in ``edata['feat']``) or
+        ``"linear"`` (float ``ndata['feat']`` (N, F); ``edata['feat']`` float
+        (E, F_e) or absent). Synthetic graphs also carry ``edata['edge_gt']``
+        int64 (E,), 1 for an edge of the invariant motif.
     envs : array-like of int, shape (G,), optional
         Environment (domain) id per graph; zeros by default.
     smiles : list of str, length G, optional
@@ -97,15 +103,7 @@ class GraphDataset(Dataset):
                 raise GrpruneError(f"dataset {name}: {length} {what} for {n} graphs")
         if n and (self.labels.min() < 0 or self.labels.max() >= self.num_classes):
             raise GrpruneError(f"dataset {name}: labels outside 0..{self.num_classes - 1}")
-        self.splits = {}
-        for key, idx in splits.items():
-            idx = np.sort(np.asarray(idx, dtype=np.int64).reshape(-1))
-            if len(idx) and (idx[0] < 0 or idx[-1] >= n):
-                raise GrpruneError(f"dataset {name}: split {key!r} has indices outside 0..{n - 1}")
-            self.splits[key] = idx
-        missing = [k for k in SPLIT_NAMES if k not in self.splits]
-        if missing:
-            raise GrpruneError(f"dataset {name}: split parts {missing} are missing")
+        self.splits = check_split(splits, n, f"dataset {name}", cover=False)
 
     def __len__(self) -> int:
         return len(self.graphs)
@@ -116,7 +114,7 @@ class GraphDataset(Dataset):
         return self.graphs[i], int(self.labels[i]), int(self.envs[i]), i
 
     def subset(self, split_name: str) -> Subset:
-        """The graphs of one split part (``"train"``, ``"valid"``, ``"test"``).
+        """The graphs of one split part (``"train"``, ``"valid"``, ``"test"``, ...).
 
         Raises
         ------
@@ -129,6 +127,11 @@ class GraphDataset(Dataset):
                 f"Choices: {', '.join(self.splits)}"
             )
         return Subset(self, self.splits[split_name].tolist())
+
+    @property
+    def has_edge_gt(self) -> bool:
+        """Whether graphs carry ground-truth motif edges (``edata['edge_gt']``)."""
+        return bool(self.graphs) and "edge_gt" in self.graphs[0].edata
 
     def __repr__(self) -> str:
         sizes = ", ".join(f"{k}={len(v)}" for k, v in self.splits.items())

@@ -5,6 +5,13 @@ atom features and 3 categorical bond features, every bond present as two
 directed edges ``(i, j), (j, i)`` in RDKit's bond order. A molecule RDKit cannot
 parse is skipped and counted, never an error; RDKit's log output is silenced
 while parsing.
+
+``lenient=True`` keeps molecules that fail only RDKit's valence check (current
+RDKit rejects 7 hypervalent Al/B/Ge complexes of MoleculeNet HIV that the
+2019 RDKit behind OGB accepted): they are parsed with ``sanitize=False``,
+``UpdatePropertyCache(strict=False)`` and every sanitization step except the
+valence check, then featurized with OGB's ``atom_to_feature_vector`` and
+``bond_to_feature_vector`` exactly like :func:`ogb.utils.smiles2graph`.
 """
 
 from __future__ import annotations
@@ -18,7 +25,8 @@ import numpy as np
 import pandas as pd
 import torch
 from ogb.utils import smiles2graph
-from rdkit import rdBase
+from ogb.utils.features import atom_to_feature_vector, bond_to_feature_vector
+from rdkit import Chem, rdBase
 
 from grprune.compat import dgl
 from grprune.errors import DataError
@@ -60,13 +68,41 @@ def graph_from_arrays(
     return g
 
 
-def smiles_to_graph(smiles: str) -> dgl.DGLGraph:
+def _lenient_arrays(smiles: str) -> dict | None:
+    """OGB arrays of a molecule parsed without RDKit's valence check (None if that fails)."""
+    mol = Chem.MolFromSmiles(smiles, sanitize=False)
+    if mol is None or mol.GetNumAtoms() == 0:
+        return None
+    try:
+        mol.UpdatePropertyCache(strict=False)
+        flags = Chem.SanitizeFlags.SANITIZE_ALL ^ Chem.SanitizeFlags.SANITIZE_PROPERTIES
+        if Chem.SanitizeMol(mol, flags, catchErrors=True) != Chem.SanitizeFlags.SANITIZE_NONE:
+            return None
+        node_feat = [atom_to_feature_vector(a) for a in mol.GetAtoms()]
+        edges, edge_feat = [], []
+        for bond in mol.GetBonds():
+            i, j = bond.GetBeginAtomIdx(), bond.GetEndAtomIdx()
+            f = bond_to_feature_vector(bond)
+            edges += [(i, j), (j, i)]
+            edge_feat += [f, f]
+    except Exception:
+        return None
+    edge_index = np.asarray(edges, dtype=np.int64).T.reshape(2, -1)
+    return {"edge_index": edge_index, "node_feat": np.asarray(node_feat, dtype=np.int64),
+            "edge_feat": np.asarray(edge_feat, dtype=np.int64).reshape(-1, NUM_BOND_FEATURES),
+            "num_nodes": len(node_feat)}
+
+
+def smiles_to_graph(smiles: str, lenient: bool = False) -> dgl.DGLGraph:
     """Featurize one SMILES string with :func:`ogb.utils.smiles2graph`.
 
     Parameters
     ----------
     smiles : str
         The molecule.
+    lenient : bool
+        If RDKit rejects the molecule, retry without the valence check (see
+        the module docstring).
 
     Returns
     -------
@@ -85,19 +121,25 @@ def smiles_to_graph(smiles: str) -> dgl.DGLGraph:
         try:
             d = smiles2graph(smiles)
         except Exception as exc:  # MolFromSmiles gave None (AttributeError) or RDKit failed
-            reason = type(exc).__name__
-            raise DataError(f"RDKit cannot parse SMILES {smiles!r} ({reason})") from None
+            d = _lenient_arrays(smiles) if lenient else None
+            if d is None:
+                reason = type(exc).__name__
+                raise DataError(f"RDKit cannot parse SMILES {smiles!r} ({reason})") from None
     if d["num_nodes"] == 0:
         raise DataError(f"SMILES {smiles!r} has no atoms")
     return graph_from_arrays(d["edge_index"], d["node_feat"], d["edge_feat"], d["num_nodes"])
 
 
-def featurize_smiles(smiles: Sequence[str]) -> tuple[list[dgl.DGLGraph], np.ndarray]:
+def featurize_smiles(
+    smiles: Sequence[str], lenient: bool = False
+) -> tuple[list[dgl.DGLGraph], np.ndarray]:
     """Featurize many SMILES, skipping those RDKit cannot parse.
 
     Parameters
     ----------
     smiles : sequence of str, length S
+    lenient : bool
+        Keep molecules that fail only the valence check (see the module docstring).
 
     Returns
     -------
@@ -106,14 +148,26 @@ def featurize_smiles(smiles: Sequence[str]) -> tuple[list[dgl.DGLGraph], np.ndar
     kept : np.ndarray of int64, shape (G,)
         Position in ``smiles`` of each graph (increasing).
     """
-    graphs, kept = [], []
+    graphs, kept, _ = _featurize(smiles, lenient)
+    return graphs, kept
+
+
+def _featurize(smiles: Sequence[str], lenient: bool) -> tuple[list, np.ndarray, list[int]]:
+    """:func:`featurize_smiles` plus the positions kept only by lenient parsing."""
+    graphs, kept, lenient_pos = [], [], []
     for i, s in enumerate(smiles):
         try:
             graphs.append(smiles_to_graph(s))
         except DataError:
-            continue
+            if not lenient:
+                continue
+            try:
+                graphs.append(smiles_to_graph(s, lenient=True))
+            except DataError:
+                continue
+            lenient_pos.append(i)
         kept.append(i)
-    return graphs, np.asarray(kept, dtype=np.int64)
+    return graphs, np.asarray(kept, dtype=np.int64), lenient_pos
 
 
 def file_sha256(path: str | Path) -> str:
@@ -198,6 +252,8 @@ class MoleculeGraphs:
         Data rows whose SMILES RDKit cannot parse.
     n_source_rows : int
         Number of data rows in the CSV.
+    lenient_rows : list of int
+        Data rows kept only by lenient parsing (``lenient=True``).
     """
 
     graphs: list
@@ -206,9 +262,12 @@ class MoleculeGraphs:
     source_rows: np.ndarray
     skipped_rows: list[int] = field(default_factory=list)
     n_source_rows: int = 0
+    lenient_rows: list[int] = field(default_factory=list)
 
 
-def load_molecule_csv(path: str | Path, smiles_column: str, label_column: str) -> MoleculeGraphs:
+def load_molecule_csv(
+    path: str | Path, smiles_column: str, label_column: str, lenient: bool = False
+) -> MoleculeGraphs:
     """Read a molecule CSV and featurize it, skipping unparsable SMILES.
 
     Parameters
@@ -217,6 +276,8 @@ def load_molecule_csv(path: str | Path, smiles_column: str, label_column: str) -
         CSV file, plain or gzip-compressed.
     smiles_column, label_column : str
         Column names.
+    lenient : bool
+        Keep molecules that fail only RDKit's valence check (module docstring).
 
     Returns
     -------
@@ -229,7 +290,7 @@ def load_molecule_csv(path: str | Path, smiles_column: str, label_column: str) -
         See :func:`read_molecule_csv`.
     """
     smiles, labels = read_molecule_csv(path, smiles_column, label_column)
-    graphs, kept = featurize_smiles(smiles)
+    graphs, kept, lenient_rows = _featurize(smiles, lenient)
     skipped = sorted(set(range(len(smiles))) - set(kept.tolist()))
     return MoleculeGraphs(
         graphs=graphs,
@@ -238,4 +299,5 @@ def load_molecule_csv(path: str | Path, smiles_column: str, label_column: str) -
         source_rows=kept,
         skipped_rows=skipped,
         n_source_rows=len(smiles),
+        lenient_rows=lenient_rows,
     )

@@ -5,9 +5,15 @@ A dataset is added by subclassing :class:`DatasetSource` and registering it::
     @DATASETS.register("good-motif", aliases=("motif",))
     class GoodMotif(DatasetSource):
         splits = ("basis", "size")
-        defaults = {"split": "basis", "split_seed": 0}
+        defaults = {"split": "basis", "shift": "covariate", "seed": 0}
+        choices = {"shift": ("covariate", "concept")}
         metric = "accuracy"
-        def load(self, *, split, root, download=False, split_seed=0): ...
+        def load(self, *, root, download=False, split, shift, seed): ...
+
+Every key of ``defaults`` is a dataset hyperparameter: ``data.KEY`` in a
+config, ``-H data.KEY=VALUE`` on the command line (``--split`` and ``--shift``
+are flags), passed to :meth:`DatasetSource.load` as a keyword argument after
+:meth:`DatasetSource.resolve_params` has coerced and checked it.
 
 Other packages register through the ``grprune.datasets`` entry-point group.
 """
@@ -20,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from grprune.errors import GrpruneError
+from grprune.hparams import Configurable
 from grprune.registry import Registry, normalize
 
 if TYPE_CHECKING:
@@ -34,7 +41,7 @@ def default_root() -> Path:
     return Path(env).expanduser() if env else Path("~/.cache/grprune/data").expanduser()
 
 
-class DatasetSource:
+class DatasetSource(Configurable):
     """Where a dataset comes from and how it is split.
 
     Attributes
@@ -42,7 +49,13 @@ class DatasetSource:
     splits : tuple of str
         Allowed split names; the first is the default.
     defaults : dict
-        Dataset hyperparameters (``split``, ``split_seed``).
+        Dataset hyperparameters (``split``, ``split_seed``, ``shift``, ...);
+        ``help`` and ``choices`` describe and restrict them (``split`` is
+        restricted to :attr:`splits` automatically).
+    parts : tuple of str
+        Split parts every load returns: ``train``, ``valid``, ``test`` and, for
+        OOD benchmarks with in-distribution hold-outs, ``id-valid`` and
+        ``id-test`` (``valid``/``test`` are then the OOD parts).
     recommended : dict
         Model/training overrides the paper uses for this dataset, as dotted
         config keys (``{"encoder.layers": 4}``).
@@ -54,6 +67,7 @@ class DatasetSource:
     """
 
     splits: ClassVar[tuple[str, ...]] = ()
+    parts: ClassVar[tuple[str, ...]] = ("train", "valid", "test")
     defaults: ClassVar[dict[str, Any]] = {}
     recommended: ClassVar[dict[str, Any]] = {}
     metric: ClassVar[str] = "accuracy"
@@ -82,21 +96,43 @@ class DatasetSource:
             f"Choices: {', '.join(cls.splits)}"
         )
 
-    def load(
-        self, *, split: str, root: Path, download: bool = False, split_seed: int = 0
-    ) -> "GraphDataset":
-        """Load the dataset with the given split.
+    @classmethod
+    def resolve_params(cls, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The dataset's hyperparameters: :attr:`defaults` updated with ``params``.
+
+        ``split`` is canonicalised with :meth:`resolve_split`; other values are
+        coerced to the type of their default and checked against ``choices``.
+
+        Raises
+        ------
+        GrpruneError
+            On an unknown key (listing the known ones), an unknown split or a bad value.
+        """
+        params = dict(params or {})
+        split = params.pop("split", None)
+        if "shift" in params and "shift" not in cls.defaults:
+            shifted = [n for n in DATASETS.names(load_plugins=False)
+                       if "shift" in DATASETS.get(n).defaults]
+            raise GrpruneError(
+                f"dataset {cls.registered_name or cls.__name__} has no shift variants; "
+                f"--shift applies to: {', '.join(shifted) or 'none'}")
+        out = cls.resolve_hparams(params, prefix="data.")
+        if "split" in cls.defaults or split is not None:
+            out["split"] = cls.resolve_split(split)
+        return out
+
+    def load(self, *, root: Path, download: bool = False, **params: Any) -> "GraphDataset":
+        """Load the dataset.
 
         Parameters
         ----------
-        split : str
-            One of :attr:`splits` (already resolved by :meth:`resolve_split`).
         root : Path
             Data root: downloads and caches live under it.
         download : bool
             Fetch the original release instead of using bundled files.
-        split_seed : int
-            Seed for randomized splits.
+        **params
+            The hyperparameters of :attr:`defaults` (``split``, ``split_seed``,
+            ...), already resolved by :meth:`resolve_params`.
 
         Returns
         -------
@@ -116,7 +152,7 @@ def load_dataset(
     split: str | None = None,
     root: str | os.PathLike | None = None,
     download: bool = False,
-    split_seed: int = 0,
+    **params: Any,
 ) -> "GraphDataset":
     """Load a registered dataset.
 
@@ -130,8 +166,9 @@ def load_dataset(
         Data root; default :func:`default_root`.
     download : bool
         Fetch the original release (e.g. through OGB) instead of bundled files.
-    split_seed : int
-        Seed for randomized splits (e.g. ``size``).
+    **params
+        Other dataset hyperparameters (``split_seed``, ``shift``, ``bias``, ...;
+        see ``grprune ls datasets``); unset ones take their defaults.
 
     Returns
     -------
@@ -141,11 +178,14 @@ def load_dataset(
     Raises
     ------
     GrpruneError
-        Unknown dataset or split name (the message lists the choices).
+        Unknown dataset, split or hyperparameter name, or a bad value (the
+        message lists the choices).
     DataError
         Missing, corrupt or malformed data, or a failed download.
     """
     cls = DATASETS.get(name)
-    split = cls.resolve_split(split)
+    if split is not None:
+        params["split"] = split
+    resolved = cls.resolve_params(params)
     root = Path(root).expanduser() if root is not None else default_root()
-    return cls().load(split=split, root=root, download=download, split_seed=int(split_seed))
+    return cls().load(root=root, download=download, **resolved)

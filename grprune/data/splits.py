@@ -19,6 +19,10 @@ from rdkit.Chem.Scaffolds import MurckoScaffold
 from grprune.errors import DataError, GrpruneError
 
 SPLIT_NAMES = ("train", "valid", "test")
+#: in-distribution hold-outs of OOD benchmarks (GOOD, DrugOOD); ``valid`` and
+#: ``test`` are then the out-of-distribution parts
+ID_PARTS = ("id-valid", "id-test")
+PART_NAMES = SPLIT_NAMES + ID_PARTS
 
 
 def _check_frac(frac: Sequence[float]) -> tuple[float, float, float]:
@@ -142,20 +146,23 @@ def size_split(
 
 
 def check_split(
-    split: dict, n: int, where: str, files: dict[str, str] | None = None
+    split: dict, n: int, where: str, files: dict[str, str] | None = None, cover: bool = True
 ) -> dict[str, np.ndarray]:
     """Validate a split and return it as sorted int64 arrays.
 
     Parameters
     ----------
     split : dict of str to array-like of int
-        Must hold ``train``, ``valid`` and ``test``.
+        Must hold ``train``, ``valid`` and ``test``; may hold ``id-valid`` and
+        ``id-test`` (:data:`ID_PARTS`).
     n : int
-        Number of graphs; the parts must be disjoint and cover ``0 .. n-1``.
+        Number of graphs; the parts must be pairwise disjoint.
     where : str
         Where the split comes from (a folder), for messages.
     files : dict of str to str, optional
         The file each part was read from, named in messages instead of the part.
+    cover : bool
+        Also require the parts to cover ``0 .. n-1``.
 
     Returns
     -------
@@ -167,9 +174,14 @@ def check_split(
         Naming the part (file) that is missing, out of range, duplicated or
         overlapping, or the indices that no part covers.
     """
-    label = {k: (files or {}).get(k) or f"{where} ({k})" for k in SPLIT_NAMES}
+    unknown = [k for k in split if k not in PART_NAMES]
+    if unknown:
+        raise DataError(f"split {where} has an unknown part {unknown[0]!r} "
+                        f"(parts: {', '.join(PART_NAMES)})")
+    names = [k for k in PART_NAMES if k in split or k in SPLIT_NAMES]
+    label = {k: (files or {}).get(k) or f"{where} ({k})" for k in names}
     out = {}
-    for name in SPLIT_NAMES:
+    for name in names:
         if name not in split:
             raise DataError(f"split {where} has no {name!r} part")
         idx = np.sort(np.asarray(split[name], dtype=np.int64).reshape(-1))
@@ -182,15 +194,16 @@ def check_split(
         if len(dup):
             raise DataError(f"split {label[name]}: index {int(dup[0])} appears twice")
         out[name] = idx
-    for a, b in (("train", "valid"), ("train", "test"), ("valid", "test")):
-        both = np.intersect1d(out[a], out[b])
-        if len(both):
-            raise DataError(
-                f"split parts overlap: {label[a]} and {label[b]} share {len(both)} "
-                f"indices (e.g. {int(both[0])})"
-            )
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            both = np.intersect1d(out[a], out[b])
+            if len(both):
+                raise DataError(
+                    f"split parts overlap: {label[a]} and {label[b]} share {len(both)} "
+                    f"indices (e.g. {int(both[0])})"
+                )
     covered = sum(len(v) for v in out.values())
-    if covered != n:
+    if cover and covered != n:
         missing = np.setdiff1d(np.arange(n), np.concatenate(list(out.values())))
         raise DataError(
             f"split {where} covers {covered} of {n} graphs; e.g. index {int(missing[0])} "
