@@ -11,7 +11,11 @@ from grprune.data.dataset import GraphDataset
 from grprune.data.molecules import load_molecule_csv, smiles_to_graph
 from grprune.data.registry import DATASETS, DatasetSource, default_root, load_dataset
 from grprune.data.splits import load_split_files, scaffold_split, size_split
-from grprune.data import ogbg as _ogbg  # noqa: F401,E402  (registers ogbg-molbbbp)
+# importing these registers the built-in datasets
+from grprune.data import ogbg as _ogbg  # noqa: F401,E402  (ogbg-molbbbp, -molbace, -molhiv)
+from grprune.data import synthetic as _synthetic  # noqa: F401,E402  (good-motif, spmotif)
+from grprune.data import good_hiv as _good_hiv  # noqa: F401,E402  (good-hiv)
+from grprune.data import drugood as _drugood  # noqa: F401,E402  (drugood-ec50)
 
 __all__ = [
     "DATASETS",

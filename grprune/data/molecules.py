@@ -301,3 +301,73 @@ def load_molecule_csv(
         n_source_rows=len(smiles),
         lenient_rows=lenient_rows,
     )
+
+
+def cached_molecule_csv(
+    path: str | Path,
+    smiles_column: str,
+    label_column: str,
+    cache_dir: str | Path,
+    lenient: bool = False,
+) -> tuple[MoleculeGraphs, str]:
+    """:func:`load_molecule_csv` through an on-disk graph cache.
+
+    The cache (:func:`grprune.data.cache.load_or_build`) is keyed by the
+    file's sha256, the columns, ``lenient`` and the RDKit and OGB versions, so a
+    changed source or library rebuilds it.
+
+    Parameters
+    ----------
+    path : str or Path
+        CSV file, plain or gzip-compressed.
+    smiles_column, label_column : str
+        Column names.
+    cache_dir : str or Path
+        Folder of this cache (e.g. ``<root>/moleculenet_hiv/grprune_v1``).
+    lenient : bool
+        See :func:`load_molecule_csv`.
+
+    Returns
+    -------
+    MoleculeGraphs
+        As :func:`load_molecule_csv`; ``smiles`` re-read from the CSV on a hit.
+    status : str
+        Cache status (``"hit"``, ``"built"``, ``"rebuilt (...)"``, ``"not written (...)"``).
+
+    Raises
+    ------
+    DataError
+        See :func:`read_molecule_csv`.
+    """
+    import ogb
+    import rdkit
+
+    from grprune.data.cache import load_or_build
+
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"data file not found: {path}")
+    key = {"format_version": 2, "source_file": path.name, "source_sha256": file_sha256(path),
+           "smiles_column": smiles_column, "label_column": label_column,
+           "lenient": bool(lenient), "rdkit_version": rdkit.__version__,
+           "ogb_version": ogb.__version__}
+
+    def build():
+        mg = load_molecule_csv(path, smiles_column, label_column, lenient=lenient)
+        tensors = {"labels": torch.from_numpy(mg.labels),
+                   "source_rows": torch.from_numpy(mg.source_rows)}
+        extra = {"n_source_rows": mg.n_source_rows, "skipped_rows": mg.skipped_rows,
+                 "lenient_rows": mg.lenient_rows}
+        return mg.graphs, tensors, extra
+
+    graphs, tensors, meta, status = load_or_build(
+        Path(cache_dir), key, build, ("skipped_rows", "n_source_rows", "lenient_rows"),
+        ("labels", "source_rows"))
+    source_rows = tensors["source_rows"].numpy().astype(np.int64)
+    all_smiles, _ = read_molecule_csv(path, smiles_column, label_column)
+    return MoleculeGraphs(
+        graphs=graphs, labels=tensors["labels"].numpy().astype(np.int64),
+        smiles=[all_smiles[i] for i in source_rows], source_rows=source_rows,
+        skipped_rows=[int(r) for r in meta["skipped_rows"]],
+        n_source_rows=int(meta["n_source_rows"]),
+        lenient_rows=[int(r) for r in meta["lenient_rows"]]), status

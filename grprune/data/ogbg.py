@@ -21,30 +21,25 @@ import builtins
 import contextlib
 import shutil
 import sys
-import warnings
 from pathlib import Path
 from typing import Iterator
 
 import numpy as np
-import ogb
-import rdkit
 import torch
 
-from grprune.data.cache import read_graph_cache, write_graph_cache
 from grprune.data.dataset import GraphDataset
 from grprune.data.molecules import (
+    cached_molecule_csv,
     file_sha256,
     graph_from_arrays,
-    load_molecule_csv,
     read_molecule_csv,
 )
 from grprune.data.registry import DATASETS, DatasetSource
-from grprune.data.splits import check_split, load_split_files, size_split
+from grprune.data.splits import check_split, load_split_files, scaffold_split, size_split
 from grprune.errors import DataError
 
 FILES = Path(__file__).resolve().parent / "files"
 CACHE_DIRNAME = "grprune_v1"
-CACHE_FORMAT = 1
 
 
 @contextlib.contextmanager
@@ -69,11 +64,15 @@ class OgbMoleculeSource(DatasetSource):
     """
 
     ogb_name: str = ""  # "ogbg-molbbbp"
-    csv_name: str = ""  # bundled CSV under files/<folder>/
+    csv_name: str = ""  # bundled CSV under files/<csv_folder or folder>/
+    csv_folder: str = ""
+    lenient: bool = False  # keep molecules that fail only RDKit's valence check
     smiles_column: str = "smiles"
     label_column: str = ""
     splits = ("scaffold", "size")
     defaults = {"split": "scaffold", "split_seed": 0}
+    help = {"split": "scaffold (OGB's split) or size (largest molecules in train)",
+            "split_seed": "seed of the size split's valid/test shuffle"}
     metric = "rocauc"
     num_classes = 2
 
@@ -89,7 +88,8 @@ class OgbMoleculeSource(DatasetSource):
 
     # -- loading ------------------------------------------------------
     def load(
-        self, *, split: str, root: Path, download: bool = False, split_seed: int = 0
+        self, *, root: Path, download: bool = False, split: str = "scaffold",
+        split_seed: int = 0
     ) -> GraphDataset:
         """Load the dataset; see :meth:`DatasetSource.load` and the module docstring."""
         split = self.resolve_split(split)
@@ -124,57 +124,39 @@ class OgbMoleculeSource(DatasetSource):
             info=info,
         )
 
+    def bundled_csv(self) -> Path:
+        """The bundled MoleculeNet CSV."""
+        return FILES / (self.csv_folder or self.folder) / self.csv_name
+
     def _from_bundled(self, root: Path) -> dict:
-        csv = FILES / self.folder / self.csv_name
+        csv = self.bundled_csv()
         if not csv.is_file():
             raise DataError(f"bundled data file is missing: {csv} (reinstall grprune)")
-        key = {
-            "format_version": CACHE_FORMAT,
-            "source_file": self.csv_name,
-            "source_sha256": file_sha256(csv),
-            "rdkit_version": rdkit.__version__,
-            "ogb_version": ogb.__version__,
-        }
         cache_dir = root / self.folder / CACHE_DIRNAME
-        cached, reason = read_graph_cache(
-            cache_dir, key, ("skipped_rows", "n_source_rows"), ("labels", "source_rows")
-        )
-        if cached is not None:
-            graphs, tensors, meta = cached
-            labels, source_rows = tensors["labels"], tensors["source_rows"].numpy()
-            all_smiles, _ = read_molecule_csv(csv, self.smiles_column, self.label_column)
-            smiles = [all_smiles[i] for i in source_rows]
-            skipped, n_rows, status = meta["skipped_rows"], meta["n_source_rows"], "hit"
-        else:
-            mg = load_molecule_csv(csv, self.smiles_column, self.label_column)
-            graphs, smiles, source_rows = mg.graphs, mg.smiles, mg.source_rows
-            labels, skipped, n_rows = torch.from_numpy(mg.labels), mg.skipped_rows, mg.n_source_rows
-            status = "built" if reason == "no cache" else f"rebuilt ({reason})"
-            try:
-                write_graph_cache(
-                    cache_dir,
-                    key,
-                    graphs,
-                    {"labels": labels, "source_rows": torch.from_numpy(source_rows)},
-                    {"n_source_rows": n_rows, "skipped_rows": skipped},
-                )
-            except Exception as exc:  # read-only root, full disk: work without a cache
-                status = f"not written ({type(exc).__name__}: {exc})"
-                warnings.warn(f"grprune: could not write the dataset cache in {cache_dir}: {exc}")
+        mg, status = cached_molecule_csv(csv, self.smiles_column, self.label_column, cache_dir,
+                                         lenient=self.lenient)
         split_dir = FILES / self.folder / "split" / "scaffold"
+        if (split_dir / "train.csv.gz").is_file():
+            official, split_source = (lambda: load_split_files(split_dir, len(mg.graphs))), \
+                "ogb-official"
+        else:
+            official = lambda: scaffold_split(mg.smiles)  # noqa: E731
+            split_source = "computed (OGB's scaffold rule; official files not bundled)"
         return {
-            "graphs": graphs,
-            "labels": labels,
-            "smiles": smiles,
-            "source_rows": source_rows,
-            "official_split": lambda: load_split_files(split_dir, len(graphs)),
+            "graphs": mg.graphs,
+            "labels": torch.from_numpy(mg.labels),
+            "smiles": mg.smiles,
+            "source_rows": mg.source_rows,
+            "official_split": official,
             "info": {
-                "source": f"bundled {self.csv_name}",
-                "source_sha256": key["source_sha256"],
-                "n_source_rows": int(n_rows),
-                "n_skipped": len(skipped),
-                "skipped_rows": [int(r) for r in skipped],
-                "split_source": "ogb-official",
+                "source": f"bundled {csv.name}",
+                "source_sha256": file_sha256(csv),
+                "n_source_rows": int(mg.n_source_rows),
+                "n_skipped": len(mg.skipped_rows),
+                "skipped_rows": [int(r) for r in mg.skipped_rows],
+                "n_lenient": len(mg.lenient_rows),
+                "lenient_rows": [int(r) for r in mg.lenient_rows],
+                "split_source": split_source,
                 "cache": status,
                 "cache_dir": str(cache_dir),
             },
@@ -276,3 +258,53 @@ class OgbgMolbbbp(OgbMoleculeSource):
     description = (
         "MoleculeNet BBBP via OGB (2039 molecules, binary, ROC-AUC); scaffold or size split"
     )
+
+
+@DATASETS.register("ogbg-molbace", aliases=("molbace", "bace"))
+class OgbgMolbace(OgbMoleculeSource):
+    """MoleculeNet BACE as OGB's ogbg-molbace: 1513 molecules, BACE-1 inhibition
+    (binary ``Class``), OGB atom/bond features, ROC-AUC; scaffold or size split."""
+
+    ogb_name = "ogbg-molbace"
+    csv_name = "bace.csv.gz"
+    csv_folder = "moleculenet"
+    smiles_column = "mol"
+    label_column = "Class"
+    recommended = dict(OgbgMolbbbp.recommended)
+    description = (
+        "MoleculeNet BACE via OGB (1513 molecules, binary, ROC-AUC); scaffold or size split"
+    )
+
+
+@DATASETS.register("ogbg-molhiv", aliases=("molhiv",))
+class OgbgMolhiv(OgbMoleculeSource):
+    """MoleculeNet HIV as OGB's ogbg-molhiv: 41127 molecules, HIV replication
+    inhibition (binary ``HIV_active``), OGB atom/bond features, ROC-AUC; scaffold
+    or size split. The 7 molecules current RDKit rejects (hypervalent Al/B/Ge)
+    are kept through lenient parsing, as OGB kept them."""
+
+    ogb_name = "ogbg-molhiv"
+    csv_name = "hiv.csv.gz"
+    csv_folder = "moleculenet"
+    label_column = "HIV_active"
+    lenient = True
+    recommended = {"encoder.layers": 4, "encoder.hidden": 128, "encoder.virtual_node": False}
+    description = (
+        "MoleculeNet HIV via OGB (41127 molecules, binary, ROC-AUC); scaffold or size split"
+    )
+
+
+def hiv_molecules(root: Path):
+    """The bundled MoleculeNet HIV CSV, featurized (lenient) and cached under ``root``.
+
+    Shared by ``ogbg-molhiv`` and ``good-hiv``: one featurization (about 30 s),
+    cached in ``<root>/ogbg_molhiv/grprune_v1``.
+
+    Returns
+    -------
+    (MoleculeGraphs, str)
+        See :func:`grprune.data.molecules.cached_molecule_csv`.
+    """
+    src = OgbgMolhiv()
+    return cached_molecule_csv(src.bundled_csv(), src.smiles_column, src.label_column,
+                               Path(root) / src.folder / CACHE_DIRNAME, lenient=True)
