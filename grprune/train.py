@@ -34,6 +34,8 @@ from grprune.regularizers import REGULARIZERS, Regularizer, StepContext
 from grprune.selectors import SELECTORS
 
 EVAL_SPLITS = ("train", "valid", "test")
+#: in-distribution hold-outs, evaluated once with the selected checkpoint
+FINAL_SPLITS = ("id-valid", "id-test")
 
 
 def select_device(name: str) -> torch.device:
@@ -93,6 +95,21 @@ class Evaluation:
     kept: float  # fraction of edges kept by the evaluation mask (1.0 without selector)
 
 
+def _motif_rocauc(parts: dict) -> float | None:
+    """ROC-AUC of the test edge probabilities against the ground-truth motif edges.
+
+    None when the data has no ground truth (real molecules) or one class only.
+    """
+    if not parts or not parts.get("gt"):
+        return None
+    gt = torch.cat(parts["gt"]).numpy()
+    prob = torch.cat(parts["prob"]).numpy()
+    if len(gt) != len(prob) or gt.min() == gt.max():
+        return None
+    from sklearn.metrics import roc_auc_score
+    return float(roc_auc_score(gt, prob))
+
+
 def _peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
@@ -134,7 +151,9 @@ class Trainer:
     def _splits(self) -> dict[str, np.ndarray]:
         limit = self.cfg["data"].get("limit", 0)
         out = {}
-        for name in EVAL_SPLITS:
+        for name in EVAL_SPLITS + FINAL_SPLITS:
+            if name not in self.dataset.splits:
+                continue
             idx = np.asarray(self.dataset.splits[name])
             out[name] = idx[:limit] if limit else idx
         return out
@@ -202,8 +221,8 @@ class Trainer:
             draws = max(1, int(sel.hparams["eval_samples"]))
         probs, labels, edges = [], [], 0
         kept = torch.zeros((), device=self.device)
-        edge_parts: dict[str, list] = {k: [] for k in
-                                       ("index", "num_edges", "src", "dst", "prob", "weight")}
+        edge_parts: dict[str, list] = {k: [] for k in ("index", "num_edges", "src", "dst",
+                                                       "prob", "weight", "gt")}
         for batch in self._batches(split):
             p = 0.0
             for _ in range(draws):
@@ -234,6 +253,8 @@ class Trainer:
         parts["dst"].append(local_dst.cpu())
         parts["prob"].append((s.edge_prob if s is not None else ones).float().cpu())
         parts["weight"].append((s.edge_weight if s is not None else ones).float().cpu())
+        if batch.edge_gt is not None:
+            parts["gt"].append(batch.edge_gt.cpu())
 
     # -- state -------------------------------------------------------------
     def _state(self, epoch: int, best: dict, records: list[dict]) -> dict:
@@ -314,29 +335,43 @@ class Trainer:
 
     def _finish(self, records: list[dict], best: dict, train_time: float) -> dict[str, Any]:
         ckpt = self.run_dir / R.CHECKPOINT
+        last = records[-1] if records else {}
+        use_selector, selected = True, "best-valid"
         if ckpt.is_file():
             self.model.load_state_dict(torch.load(ckpt, map_location=self.device,
                                                   weights_only=True))
-        else:  # no post-warm-up epoch, or validation was always NaN: keep the last model
+        else:
+            # No post-warm-up epoch (epochs <= warmup_epochs), or validation was
+            # always NaN: report the last model, evaluated as it was trained.
             R.atomic_save(ckpt, lambda f: torch.save(self.model.state_dict(), f))
-        ev, parts = self.evaluate("test", collect_edges=True)
+            selected = "last-epoch"
+            use_selector = last.get("phase") != "warmup"
+            if last:
+                best = {**best, "epoch": last["epoch"],
+                        "valid": last["valid"][self.metric],
+                        "train": last.get("train", {}).get(self.metric, math.nan)}
+        ev, parts = self.evaluate("test", use_selector=use_selector, collect_edges=True)
         self._write_edge_probs(parts)
+        final = {name: self.evaluate(name, use_selector=use_selector)[0].metric
+                 for name in FINAL_SPLITS if name in self.splits}
         peak_rss = _peak_rss_mib()
         peak = (torch.cuda.max_memory_allocated(self.device) / 2**20
                 if self.device.type == "cuda" else peak_rss)
-        last = records[-1] if records else {}
         summary = {
             "dataset": self.cfg["data"]["name"], "split": self.cfg["data"].get("split"),
             "selector": self.cfg["selector"]["name"], "reg": list(self.cfg["reg"]),
             "seed": self.tc["seed"], "metric": self.metric,
             "best_epoch": best["epoch"], "valid": best["valid"] if best["epoch"] >= 0 else None,
             "test": ev.metric, "train": best["train"],
+            **{name.replace("-", "_"): value for name, value in final.items()},
             "kept_edge_fraction": ev.kept,
+            "selected": selected,
             "epochs_run": len(records),
             "last": {s: last.get(s, {}).get(self.metric) for s in EVAL_SPLITS},
             "train_time_s": round(train_time, 3),
             "epoch_time_s_median": float(np.median([r["epoch_time_s"] for r in records]))
             if records else None,
+            "motif_edge_rocauc": _motif_rocauc(parts),
             "peak_mem_mib": round(peak, 1), "peak_rss_mib": round(peak_rss, 1),
             "device": str(self.device), "config_hash": self.cfg.get("hash"),
         }
@@ -353,4 +388,6 @@ class Trainer:
         smiles = getattr(self.dataset, "smiles", None)
         if smiles is not None:
             arrays["smiles"] = np.asarray([smiles[i] for i in arrays["graph_index"]])
+        if len(cat["gt"]) == len(arrays["src"]) and len(cat["gt"]):
+            arrays["edge_gt"] = cat["gt"].astype(np.int8)
         R.atomic_save(self.run_dir / R.EDGE_PROBS, lambda f: np.savez_compressed(f, **arrays))

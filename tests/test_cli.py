@@ -152,3 +152,14 @@ def test_run_files_are_readable_by_others(tmp_path):
     os.umask(umask)
     atomic_write_json(tmp_path / "x.json", {"a": 1})  # mkstemp alone would give 0600
     assert (tmp_path / "x.json").stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+def test_run_shorter_than_warmup_reports_the_last_model(tmp_path):
+    res = _run([*SMALL, "-H", "train.warmup_epochs=5", "--json", "--progress", "none"],
+               tmp_path / "w")
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.output[res.output.index("{"):])
+    assert summary["selected"] == "last-epoch" and summary["best_epoch"] == 1
+    assert summary["valid"] is not None and summary["kept_edge_fraction"] == 1.0
+    last = R.read_records(tmp_path / "w" / R.RESULTS)[-1]
+    assert summary["test"] == pytest.approx(last["test"]["rocauc"], abs=1e-6)

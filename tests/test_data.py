@@ -74,14 +74,15 @@ def test_molbbbp_contents(bbbp):
     assert bbbp.info["n_skipped"] == 11 and bbbp.info["skipped_rows"] == SKIPPED_ROWS
     assert int(bbbp.labels.sum()) == 1560 and int((bbbp.labels == 0).sum()) == 479
     assert bbbp.labels.dtype == torch.long and bbbp.labels.shape == (2039,)
-    assert bbbp.envs.dtype == torch.long and int(bbbp.envs.abs().sum()) == 0
+    assert bbbp.envs.dtype == torch.long and bbbp.info["n_domains"] == 1102  # scaffolds
+    assert int(bbbp.envs.min()) == 0 and int(bbbp.envs.max()) == 1101
     expected_rows = np.setdiff1d(np.arange(2050), SKIPPED_ROWS)
     assert np.array_equal(bbbp.source_rows, expected_rows)
     assert (bbbp.num_classes, bbbp.metric, bbbp.atom_encoder) == (2, "rocauc", "ogb")
     assert len(bbbp.smiles) == 2039
     json.dumps(bbbp.info)  # JSON-serialisable
     g, label, env, i = bbbp[7]
-    assert isinstance(g, dgl.DGLGraph) and (label, env, i) == (int(bbbp.labels[7]), 0, 7)
+    assert isinstance(g, dgl.DGLGraph) and (label, env, i) == (int(bbbp.labels[7]), int(bbbp.envs[7]), 7)
     assert isinstance(label, int) and isinstance(env, int)
 
 

@@ -112,12 +112,18 @@ def print_summary(summary: dict, run_dir: Path, status: str) -> None:
     rows = [("method", "+".join(summary["reg"]) or "erm"),
             ("selector", summary["selector"]), ("seed", summary["seed"]),
             ("best epoch", summary["best_epoch"]), (f"valid {m}", summary["valid"]),
-            (f"test {m}", summary["test"]),
-            ("kept edge fraction (test)", summary["kept_edge_fraction"]),
-            ("wall time (s)", summary.get("wall_time_s")),
-            ("median epoch time (s)", summary.get("epoch_time_s_median")),
-            ("peak memory (MiB)", summary.get("peak_mem_mib")),
-            ("device", summary.get("device")), ("run directory", str(run_dir))]
+            (f"test {m}", summary["test"])]
+    if "id_valid" in summary or "id_test" in summary:
+        rows[-2:] = [(f"OOD-valid {m}", summary["valid"]), (f"OOD-test {m}", summary["test"]),
+                     (f"ID-valid {m}", summary.get("id_valid")),
+                     (f"ID-test {m}", summary.get("id_test"))]
+    if summary.get("motif_edge_rocauc") is not None:
+        rows.append(("motif edge ROC-AUC (test)", summary["motif_edge_rocauc"]))
+    rows += [("kept edge fraction (test)", summary["kept_edge_fraction"]),
+             ("wall time (s)", summary.get("wall_time_s")),
+             ("median epoch time (s)", summary.get("epoch_time_s_median")),
+             ("peak memory (MiB)", summary.get("peak_mem_mib")),
+             ("device", summary.get("device")), ("run directory", str(run_dir))]
     for name, value in rows:
         table.add_row(name, _fmt(value) if value is not None else "-")
     Console(width=100).print(table)
@@ -132,6 +138,7 @@ def print_summary(summary: dict, run_dir: Path, status: str) -> None:
              f"Built in: {_names('reg')}")
 @option("--data", default=None, help=f"dataset [default: ogbg-molbbbp]. Built in: {_names('data')}")
 @option("--split", default=None, help="dataset split, e.g. scaffold or size (see `grprune ls datasets`)")
+@option("--shift", default=None, help="distribution shift of GOOD datasets: covariate or concept")
 @option("--encoder", default=None, help=f"GNN encoder [default: gin]. Built in: {_names('encoder')}")
 @option("--epochs", type=int, default=None, help="training epochs [default: 100]")
 @option("--seed", type=int, default=None, help="random seed [default: 0]")
@@ -152,7 +159,7 @@ def print_summary(summary: dict, run_dir: Path, status: str) -> None:
 @option("--progress", type=click.Choice(["auto", "rich", "plain", "none"]), default=None,
         help="progress display [default: auto: rich on a terminal, plain lines otherwise]")
 @option("--json", "as_json", is_flag=True, default=False, help="print the summary as JSON")
-def run(selector, reg, data, split, encoder, epochs, seed, device, out, root, download,
+def run(selector, reg, data, split, shift, encoder, epochs, seed, device, out, root, download,
         overrides, config_file, force, progress, as_json) -> None:
     """Train a selector + GNN with the given regularizers and report metrics.
 
@@ -164,7 +171,7 @@ def run(selector, reg, data, split, encoder, epochs, seed, device, out, root, do
     from grprune.config import resolve_config
     from grprune.run import default_run_dir, execute
 
-    flags = {"data.split": split, "train.epochs": epochs, "train.seed": seed,
+    flags = {"data.split": split, "data.shift": shift, "train.epochs": epochs, "train.seed": seed,
              "train.device": device, "data.root": root, "train.progress": progress}
     if download:
         flags["data.download"] = True
@@ -225,11 +232,11 @@ def ls(kind) -> None:
             if name == "datasets":
                 doc = getattr(cls, "description", doc)
                 splits = ", ".join(getattr(cls, "splits", ()))
-                table.add_row(part, "split", str(cls.defaults.get("split", "")),
-                              f"{doc} Splits: {splits}.")
-                for key, default in cls.defaults.items():
-                    if key != "split":
-                        table.add_row("", key, str(default), "")
+                table.add_row(part, "", "", f"{doc}. Splits: {splits}.")
+                for key, default, text in cls.describe_hparams():
+                    if key == "split":
+                        text = f"{text} [{'|'.join(cls.splits)}]".strip()
+                    table.add_row("", f"data.{key}", str(default), text)
                 continue
             table.add_row(part, "", "", doc)
             for key, default, text in cls.describe_hparams():
@@ -244,6 +251,12 @@ def ls(kind) -> None:
             for key, default, text in cls.describe_hparams():
                 table.add_row(f"{prefix}.{key}", str(default), text)
         console.print(table)
-    broken = {**REGULARIZERS.broken_plugins, **SELECTORS.broken_plugins}
+    broken = {**REGULARIZERS.broken_plugins, **SELECTORS.broken_plugins,
+              **DATASETS.broken_plugins}
     for ep, msg in broken.items():
         console.print(f"[yellow]plugin {ep!r} failed to load: {msg}[/yellow]")
+
+
+from grprune.cli.data import data as _data_group  # noqa: E402  (needs `option` above)
+
+main.add_command(_data_group)

@@ -12,7 +12,16 @@ Where the graphs come from, in this order:
    (``split_source = "ogb-official"``).
 
 The ``size`` split is computed from the graphs in every case
-(``split_source = "computed"``).
+(``split_source = "computed"``). Datasets without bundled official split
+files (ogbg-molbace, ogbg-molhiv) get the scaffold split from
+:func:`grprune.data.splits.scaffold_split`, the rule that reproduces OGB's
+ogbg-molbbbp files exactly.
+
+Environment ids (``GraphDataset.envs``) are the domains the split is made
+from: for ``scaffold`` the rank of the molecule's Bemis–Murcko scaffold
+(with chirality, as the split) among the sorted distinct scaffolds; for
+``size`` the rank of its number of atoms among the distinct sizes. Scaffolds
+are cached next to the graphs (``scaffolds.json``).
 """
 
 from __future__ import annotations
@@ -35,7 +44,13 @@ from grprune.data.molecules import (
     read_molecule_csv,
 )
 from grprune.data.registry import DATASETS, DatasetSource
-from grprune.data.splits import check_split, load_split_files, scaffold_split, size_split
+from grprune.data.splits import (
+    check_split,
+    load_split_files,
+    murcko_scaffolds,
+    scaffold_split,
+    size_split,
+)
 from grprune.errors import DataError
 
 FILES = Path(__file__).resolve().parent / "files"
@@ -100,16 +115,23 @@ class OgbMoleculeSource(DatasetSource):
         else:
             data = self._from_bundled(root)
         graphs, info = data["graphs"], data["info"]
+        sizes = np.asarray([g.num_nodes() for g in graphs], dtype=np.int64)
         if split == "size":
-            parts = size_split([g.num_nodes() for g in graphs], seed=split_seed)
+            parts = size_split(sizes, seed=split_seed)
             info.update(split_source="computed", split_seed=int(split_seed))
+            envs = np.unique(sizes, return_inverse=True)[1]
         else:
-            parts = data["official_split"]()
+            scaffolds = self._scaffolds(data["smiles"], root, info.get("source_sha256"))
+            parts = data["official_split"](scaffolds)
+            envs = (np.unique(np.asarray(scaffolds, dtype=object).astype(str),
+                              return_inverse=True)[1] if scaffolds is not None
+                    else np.zeros(len(graphs), dtype=np.int64))
         info.update(
             dataset=self.registered_name,
             split=split,
             n_graphs=len(graphs),
             split_sizes={k: int(len(v)) for k, v in parts.items()},
+            n_domains=int(envs.max()) + 1 if len(envs) else 0,
         )
         return GraphDataset(
             self.registered_name,
@@ -119,10 +141,36 @@ class OgbMoleculeSource(DatasetSource):
             num_classes=self.num_classes,
             metric=self.metric,
             atom_encoder="ogb",
+            envs=envs,
             smiles=data["smiles"],
             source_rows=data["source_rows"],
             info=info,
         )
+
+    def _scaffolds(self, smiles: list[str] | None, root: Path, sha: str | None
+                   ) -> list[str] | None:
+        """Scaffolds (with chirality) of ``smiles``, cached in ``scaffolds.json``."""
+        if smiles is None:
+            return None
+        import rdkit
+
+        from grprune.results import atomic_write_json, read_json
+
+        path = root / self.folder / CACHE_DIRNAME / "scaffolds.json"
+        key = {"source_sha256": sha, "rdkit_version": rdkit.__version__, "n": len(smiles)}
+        try:
+            cached = read_json(path)
+            if cached.get("key") == key and len(cached.get("scaffolds", ())) == len(smiles):
+                return list(cached["scaffolds"])
+        except Exception:
+            pass  # absent, unreadable or stale: recompute
+        scaffolds = murcko_scaffolds(smiles, include_chirality=True)
+        if sha is not None:
+            try:
+                atomic_write_json(path, {"key": key, "scaffolds": scaffolds})
+            except OSError:
+                pass  # read-only root: work without the cache
+        return scaffolds
 
     def bundled_csv(self) -> Path:
         """The bundled MoleculeNet CSV."""
@@ -137,10 +185,10 @@ class OgbMoleculeSource(DatasetSource):
                                          lenient=self.lenient)
         split_dir = FILES / self.folder / "split" / "scaffold"
         if (split_dir / "train.csv.gz").is_file():
-            official, split_source = (lambda: load_split_files(split_dir, len(mg.graphs))), \
-                "ogb-official"
+            official = lambda scaffolds: load_split_files(split_dir, len(mg.graphs))  # noqa: E731
+            split_source = "ogb-official"
         else:
-            official = lambda: scaffold_split(mg.smiles)  # noqa: E731
+            official = lambda scaffolds: scaffold_split(mg.smiles, scaffolds=scaffolds)  # noqa
             split_source = "computed (OGB's scaffold rule; official files not bundled)"
         return {
             "graphs": mg.graphs,
@@ -218,7 +266,7 @@ class OgbMoleculeSource(DatasetSource):
             "labels": labels,
             "smiles": smiles,
             "source_rows": np.arange(len(graphs), dtype=np.int64),
-            "official_split": lambda: self._ogb_split(ds, folder, len(graphs)),
+            "official_split": lambda scaffolds: self._ogb_split(ds, folder, len(graphs)),
             "info": {
                 "source": f"OGB ({folder})",
                 "n_source_rows": len(graphs),

@@ -39,8 +39,84 @@ def _as_split(train, valid, test) -> dict[str, np.ndarray]:
     }
 
 
+def _lenient_scaffold(smiles: str, include_chirality: bool) -> str:
+    """Murcko scaffold of a molecule parsed without the valence check."""
+    from rdkit import Chem
+
+    mol = Chem.MolFromSmiles(smiles, sanitize=False)
+    if mol is None:
+        raise ValueError("unparsable")
+    mol.UpdatePropertyCache(strict=False)
+    flags = Chem.SanitizeFlags.SANITIZE_ALL ^ Chem.SanitizeFlags.SANITIZE_PROPERTIES
+    Chem.SanitizeMol(mol, flags)
+    keep = {a.GetIdx() for a in mol.GetAtoms()}
+    degree = {a.GetIdx(): a.GetDegree() for a in mol.GetAtoms()}
+    changed = True
+    while changed:
+        changed = False
+        for idx in sorted(keep):
+            if degree[idx] <= 1 and not mol.GetAtomWithIdx(idx).IsInRing():
+                keep.discard(idx)
+                for nb in mol.GetAtomWithIdx(idx).GetNeighbors():
+                    degree[nb.GetIdx()] -= 1
+                changed = True
+    if not any(mol.GetAtomWithIdx(i).IsInRing() for i in keep):
+        return ""
+    rw = Chem.RWMol(mol)
+    for idx in sorted(set(range(mol.GetNumAtoms())) - keep, reverse=True):
+        rw.RemoveAtom(idx)
+    return Chem.MolToSmiles(rw, isomericSmiles=include_chirality)
+
+
+def murcko_scaffolds(smiles: Sequence[str], include_chirality: bool = True) -> list[str]:
+    """Bemis–Murcko scaffold SMILES of each molecule.
+
+    Uses ``MurckoScaffold.MurckoScaffoldSmiles(smiles=s, includeChirality=...)``;
+    a molecule that fails RDKit's strict parse but parses without the valence
+    check (:mod:`grprune.data.molecules`, lenient mode; e.g. the 7 hypervalent
+    complexes of MoleculeNet HIV) gets a scaffold computed by hand from that
+    lenient parse: side-chain atoms (degree 1, repeatedly) are removed and the
+    rest is written as SMILES, which is the Bemis–Murcko definition without
+    RDKit's special handling of exocyclic double bonds.
+
+    Parameters
+    ----------
+    smiles : sequence of str, length n
+    include_chirality : bool
+        OGB's scaffold split uses True; GOOD's scaffold domains use False.
+
+    Returns
+    -------
+    list of str, length n
+        ``""`` for acyclic molecules.
+
+    Raises
+    ------
+    DataError
+        If RDKit cannot compute a scaffold (the message names the index).
+    """
+    from rdkit import Chem
+
+    out = []
+    with rdBase.BlockLogs():
+        for i, s in enumerate(smiles):
+            try:
+                try:
+                    scaffold = MurckoScaffold.MurckoScaffoldSmiles(
+                        smiles=s, includeChirality=include_chirality)
+                except Exception:
+                    scaffold = _lenient_scaffold(s, include_chirality)
+            except Exception as exc:
+                raise DataError(
+                    f"cannot compute the scaffold of molecule {i} ({s!r}): {type(exc).__name__}"
+                ) from None
+            out.append(scaffold)
+    return out
+
+
 def scaffold_split(
-    smiles: Sequence[str], frac: Sequence[float] = (0.8, 0.1, 0.1)
+    smiles: Sequence[str], frac: Sequence[float] = (0.8, 0.1, 0.1),
+    scaffolds: Sequence[str] | None = None,
 ) -> dict[str, np.ndarray]:
     """Deterministic Bemis–Murcko scaffold split, as used to make OGB's files.
 
@@ -62,6 +138,8 @@ def scaffold_split(
         Parsable SMILES.
     frac : (float, float, float)
         Train, valid and test fractions, summing to 1.
+    scaffolds : sequence of str, length n, optional
+        Precomputed :func:`murcko_scaffolds` (with chirality) of ``smiles``.
 
     Returns
     -------
@@ -76,16 +154,11 @@ def scaffold_split(
         If RDKit cannot compute a scaffold (the message names the index).
     """
     f_train, f_valid, _ = _check_frac(frac)
+    if scaffolds is None:
+        scaffolds = murcko_scaffolds(smiles, include_chirality=True)
     groups: dict[str, list[int]] = defaultdict(list)
-    with rdBase.BlockLogs():
-        for i, s in enumerate(smiles):
-            try:
-                scaffold = MurckoScaffold.MurckoScaffoldSmiles(smiles=s, includeChirality=True)
-            except Exception as exc:
-                raise DataError(
-                    f"cannot compute the scaffold of molecule {i} ({s!r}): {type(exc).__name__}"
-                ) from None
-            groups[scaffold].append(i)
+    for i, scaffold in enumerate(scaffolds):
+        groups[scaffold].append(i)
     ordered = sorted(groups.values(), key=lambda g: (len(g), g[0]), reverse=True)
     n = len(smiles)
     train_cut, valid_cut = f_train * n, (f_train + f_valid) * n
