@@ -331,7 +331,7 @@ def test_ogb_processed_folder_is_used(bbbp, tmp_path):
     (folder / "RELEASE_v1.txt").write_text("ogbg-molbbbp\n")
     dgl.save_graphs(
         str(folder / "processed" / "dgl_data_processed"),
-        bbbp.graphs[:n],
+        list(bbbp.graphs[:n]),
         {"labels": bbbp.labels[:n].reshape(-1, 1)},
     )
     split = folder / "split" / "scaffold"

@@ -137,3 +137,18 @@ def test_data_bad_input_exits_2(args, message):
 def test_run_rejects_shift_for_molecules(tmp_path):
     res = CliRunner().invoke(main, ["run", "--shift", "concept", "--out", str(tmp_path)])
     assert res.exit_code == 2 and "has no shift variants" in res.output
+
+
+@pytest.mark.parametrize("path, sha256", [
+    ("moleculenet/hiv.csv.gz", "81c0dc45814deb6ee9d8cc83078e06b95736fb2eb78d747b0d055fee1c6ec4c5"),
+    ("moleculenet/bace.csv.gz", "d47ddbc32083646d50d71e8a5b393b8b0341cf7fc0243266cb09fd20a806e882"),
+    ("drugood/lbap_core_ec50_assay.json.gz",
+     "76a6751aa5ddf29d13772138a4400cd1ec19cb789ad7a9c6d6c6ae0254304ca0"),
+    ("drugood/lbap_core_ec50_scaffold.json.gz",
+     "1d194cd1275e59f807200948d7c9712a22912654b04a1e6c18daafb1e462996f"),
+    ("drugood/lbap_core_ec50_size.json.gz",
+     "d0dfe9c88d08087bf77061f03bdd8b0c3ffeab584e4c04e52fc8c54bd290cdde"),
+])
+def test_bundled_files_are_the_documented_bytes(path, sha256):
+    from grprune.data.molecules import file_sha256
+    assert file_sha256(FILES / path) == sha256

@@ -1,5 +1,9 @@
 """On-disk cache of featurized graphs: ``graphs.bin`` (DGL) plus ``meta.json``.
 
+``graphs.bin`` holds all graphs as one batched graph with the per-graph node
+and edge counts (layout ``packed-v1``), so a load is one read and graphs are
+built lazily (:class:`~grprune.data.packed.PackedGraphs`).
+
 ``meta.json`` holds a *key* (source file sha256, format version, library
 versions) and the sha256 of ``graphs.bin``. A cache is used only if its key
 equals the expected key and ``graphs.bin`` hashes to the recorded value, so a
@@ -21,9 +25,12 @@ import torch
 
 from grprune.compat import dgl
 from grprune.data.molecules import file_sha256
+from grprune.data.packed import PackedGraphs
 
 GRAPHS_FILE = "graphs.bin"
 META_FILE = "meta.json"
+LAYOUT = "packed-v1"
+_COUNTS = ("_num_nodes", "_num_edges")
 
 
 def read_graph_cache(
@@ -46,7 +53,7 @@ def read_graph_cache(
     Returns
     -------
     cached : (graphs, tensors, meta) or None
-        ``graphs`` (list of G DGLGraphs), ``tensors`` (dict of graph-level
+        ``graphs`` (:class:`PackedGraphs`, G graphs), ``tensors`` (dict of graph-level
         tensors, first dim G) and the ``meta`` dict; None if absent or invalid.
     reason : str
         Why the cache is not usable (``""`` when it is).
@@ -63,11 +70,15 @@ def read_graph_cache(
     changed = [k for k, v in key.items() if meta.get(k) != v]
     if changed:
         return None, f"{', '.join(changed)} changed"
+    if meta.get("layout") != LAYOUT:
+        return None, "cache layout changed"
     try:
         if file_sha256(graphs_path) != meta.get("graphs_sha256"):
             return None, f"{GRAPHS_FILE} is corrupt (checksum mismatch)"
-        graphs, tensors = dgl.load_graphs(str(graphs_path))
-    except Exception as exc:  # OSError, DGLError
+        stored, tensors = dgl.load_graphs(str(graphs_path))
+        counts = [tensors.pop(k) for k in _COUNTS]
+        graphs = PackedGraphs(stored[0], *counts)
+    except Exception as exc:  # OSError, DGLError, missing counts, counts not adding up
         return None, f"cannot read {GRAPHS_FILE} ({type(exc).__name__})"
     if (
         len(graphs) != meta.get("n_graphs")
@@ -93,7 +104,9 @@ def write_graph_cache(
         Created if needed.
     key : dict
         Validity key (see :func:`read_graph_cache`).
-    graphs : list of dgl.DGLGraph, length G
+    graphs : sequence of dgl.DGLGraph, length G
+        A list or :class:`PackedGraphs`; stored packed (all graphs must share
+        their ``ndata``/``edata`` keys).
     tensors : dict of str to torch.Tensor, each with first dim G
     extra : dict, optional
         More JSON facts stored in ``meta.json``.
@@ -108,8 +121,14 @@ def write_graph_cache(
     tmp_graphs = directory / (GRAPHS_FILE + suffix)
     tmp_meta = directory / (META_FILE + suffix)
     try:
-        dgl.save_graphs(str(tmp_graphs), graphs, tensors)
-        meta = {**key, **(extra or {}), "n_graphs": len(graphs),
+        packed = PackedGraphs.from_graphs(graphs).pack() if len(graphs) else None
+        if packed is None:
+            stored = [dgl.graph(([], []), num_nodes=0)]
+            counts = [torch.zeros(0, dtype=torch.int64)] * 2
+        else:
+            stored, counts = [packed.batched], [packed.num_nodes, packed.num_edges]
+        dgl.save_graphs(str(tmp_graphs), stored, {**tensors, **dict(zip(_COUNTS, counts))})
+        meta = {**key, **(extra or {}), "n_graphs": len(graphs), "layout": LAYOUT,
                 "graphs_sha256": file_sha256(tmp_graphs)}
         tmp_meta.write_text(json.dumps(meta, indent=1))
         os.replace(tmp_graphs, directory / GRAPHS_FILE)
@@ -143,7 +162,7 @@ def load_or_build(
 
     Returns
     -------
-    graphs : list of dgl.DGLGraph
+    graphs : PackedGraphs on a hit, else what ``build`` returned (packed)
     tensors : dict of str to Tensor
     meta : dict
         ``key``, ``extra`` and the checksums.
@@ -156,6 +175,8 @@ def load_or_build(
         graphs, tensors, meta = cached
         return graphs, tensors, meta, "hit"
     graphs, tensors, extra = build()
+    if len(graphs):
+        graphs = PackedGraphs.from_graphs(graphs)
     status = "built" if reason == "no cache" else f"rebuilt ({reason})"
     try:
         write_graph_cache(directory, key, graphs, tensors, extra)

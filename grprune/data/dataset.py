@@ -9,6 +9,7 @@ import torch
 from torch.utils.data import Dataset, Subset
 
 from grprune.compat import dgl
+from grprune.data.packed import PackedGraphs
 from grprune.data.splits import check_split
 from grprune.errors import GrpruneError
 
@@ -20,7 +21,7 @@ class GraphDataset(Dataset):
     ----------
     name : str
         Canonical dataset name (``"ogbg-molbbbp"``).
-    graphs : list of dgl.DGLGraph, length G
+    graphs : list of dgl.DGLGraph or PackedGraphs, length G
         Each with ``ndata['feat']`` int64 (N, 9) and ``edata['feat']`` int64
         (E, 3) for ``atom_encoder == "ogb"``; both directions of every bond.
     labels : array-like of int, shape (G,)
@@ -76,7 +77,7 @@ class GraphDataset(Dataset):
     ) -> None:
         n = len(graphs)
         self.name = name
-        self.graphs = list(graphs)
+        self.graphs = graphs if isinstance(graphs, PackedGraphs) else list(graphs)
         self.labels = torch.as_tensor(np.asarray(labels), dtype=torch.long).reshape(-1)
         self.envs = (
             torch.zeros(n, dtype=torch.long)
@@ -131,7 +132,7 @@ class GraphDataset(Dataset):
     @property
     def has_edge_gt(self) -> bool:
         """Whether graphs carry ground-truth motif edges (``edata['edge_gt']``)."""
-        return bool(self.graphs) and "edge_gt" in self.graphs[0].edata
+        return len(self.graphs) > 0 and "edge_gt" in self.graphs[0].edata
 
     def __repr__(self) -> str:
         sizes = ", ".join(f"{k}={len(v)}" for k, v in self.splits.items())

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from grprune.data.dataset import GraphDataset
+from grprune.data.packed import graph_sizes
 from grprune.data.splits import PART_NAMES
 from grprune.errors import GrpruneError
 
@@ -41,16 +42,15 @@ def describe(dataset: GraphDataset) -> dict[str, Any]:
     dict
         ``dataset``, ``split``, ``shift`` (or None), ``metric``, ``num_classes``,
         ``n_graphs``, ``n_skipped`` (molecules RDKit could not parse),
-        ``n_envs``, ``has_edge_gt``, ``splits`` ({part: number of graphs}),
+        ``n_envs`` (environment ids >= 0; GOOD gives graphs outside its training
+        environments the id -1), ``has_edge_gt``, ``splits`` ({part: number of graphs}),
         ``parts`` ({part: {label, graphs, mean_nodes, mean_edges, label_counts,
         label_fraction, n_envs}}; edges count undirected edges, i.e. directed
         edges / 2), ``unassigned`` (graphs in no part) and ``info`` (the
         loader's own facts).
     """
-    nodes = np.fromiter((g.num_nodes() for g in dataset.graphs), dtype=np.int64,
-                        count=len(dataset))
-    edges = np.fromiter((g.num_edges() for g in dataset.graphs), dtype=np.int64,
-                        count=len(dataset)) / 2.0
+    nodes, edges = graph_sizes(dataset.graphs)
+    edges = edges / 2.0
     labels = dataset.labels.numpy()
     envs = dataset.envs.numpy()
     parts: dict[str, dict[str, Any]] = {}
@@ -69,7 +69,7 @@ def describe(dataset: GraphDataset) -> dict[str, Any]:
             "label_counts": {str(c): int(n) for c, n in enumerate(counts)},
             "label_fraction": {str(c): (float(n) / len(idx) if len(idx) else float("nan"))
                                for c, n in enumerate(counts)},
-            "n_envs": int(len(np.unique(envs[idx]))),
+            "n_envs": int(len(np.unique(envs[idx][envs[idx] >= 0]))),
         }
     info = dict(dataset.info)
     return {
@@ -80,7 +80,7 @@ def describe(dataset: GraphDataset) -> dict[str, Any]:
         "num_classes": dataset.num_classes,
         "n_graphs": len(dataset),
         "n_skipped": int(info.get("n_skipped", 0)),
-        "n_envs": int(len(np.unique(envs))) if len(envs) else 0,
+        "n_envs": int(len(np.unique(envs[envs >= 0]))),
         "has_edge_gt": dataset.has_edge_gt,
         "splits": {p: v["graphs"] for p, v in parts.items()},
         "parts": parts,

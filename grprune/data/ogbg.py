@@ -43,6 +43,7 @@ from grprune.data.molecules import (
     graph_from_arrays,
     read_molecule_csv,
 )
+from grprune.data.packed import graph_sizes
 from grprune.data.registry import DATASETS, DatasetSource
 from grprune.data.splits import (
     check_split,
@@ -115,7 +116,7 @@ class OgbMoleculeSource(DatasetSource):
         else:
             data = self._from_bundled(root)
         graphs, info = data["graphs"], data["info"]
-        sizes = np.asarray([g.num_nodes() for g in graphs], dtype=np.int64)
+        sizes = graph_sizes(graphs)[0]
         if split == "size":
             parts = size_split(sizes, seed=split_seed)
             info.update(split_source="computed", split_seed=int(split_seed))
