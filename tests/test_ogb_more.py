@@ -152,3 +152,38 @@ def test_run_rejects_shift_for_molecules(tmp_path):
 def test_bundled_files_are_the_documented_bytes(path, sha256):
     from grprune.data.molecules import file_sha256
     assert file_sha256(FILES / path) == sha256
+
+
+def test_packed_graphs_behave_like_a_list(bace):
+    from grprune.data.packed import PackedGraphs, graph_sizes
+
+    graphs = bace.graphs
+    assert isinstance(graphs, PackedGraphs)  # read from the packed cache
+    view = graphs.take([5, 2, 5])
+    assert len(view) == 3 and view[0] is graphs[5] and view[2] is view[0]
+    nodes, edges = graph_sizes(view)
+    assert nodes.tolist() == [graphs[i].num_nodes() for i in (5, 2, 5)]
+    assert edges.tolist() == [graphs[i].num_edges() for i in (5, 2, 5)]
+    fresh = smiles_to_graph(bace.smiles[2])
+    assert all(torch_equal(a, b) for a, b in zip(fresh.edges(), graphs[2].edges()))
+    assert torch_equal(fresh.ndata["feat"], graphs[2].ndata["feat"])
+    assert torch_equal(fresh.edata["feat"], graphs[2].edata["feat"])
+    assert len(list(graphs[:4])) == 4
+
+
+def test_old_cache_layout_is_rebuilt(tmp_path, bace):
+    from grprune.data.ogbg import CACHE_DIRNAME
+
+    load_dataset("ogbg-molbace", root=tmp_path)
+    meta_path = tmp_path / "ogbg_molbace" / CACHE_DIRNAME / "meta.json"
+    meta = json.loads(meta_path.read_text())
+    meta.pop("layout")
+    meta_path.write_text(json.dumps(meta))
+    ds = load_dataset("ogbg-molbace", root=tmp_path)
+    assert ds.info["cache"] == "rebuilt (cache layout changed)"
+    assert load_dataset("ogbg-molbace", root=tmp_path).info["cache"] == "hit"
+
+
+def torch_equal(a, b) -> bool:
+    import torch
+    return bool(torch.equal(a, b))
