@@ -138,7 +138,7 @@ from rdkit import Chem, rdBase
 
 from grprune.data import ogbg
 from grprune.data.dataset import GraphDataset
-from grprune.data.molecules import file_sha256
+from grprune.data.molecules import file_sha256, lenient_mol
 from grprune.data.packed import graph_sizes
 from grprune.data.registry import DATASETS, DatasetSource
 from grprune.errors import DataError, GrpruneError
@@ -211,18 +211,6 @@ GOOD_ERA_SCAFFOLDS = {
 
 
 # -- domains ------------------------------------------------------------------
-def _lenient_mol(smiles: str) -> Chem.Mol | None:
-    """A molecule parsed without RDKit's valence check (None if that fails too)."""
-    mol = Chem.MolFromSmiles(smiles, sanitize=False)
-    if mol is None or mol.GetNumAtoms() == 0:
-        return None
-    mol.UpdatePropertyCache(strict=False)
-    flags = Chem.SanitizeFlags.SANITIZE_ALL ^ Chem.SanitizeFlags.SANITIZE_PROPERTIES
-    if Chem.SanitizeMol(mol, flags, catchErrors=True) != Chem.SanitizeFlags.SANITIZE_NONE:
-        return None
-    return mol
-
-
 def _legacy_smiles(core: Chem.Mol) -> str:
     """Canonical SMILES (no stereo) with pre-2025 RDKit's atom brackets.
 
@@ -315,7 +303,7 @@ def murcko_scaffold(smiles: str) -> tuple[str, bool]:
         mol = Chem.MolFromSmiles(smiles)
         lenient = mol is None
         if lenient:
-            mol = _lenient_mol(smiles)
+            mol = lenient_mol(smiles)
             if mol is None:
                 raise DataError(f"RDKit cannot parse SMILES {smiles!r}, even without the "
                                 "valence check")

@@ -68,16 +68,28 @@ def graph_from_arrays(
     return g
 
 
-def _lenient_arrays(smiles: str) -> dict | None:
-    """OGB arrays of a molecule parsed without RDKit's valence check (None if that fails)."""
+def lenient_mol(smiles: str) -> "Chem.Mol | None":
+    """A molecule parsed without RDKit's valence check; None if even that fails.
+
+    ``MolFromSmiles(sanitize=False)``, ``UpdatePropertyCache(strict=False)`` and
+    every sanitization step except ``SANITIZE_PROPERTIES`` (the valence check).
+    """
     mol = Chem.MolFromSmiles(smiles, sanitize=False)
     if mol is None or mol.GetNumAtoms() == 0:
         return None
+    mol.UpdatePropertyCache(strict=False)
+    flags = Chem.SanitizeFlags.SANITIZE_ALL ^ Chem.SanitizeFlags.SANITIZE_PROPERTIES
+    if Chem.SanitizeMol(mol, flags, catchErrors=True) != Chem.SanitizeFlags.SANITIZE_NONE:
+        return None
+    return mol
+
+
+def _lenient_arrays(smiles: str) -> dict | None:
+    """OGB arrays of a molecule parsed without RDKit's valence check (None if that fails)."""
+    mol = lenient_mol(smiles)
+    if mol is None:
+        return None
     try:
-        mol.UpdatePropertyCache(strict=False)
-        flags = Chem.SanitizeFlags.SANITIZE_ALL ^ Chem.SanitizeFlags.SANITIZE_PROPERTIES
-        if Chem.SanitizeMol(mol, flags, catchErrors=True) != Chem.SanitizeFlags.SANITIZE_NONE:
-            return None
         node_feat = [atom_to_feature_vector(a) for a in mol.GetAtoms()]
         edges, edge_feat = [], []
         for bond in mol.GetBonds():

@@ -158,7 +158,8 @@ class OgbMoleculeSource(DatasetSource):
         from grprune.results import atomic_write_json, read_json
 
         path = root / self.folder / CACHE_DIRNAME / "scaffolds.json"
-        key = {"source_sha256": sha, "rdkit_version": rdkit.__version__, "n": len(smiles)}
+        key = {"source_sha256": sha, "rdkit_version": rdkit.__version__, "n": len(smiles),
+               "scaffold_version": 2}
         try:
             cached = read_json(path)
             if cached.get("key") == key and len(cached.get("scaffolds", ())) == len(smiles):

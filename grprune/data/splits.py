@@ -43,29 +43,15 @@ def _lenient_scaffold(smiles: str, include_chirality: bool) -> str:
     """Murcko scaffold of a molecule parsed without the valence check."""
     from rdkit import Chem
 
-    mol = Chem.MolFromSmiles(smiles, sanitize=False)
+    from grprune.data.molecules import lenient_mol
+
+    mol = lenient_mol(smiles)
     if mol is None:
         raise ValueError("unparsable")
-    mol.UpdatePropertyCache(strict=False)
-    flags = Chem.SanitizeFlags.SANITIZE_ALL ^ Chem.SanitizeFlags.SANITIZE_PROPERTIES
-    Chem.SanitizeMol(mol, flags)
-    keep = {a.GetIdx() for a in mol.GetAtoms()}
-    degree = {a.GetIdx(): a.GetDegree() for a in mol.GetAtoms()}
-    changed = True
-    while changed:
-        changed = False
-        for idx in sorted(keep):
-            if degree[idx] <= 1 and not mol.GetAtomWithIdx(idx).IsInRing():
-                keep.discard(idx)
-                for nb in mol.GetAtomWithIdx(idx).GetNeighbors():
-                    degree[nb.GetIdx()] -= 1
-                changed = True
-    if not any(mol.GetAtomWithIdx(i).IsInRing() for i in keep):
-        return ""
-    rw = Chem.RWMol(mol)
-    for idx in sorted(set(range(mol.GetNumAtoms())) - keep, reverse=True):
-        rw.RemoveAtom(idx)
-    return Chem.MolToSmiles(rw, isomericSmiles=include_chirality)
+    core = Chem.MurckoDecompose(mol)
+    core.UpdatePropertyCache(strict=False)
+    Chem.GetSymmSSSR(core)
+    return Chem.MolToSmiles(core, isomericSmiles=include_chirality)
 
 
 def murcko_scaffolds(smiles: Sequence[str], include_chirality: bool = True) -> list[str]:
@@ -74,10 +60,8 @@ def murcko_scaffolds(smiles: Sequence[str], include_chirality: bool = True) -> l
     Uses ``MurckoScaffold.MurckoScaffoldSmiles(smiles=s, includeChirality=...)``;
     a molecule that fails RDKit's strict parse but parses without the valence
     check (:mod:`grprune.data.molecules`, lenient mode; e.g. the 7 hypervalent
-    complexes of MoleculeNet HIV) gets a scaffold computed by hand from that
-    lenient parse: side-chain atoms (degree 1, repeatedly) are removed and the
-    rest is written as SMILES, which is the Bemis–Murcko definition without
-    RDKit's special handling of exocyclic double bonds.
+    complexes of MoleculeNet HIV) gets the scaffold of that lenient parse
+    (``Chem.MurckoDecompose`` with a non-strict property update).
 
     Parameters
     ----------
