@@ -163,3 +163,16 @@ def test_run_shorter_than_warmup_reports_the_last_model(tmp_path):
     assert summary["valid"] is not None and summary["kept_edge_fraction"] == 1.0
     last = R.read_records(tmp_path / "w" / R.RESULTS)[-1]
     assert summary["test"] == pytest.approx(last["test"]["rocauc"], abs=1e-6)
+
+
+def test_synthetic_run_scores_the_motif_edges(tmp_path):
+    args = ["--data", "spmotif", "--epochs", "1", "-H", "data.limit=64", "-H",
+            "encoder.hidden=16", "--progress", "none", "--device", "cpu", "--json"]
+    res = _run(args, tmp_path / "prune")
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.output[res.output.index("{"):])
+    assert 0.0 <= summary["motif_edge_rocauc"] <= 1.0
+    arrays = np.load(tmp_path / "prune" / R.EDGE_PROBS)
+    assert arrays["edge_gt"].shape == arrays["edge_prob"].shape and arrays["edge_gt"].max() == 1
+    res = _run([*args, "--reg", "none"], tmp_path / "erm")
+    assert json.loads(res.output[res.output.index("{"):])["motif_edge_rocauc"] is None

@@ -75,13 +75,14 @@ import warnings
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Sequence, Any
 
 import numpy as np
 import torch
 
 from grprune.data.dataset import GraphDataset
 from grprune.data.molecules import featurize_smiles, file_sha256
+from grprune.data.packed import PackedGraphs
 from grprune.data.registry import DATASETS, DatasetSource
 from grprune.errors import DataError
 
@@ -329,7 +330,7 @@ def smiles_sha256(unique_smiles: list[str]) -> str:
 
 def cached_molecule_graphs(
     unique_smiles: list[str], cache_root: Path
-) -> tuple[list, str, Path]:
+) -> tuple[Sequence, np.ndarray, str, Path]:
     """Graphs of distinct SMILES, through an on-disk cache keyed by their content.
 
     Parameters
@@ -342,9 +343,12 @@ def cached_molecule_graphs(
 
     Returns
     -------
-    graphs : list, length U
-        ``dgl.DGLGraph`` (``ndata['feat']`` int64 (N, 9), ``edata['feat']``
-        int64 (E, 3)) for each SMILES, or None where RDKit cannot parse it.
+    graphs : sequence of dgl.DGLGraph, length U' <= U
+        (``ndata['feat']`` int64 (N, 9), ``edata['feat']`` int64 (E, 3)): the
+        parsable molecules, a :class:`~grprune.data.packed.PackedGraphs` (graphs
+        are built on first access).
+    graph_of : np.ndarray of int64, shape (U,)
+        Position in ``graphs`` of each SMILES, -1 where RDKit cannot parse it.
     status : str
         ``"hit"``, ``"built"``, ``"rebuilt (<reason>)"`` or ``"not written (...)"``.
     cache_dir : Path
@@ -367,13 +371,13 @@ def cached_molecule_graphs(
 
     graphs, tensors, _, status = load_or_build(cache_dir, key, build, ("unparsable",),
                                                ("mol_index",))
-    out: list = [None] * len(unique_smiles)
-    for g, j in zip(graphs, tensors["mol_index"].tolist()):
-        if not 0 <= j < len(out):
-            raise DataError(f"graph cache {cache_dir} is inconsistent (molecule index {j}); "
-                            "delete that folder to rebuild it")
-        out[j] = g
-    return out, status, cache_dir
+    mol_index = tensors["mol_index"].numpy().astype(np.int64)
+    if len(mol_index) and (mol_index.min() < 0 or mol_index.max() >= len(unique_smiles)):
+        raise DataError(f"graph cache {cache_dir} is inconsistent (molecule index out of "
+                        "range); delete that folder to rebuild it")
+    graph_of = np.full(len(unique_smiles), -1, dtype=np.int64)
+    graph_of[mol_index] = np.arange(len(mol_index), dtype=np.int64)
+    return graphs, graph_of, status, cache_dir
 
 
 def _curation_facts(cur: Curation) -> dict[str, Any]:
@@ -484,12 +488,12 @@ class DrugoodEc50(DatasetSource):
         unique = sorted(set(cur.smiles))
         position = {s: j for j, s in enumerate(unique)}
         cache_root = root / FOLDER / CACHE_DIRNAME
-        mol_graphs, status, cache_dir = cached_molecule_graphs(unique, cache_root)
-        per_entry = [mol_graphs[position[s]] for s in cur.smiles]
-        kept = np.asarray([r for r, g in enumerate(per_entry) if g is not None],
-                          dtype=np.int64)
-        skipped = [r for r, g in enumerate(per_entry) if g is None]
-        graphs = [per_entry[r] for r in kept]
+        mol_graphs, graph_of, status, cache_dir = cached_molecule_graphs(unique, cache_root)
+        per_entry = graph_of[np.asarray([position[s] for s in cur.smiles], dtype=np.int64)]
+        kept = np.flatnonzero(per_entry >= 0).astype(np.int64)
+        skipped = [int(r) for r in np.flatnonzero(per_entry < 0)]
+        packed = PackedGraphs.from_graphs(mol_graphs) if len(mol_graphs) else None
+        graphs = packed.take(per_entry[kept]) if packed is not None else []
         part_of = cur.part[kept]
         parts = {grp: np.flatnonzero(part_of == k) for k, (_, grp) in enumerate(JSON_PARTS)}
         if len(parts["train"]) == 0:
