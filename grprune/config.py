@@ -230,6 +230,20 @@ def resolve_config(*, data: str | None = None, selector: str | None = None,
     data_cfg.update(source.resolve_params(
         {k: v for k, v in given["data"].items() if k not in data_keys}))
 
+    # selector settings the chosen regularizers' sources use (GSAT: soft samples),
+    # unless the user set them
+    reg_selector: dict[str, Any] = {}
+    for name, cls in reg_classes.items():
+        for key, value in getattr(cls, "selector_defaults", {}).items():
+            if key in given["selector"]:
+                continue
+            if key in reg_selector and reg_selector[key][1] != value:
+                other = reg_selector[key][0]
+                raise GrpruneError(
+                    f"regularizers {other!r} and {name!r} need different selector.{key} "
+                    f"({reg_selector[key][1]!r} vs {value!r}); choose one with "
+                    f"-H selector.{key}=VALUE")
+            reg_selector[key] = (name, value)
     if selector_name == "none":
         if given["selector"]:
             raise GrpruneError(
@@ -237,15 +251,23 @@ def resolve_config(*, data: str | None = None, selector: str | None = None,
                 f"(--selector none, or --reg none with --selector auto)")
         selector_cfg: dict[str, Any] = {"name": "none"}
     else:
+        sel_cls = SELECTORS.get(selector_name)
+        sel_given = {k: v for k, (_, v) in reg_selector.items() if k in sel_cls.defaults}
+        sel_given.update(given["selector"])
         selector_cfg = {"name": selector_name,
-                        **SELECTORS.get(selector_name).resolve_hparams(
-                            given["selector"], prefix="selector.")}
+                        **sel_cls.resolve_hparams(sel_given, prefix="selector.")}
+    learned = [n for n in SELECTORS.names() if getattr(SELECTORS.get(n), "learned", True)]
     for name, cls in reg_classes.items():
-        if "selector" in getattr(cls, "requires", ()) and selector_name == "none":
+        if "selector" not in getattr(cls, "requires", ()):
+            continue
+        if selector_name == "none":
             raise GrpruneError(
                 f"regularizer {name!r} needs a subgraph selector, but the selector is "
-                f"'none'; use --selector {SELECTORS.names()[0]} (or another of "
-                f"{', '.join(SELECTORS.names())})")
+                f"'none'; use --selector {learned[0]} (or another of {', '.join(learned)})")
+        if not getattr(SELECTORS.get(selector_name), "learned", True):
+            raise GrpruneError(
+                f"regularizer {name!r} needs a learned subgraph selector (edge logits), but "
+                f"selector {selector_name!r} has none; use one of {', '.join(learned)}")
     cfg = {
         "version": 1,
         "data": data_cfg,

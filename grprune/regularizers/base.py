@@ -71,9 +71,12 @@ class Regularizer(nn.Module, Configurable, ABC):
 
     Subclasses declare ``defaults`` (including ``weight``, the paper's
     :math:`\\lambda`) and implement :meth:`loss`. ``requires`` names what the
-    regularizer needs: ``"selector"`` (a subgraph selector's output) or
-    ``"env"`` (environment ids from the dataset); an unmet need stops the run
-    before training with a message naming both parts.
+    regularizer needs: ``"selector"`` (a learned subgraph selector's output:
+    edge logits, probabilities and samples) or ``"env"`` (environment ids from
+    the dataset); an unmet need stops the run before training with a message
+    naming both parts. ``selector_defaults`` are selector hyperparameters the
+    method's source uses (GSAT: soft concrete samples, ``{"hard": False,
+    "eval_mode": "soft"}``); they apply unless the user sets those keys.
 
     A regularizer is an ``nn.Module``: parameters it creates (e.g. a projection
     head) are trained with the model.
@@ -82,6 +85,7 @@ class Regularizer(nn.Module, Configurable, ABC):
     defaults: ClassVar[dict[str, Any]] = {"weight": 1.0}
     help: ClassVar[dict[str, str]] = {"weight": "weight lambda of this term in the loss"}
     requires: ClassVar[frozenset[str]] = frozenset()
+    selector_defaults: ClassVar[dict[str, Any]] = {}
 
     def __init__(self, **hparams: Any) -> None:
         super().__init__()

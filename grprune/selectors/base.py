@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
@@ -122,6 +124,9 @@ class Selector(nn.Module, Configurable, ABC):
       ``eval_samples`` draws by the trainer.
     """
 
+    #: False for selectors without learned edge scores (e.g. random dropping);
+    #: regularizers that require a selector refuse them
+    learned: ClassVar[bool] = True
     defaults = {"tau": 1.0, "hard": True, "eval_mode": "threshold", "eval_samples": 1}
     help = {
         "tau": "temperature of the Gumbel (binary concrete) relaxation, paper Eq. 2",
