@@ -91,7 +91,7 @@ def test_erm_has_no_selector():
     ({"overrides": ["reg.size.eta=abc"]}, "bad value 'abc' for reg.size.eta"),
     ({"overrides": ["reg.size.form=fancy"]}, "Choices: paper, official"),
     ({"overrides": ["selector.tau=0"]}, None),
-    ({"overrides": ["reg.gsat.weight=1"]}, "unknown regularizer 'gsat'"),
+    ({"overrides": ["reg.nosuch.weight=1"]}, "unknown regularizer 'nosuch'"),
     ({"reg": "size", "overrides": ["reg.eps-align.k=10"]}, "not in --reg"),
     ({"overrides": ["nosection"]}, "expected section.key=value"),
     ({"selector": "none", "reg": "size"}, "needs a subgraph selector"),

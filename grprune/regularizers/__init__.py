@@ -1,4 +1,5 @@
-"""Regularizers: PrunE's ``size`` (L_e) and ``eps-align`` (L_s), and user-written ones.
+"""Regularizers: PrunE's ``size`` (L_e) and ``eps-align`` (L_s), the zoo of
+competitors (``gsat``, ``ciga``, ``irm``, ``vrex``, ``groupdro``), and user-written ones.
 
 Write your own by subclassing :class:`Regularizer` and decorating it with
 ``@REGULARIZERS.register("my-name")``, or expose it from your own package under
@@ -6,7 +7,10 @@ the entry-point group ``grprune.regularizers``.
 """
 
 from grprune.regularizers.base import REGULARIZERS, Regularizer, StepContext
+from grprune.regularizers.ciga import CIGA
 from grprune.regularizers.eps_align import EpsilonAlignment
+from grprune.regularizers.gsat import GSAT
 from grprune.regularizers.size import SizeConstraint
 
-__all__ = ["REGULARIZERS", "Regularizer", "StepContext", "SizeConstraint", "EpsilonAlignment"]
+__all__ = ["REGULARIZERS", "Regularizer", "StepContext", "SizeConstraint", "EpsilonAlignment",
+           "GSAT", "CIGA"]
