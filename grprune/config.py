@@ -244,18 +244,6 @@ def resolve_config(*, data: str | None = None, selector: str | None = None,
                     f"({reg_selector[key][1]!r} vs {value!r}); choose one with "
                     f"-H selector.{key}=VALUE")
             reg_selector[key] = (name, value)
-    if selector_name == "none":
-        if given["selector"]:
-            raise GrpruneError(
-                f"selector.{next(iter(given['selector']))} is set but no selector is used "
-                f"(--selector none, or --reg none with --selector auto)")
-        selector_cfg: dict[str, Any] = {"name": "none"}
-    else:
-        sel_cls = SELECTORS.get(selector_name)
-        sel_given = {k: v for k, (_, v) in reg_selector.items() if k in sel_cls.defaults}
-        sel_given.update(given["selector"])
-        selector_cfg = {"name": selector_name,
-                        **sel_cls.resolve_hparams(sel_given, prefix="selector.")}
     learned = [n for n in SELECTORS.names() if getattr(SELECTORS.get(n), "learned", True)]
     for name, cls in reg_classes.items():
         if "selector" not in getattr(cls, "requires", ()):
@@ -268,6 +256,18 @@ def resolve_config(*, data: str | None = None, selector: str | None = None,
             raise GrpruneError(
                 f"regularizer {name!r} needs a learned subgraph selector (edge logits), but "
                 f"selector {selector_name!r} has none; use one of {', '.join(learned)}")
+    if selector_name == "none":
+        if given["selector"]:
+            raise GrpruneError(
+                f"selector.{next(iter(given['selector']))} is set but no selector is used "
+                f"(--selector none, or --reg none with --selector auto)")
+        selector_cfg: dict[str, Any] = {"name": "none"}
+    else:
+        sel_cls = SELECTORS.get(selector_name)
+        sel_given = {k: v for k, (_, v) in reg_selector.items() if k in sel_cls.defaults}
+        sel_given.update(given["selector"])
+        selector_cfg = {"name": selector_name,
+                        **sel_cls.resolve_hparams(sel_given, prefix="selector.")}
     cfg = {
         "version": 1,
         "data": data_cfg,

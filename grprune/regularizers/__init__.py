@@ -8,9 +8,10 @@ the entry-point group ``grprune.regularizers``.
 
 from grprune.regularizers.base import REGULARIZERS, Regularizer, StepContext
 from grprune.regularizers.ciga import CIGA
+from grprune.regularizers.env import GroupDRO, IRMPenalty, VRExPenalty
 from grprune.regularizers.eps_align import EpsilonAlignment
 from grprune.regularizers.gsat import GSAT
 from grprune.regularizers.size import SizeConstraint
 
 __all__ = ["REGULARIZERS", "Regularizer", "StepContext", "SizeConstraint", "EpsilonAlignment",
-           "GSAT", "CIGA"]
+           "GSAT", "CIGA", "IRMPenalty", "VRExPenalty", "GroupDRO"]
