@@ -371,8 +371,9 @@ class Trainer:
             "train_time_s": round(train_time, 3),
             "epoch_time_s_median": float(np.median([r["epoch_time_s"] for r in records]))
             if records else None,
-            "motif_edge_rocauc": (_motif_rocauc(parts) if self.model.selector is not None
-                                  and use_selector else None),
+            "motif_edge_rocauc": (_motif_rocauc(parts) if use_selector
+                                  and getattr(self.model.selector, "learned", False)
+                                  else None),
             "peak_mem_mib": round(peak, 1), "peak_rss_mib": round(peak_rss, 1),
             "device": str(self.device), "config_hash": self.cfg.get("hash"),
         }
