@@ -142,12 +142,11 @@ def export(name, split, shift, overrides, root, download, out, force) -> None:
     Example:
       grprune data export ogbg-molhiv --split scaffold --out splits/molhiv
     """
-    from grprune.data.info import describe, export_split
+    from grprune.data.info import export_split
 
     dataset, params, _ = _load(name, split, shift, overrides, root, download)
     result = export_split(dataset, out, force=force)
-    facts = describe(dataset)
-    source = facts["info"].get("source", "the dataset's graph order")
+    source = dataset.info.get("source", "the dataset's graph order")
     for part, path in result["files"].items():
         state = "unchanged" if part in result["unchanged"] else "written"
         click.echo(f"{path}: {result['sizes'][part]} rows ({state})")

@@ -15,11 +15,12 @@ fails the hash check.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import warnings
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import torch
 
@@ -27,6 +28,8 @@ from grprune.compat import dgl
 from grprune.data.molecules import file_sha256
 from grprune.data.packed import PackedGraphs
 
+#: folder under ``<root>/<dataset>/`` that holds grprune's caches
+CACHE_DIRNAME = "grprune_v1"
 GRAPHS_FILE = "graphs.bin"
 META_FILE = "meta.json"
 LAYOUT = "packed-v1"
@@ -184,3 +187,69 @@ def load_or_build(
         status = f"not written ({type(exc).__name__}: {exc})"
         warnings.warn(f"grprune: could not write the dataset cache in {directory}: {exc}")
     return graphs, tensors, {**key, **extra, "n_graphs": len(graphs)}, status
+
+
+def _strings_sha256(items: Sequence[str]) -> str:
+    return hashlib.sha256("\n".join(items).encode()).hexdigest()
+
+
+def cached_strings(
+    path: Path, key: dict[str, Any], compute: Callable[[], list[str]], length: int,
+    field: str = "scaffolds",
+) -> tuple[list[str], str]:
+    """A list of strings (e.g. scaffold SMILES) from a JSON cache, else computed and cached.
+
+    The file holds ``key``, ``n_molecules``, the list under ``field`` and its
+    sha256 under ``<field>_sha256``; it is used only if ``key`` is unchanged,
+    the list has ``length`` strings and the checksum matches, so a stale,
+    truncated or edited file is recomputed. Written atomically.
+
+    Parameters
+    ----------
+    path : Path
+        The JSON file.
+    key : dict
+        JSON values the cache must hold unchanged (source sha256, library and
+        recipe versions).
+    compute : callable
+        ``compute() -> list of str`` of length ``length``.
+    length : int
+        Expected number of strings.
+    field : str
+        Name of the list in the file.
+
+    Returns
+    -------
+    values : list of str
+    status : str
+        ``"hit"``, ``"built"``, ``"rebuilt (<reason>)"`` or ``"not written (<error>)"``.
+    """
+    from grprune.results import atomic_write_json
+
+    reason = "no cache"
+    if path.is_file():
+        try:
+            cached = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            cached, reason = None, f"unreadable {path.name} ({type(exc).__name__})"
+        if isinstance(cached, dict):
+            values = cached.get(field)
+            changed = [k for k, v in key.items() if cached.get(k) != v]
+            if changed:
+                reason = f"{', '.join(changed)} changed"
+            elif (not isinstance(values, list) or len(values) != length
+                  or not all(isinstance(v, str) for v in values)
+                  or _strings_sha256(values) != cached.get(f"{field}_sha256")):
+                reason = f"{path.name} is corrupt (checksum mismatch)"
+            else:
+                return values, "hit"
+        elif cached is not None:
+            reason = f"malformed {path.name}"
+    values = compute()
+    status = "built" if reason == "no cache" else f"rebuilt ({reason})"
+    try:
+        atomic_write_json(path, {**key, "n_molecules": len(values),
+                                 f"{field}_sha256": _strings_sha256(values), field: values})
+    except OSError as exc:  # read-only root: work without a cache
+        status = f"not written ({type(exc).__name__}: {exc})"
+    return values, status

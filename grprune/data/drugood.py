@@ -80,6 +80,7 @@ from typing import Sequence, Any
 import numpy as np
 import torch
 
+from grprune.data.cache import CACHE_DIRNAME, load_or_build
 from grprune.data.dataset import GraphDataset
 from grprune.data.molecules import featurize_smiles, file_sha256
 from grprune.data.packed import PackedGraphs
@@ -90,7 +91,6 @@ from grprune.errors import DataError
 FILES = Path(__file__).resolve().parent / "files" / "drugood"
 #: dataset folder and cache folder under the data root
 FOLDER = "drugood_ec50"
-CACHE_DIRNAME = "grprune_v1"
 #: bump when the cached graphs' format changes
 FORMAT_VERSION = 1
 #: (JSON part, grprune part), in graph order
@@ -355,8 +355,6 @@ def cached_molecule_graphs(
     """
     import ogb
     import rdkit
-
-    from grprune.data.cache import load_or_build
 
     digest = smiles_sha256(unique_smiles)
     cache_dir = cache_root / f"molecules-{digest[:16]}"

@@ -126,7 +126,6 @@ size      concept    14,454  3,096     3,096    9,956      10,525
 from __future__ import annotations
 
 import hashlib
-import json
 import random
 import re
 from pathlib import Path
@@ -137,6 +136,7 @@ import torch
 from rdkit import Chem, rdBase
 
 from grprune.data import ogbg
+from grprune.data.cache import CACHE_DIRNAME, cached_strings
 from grprune.data.dataset import GraphDataset
 from grprune.data.molecules import file_sha256, lenient_mol
 from grprune.data.packed import graph_sizes
@@ -145,7 +145,6 @@ from grprune.errors import DataError, GrpruneError
 
 #: bump when the domain or split recipe changes (invalidates cached scaffolds)
 RECIPE_VERSION = 1
-CACHE_DIRNAME = "grprune_v1"
 FOLDER = "good_hiv"
 SCAFFOLD_FILE = "scaffolds.json"
 SHIFTS = ("covariate", "concept")
@@ -609,14 +608,12 @@ def good_split(values: Sequence[Any], labels: Sequence[int], *, domain: str, shi
 
 
 # -- scaffold cache -------------------------------------------------------------
-def _list_sha256(items: Sequence[str]) -> str:
-    return hashlib.sha256("\n".join(items).encode()).hexdigest()
-
-
 def cached_scaffolds(smiles: Sequence[str], key: dict[str, Any], path: Path,
                      where: str = "SMILES",
                      rows: Sequence[int] | None = None) -> tuple[list[str], str]:
     """Scaffolds of ``smiles`` from a JSON cache valid for ``key``, else computed and cached.
+
+    See :func:`grprune.data.cache.cached_strings` (checksummed, written atomically).
 
     Parameters
     ----------
@@ -625,7 +622,7 @@ def cached_scaffolds(smiles: Sequence[str], key: dict[str, Any], path: Path,
         JSON values the cache must hold unchanged (source sha256, RDKit
         version, recipe version).
     path : Path
-        The cache file; written atomically.
+        The cache file.
     where, rows
         See :func:`compute_scaffolds`.
 
@@ -640,36 +637,8 @@ def cached_scaffolds(smiles: Sequence[str], key: dict[str, Any], path: Path,
     DataError
         See :func:`compute_scaffolds`.
     """
-    from grprune.results import atomic_write_json
-
-    reason = "no cache"
-    if path.is_file():
-        try:
-            cached = json.loads(path.read_text())
-        except (OSError, ValueError) as exc:
-            cached, reason = None, f"unreadable {path.name} ({type(exc).__name__})"
-        if isinstance(cached, dict):
-            scaffolds = cached.get("scaffolds")
-            changed = [k for k, v in key.items() if cached.get(k) != v]
-            if changed:
-                reason = f"{', '.join(changed)} changed"
-            elif (not isinstance(scaffolds, list) or len(scaffolds) != len(smiles)
-                  or not all(isinstance(s, str) for s in scaffolds)
-                  or _list_sha256(scaffolds) != cached.get("scaffolds_sha256")):
-                reason = f"{path.name} is corrupt (checksum mismatch)"
-            else:
-                return scaffolds, "hit"
-        elif cached is not None:
-            reason = f"malformed {path.name}"
-    scaffolds = compute_scaffolds(smiles, where, rows)
-    status = "built" if reason == "no cache" else f"rebuilt ({reason})"
-    try:
-        atomic_write_json(path, {**key, "n_molecules": len(scaffolds),
-                                 "scaffolds_sha256": _list_sha256(scaffolds),
-                                 "scaffolds": scaffolds})
-    except OSError as exc:  # read-only root: work without a cache
-        status = f"not written ({type(exc).__name__}: {exc})"
-    return scaffolds, status
+    return cached_strings(path, key, lambda: compute_scaffolds(smiles, where, rows),
+                          len(smiles))
 
 
 # -- the dataset ----------------------------------------------------------------

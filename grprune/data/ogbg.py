@@ -36,6 +36,7 @@ from typing import Iterator
 import numpy as np
 import torch
 
+from grprune.data.cache import CACHE_DIRNAME, cached_strings
 from grprune.data.dataset import GraphDataset
 from grprune.data.molecules import (
     cached_molecule_csv,
@@ -55,7 +56,6 @@ from grprune.data.splits import (
 from grprune.errors import DataError
 
 FILES = Path(__file__).resolve().parent / "files"
-CACHE_DIRNAME = "grprune_v1"
 
 
 @contextlib.contextmanager
@@ -116,8 +116,8 @@ class OgbMoleculeSource(DatasetSource):
         else:
             data = self._from_bundled(root)
         graphs, info = data["graphs"], data["info"]
-        sizes = graph_sizes(graphs)[0]
         if split == "size":
+            sizes = graph_sizes(graphs)[0]
             parts = size_split(sizes, seed=split_seed)
             info.update(split_source="computed", split_seed=int(split_seed))
             envs = np.unique(sizes, return_inverse=True)[1]
@@ -150,29 +150,21 @@ class OgbMoleculeSource(DatasetSource):
 
     def _scaffolds(self, smiles: list[str] | None, root: Path, sha: str | None
                    ) -> list[str] | None:
-        """Scaffolds (with chirality) of ``smiles``, cached in ``scaffolds.json``."""
+        """Scaffolds (with chirality) of ``smiles``, cached in ``scaffolds.json``
+        when the source has a checksum (the bundled CSV)."""
         if smiles is None:
             return None
+
+        def compute() -> list[str]:
+            return murcko_scaffolds(smiles, include_chirality=True)
+
+        if sha is None:
+            return compute()
         import rdkit
 
-        from grprune.results import atomic_write_json, read_json
-
+        key = {"source_sha256": sha, "rdkit_version": rdkit.__version__, "scaffold_version": 2}
         path = root / self.folder / CACHE_DIRNAME / "scaffolds.json"
-        key = {"source_sha256": sha, "rdkit_version": rdkit.__version__, "n": len(smiles),
-               "scaffold_version": 2}
-        try:
-            cached = read_json(path)
-            if cached.get("key") == key and len(cached.get("scaffolds", ())) == len(smiles):
-                return list(cached["scaffolds"])
-        except Exception:
-            pass  # absent, unreadable or stale: recompute
-        scaffolds = murcko_scaffolds(smiles, include_chirality=True)
-        if sha is not None:
-            try:
-                atomic_write_json(path, {"key": key, "scaffolds": scaffolds})
-            except OSError:
-                pass  # read-only root: work without the cache
-        return scaffolds
+        return cached_strings(path, key, compute, len(smiles))[0]
 
     def bundled_csv(self) -> Path:
         """The bundled MoleculeNet CSV."""

@@ -79,8 +79,6 @@ def murcko_scaffolds(smiles: Sequence[str], include_chirality: bool = True) -> l
     DataError
         If RDKit cannot compute a scaffold (the message names the index).
     """
-    from rdkit import Chem
-
     out = []
     with rdBase.BlockLogs():
         for i, s in enumerate(smiles):

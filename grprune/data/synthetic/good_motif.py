@@ -79,6 +79,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from grprune.data.cache import CACHE_DIRNAME, load_or_build
 from grprune.data.dataset import GraphDataset
 from grprune.data.registry import DATASETS, DatasetSource
 from grprune.data.synthetic.shapes import (
@@ -96,7 +97,6 @@ from grprune.errors import GrpruneError
 
 #: bump when the generated graphs change for the same parameters (invalidates caches)
 GENERATOR_VERSION = 1
-CACHE_DIRNAME = "grprune_v1"
 N_GRAPHS = 30_000
 WIDTH_JITTER = 5
 BASIS_WIDTH = 10
@@ -301,8 +301,6 @@ def load_good_motif(root: Path, *, split: str = "basis", shift: str = "covariate
     GrpruneError
         On bad parameters (see :func:`generate_good_motif`).
     """
-    from grprune.data.cache import load_or_build
-
     _check(split, shift, seed, label_noise, n_graphs)
     directory = cache_dir(root, split, shift, seed, label_noise, n_graphs)
     key = cache_key(split, shift, seed, label_noise, n_graphs)

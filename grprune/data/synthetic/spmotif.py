@@ -68,6 +68,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from grprune.data.cache import CACHE_DIRNAME, load_or_build
 from grprune.data.dataset import GraphDataset
 from grprune.data.registry import DATASETS, DatasetSource
 from grprune.data.synthetic.shapes import (
@@ -82,7 +83,6 @@ from grprune.errors import GrpruneError
 
 #: bump when the generated graphs change for the same parameters (invalidates caches)
 GENERATOR_VERSION = 1
-CACHE_DIRNAME = "grprune_v1"
 SP_MOTIFS = ("cycle", "house", "crane")  # class order of DIR
 SP_BASES = ("tree", "ladder", "wheel")  # base paired with the class of the same index
 TRAIN_SIZES = ((0, 2), (8, 11), (15, 19))  # inclusive ranges per base (tree: height)
@@ -246,8 +246,6 @@ def load_spmotif(root: Path, *, bias: float = BIAS, motifs: int = 1, seed: int =
     GrpruneError
         On bad parameters (see :func:`generate_spmotif`).
     """
-    from grprune.data.cache import load_or_build
-
     sizes = tuple(int(s) for s in sizes)
     _check(bias, motifs, seed, sizes)
     directory = cache_dir(root, bias, motifs, seed, sizes)
