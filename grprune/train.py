@@ -64,21 +64,48 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def build_model(cfg: dict, dataset) -> tuple[GraphClassifier, dict[str, Regularizer]]:
-    """Instantiate selector, encoder, head and regularizers from a resolved config."""
-    kind = getattr(dataset, "atom_encoder", "ogb")
+def model_dims(dataset) -> dict[str, Any]:
+    """What a model needs to know about a dataset's features and classes.
+
+    Returns
+    -------
+    dict
+        ``feature_kind`` (``"ogb"`` or ``"linear"``), ``node_dim``, ``edge_dim``
+        (0 without edge features) and ``num_classes``. A run stores it in
+        ``summary.json`` under ``"model"`` so a checkpoint can be rebuilt without
+        the dataset (:func:`grprune.inference.load_run`).
+    """
     g0 = dataset.graphs[0]
-    node_dim = int(g0.ndata["feat"].shape[1]) if g0.ndata["feat"].dim() > 1 else 1
-    edge_dim = int(g0.edata["feat"].shape[1]) if "feat" in g0.edata else 0
-    dims = {"feature_kind": kind, "node_dim": node_dim, "edge_dim": edge_dim}
+    return {"feature_kind": getattr(dataset, "atom_encoder", "ogb"),
+            "node_dim": int(g0.ndata["feat"].shape[1]) if g0.ndata["feat"].dim() > 1 else 1,
+            "edge_dim": int(g0.edata["feat"].shape[1]) if "feat" in g0.edata else 0,
+            "num_classes": int(dataset.num_classes)}
+
+
+def build_model_from_dims(cfg: dict, dims: dict[str, Any]
+                          ) -> tuple[GraphClassifier, dict[str, Regularizer]]:
+    """Instantiate selector, encoder, head and regularizers from a config and :func:`model_dims`."""
+    feat = {k: dims[k] for k in ("feature_kind", "node_dim", "edge_dim")}
     enc_hp = {k: v for k, v in cfg["encoder"].items() if k != "name"}
-    encoder = ENCODERS.make(cfg["encoder"]["name"], **dims, **enc_hp)
+    encoder = ENCODERS.make(cfg["encoder"]["name"], **feat, **enc_hp)
     selector = None
     if cfg["selector"]["name"] != "none":
         sel_hp = {k: v for k, v in cfg["selector"].items() if k != "name"}
-        selector = SELECTORS.make(cfg["selector"]["name"], **dims, **sel_hp)
-    model = GraphClassifier(encoder, dataset.num_classes, selector)
+        selector = SELECTORS.make(cfg["selector"]["name"], **feat, **sel_hp)
+    model = GraphClassifier(encoder, dims["num_classes"], selector)
     regs = {name: REGULARIZERS.make(name, **hp) for name, hp in cfg["reg"].items()}
+    return model, regs
+
+
+def build_model(cfg: dict, dataset) -> tuple[GraphClassifier, dict[str, Regularizer]]:
+    """Instantiate selector, encoder, head and regularizers from a resolved config.
+
+    Raises
+    ------
+    GrpruneError
+        If a regularizer needs environment ids and the dataset has fewer than two.
+    """
+    model, regs = build_model_from_dims(cfg, model_dims(dataset))
     for name, reg in regs.items():
         if "env" in reg.requires and len(torch.unique(dataset.envs[dataset.envs >= 0])) < 2:
             raise GrpruneError(f"regularizer {name!r} needs environment ids, but dataset "
@@ -376,6 +403,7 @@ class Trainer:
                                   else None),
             "peak_mem_mib": round(peak, 1), "peak_rss_mib": round(peak_rss, 1),
             "device": str(self.device), "config_hash": self.cfg.get("hash"),
+            "model": model_dims(self.dataset),
         }
         return summary
 

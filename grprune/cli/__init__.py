@@ -1,4 +1,5 @@
-"""The ``grprune`` command line: ``run`` and ``ls``.
+"""The ``grprune`` command line: ``run``, ``ls``, ``data``, ``sweep``, ``collect``,
+``explain`` and ``predict``.
 
 Every option has help text and an environment-variable fallback
 (``GRPRUNE_<COMMAND>_<OPTION>``, e.g. ``GRPRUNE_RUN_EPOCHS=5``). Errors a user
@@ -257,6 +258,10 @@ def ls(kind) -> None:
         console.print(f"[yellow]plugin {ep!r} failed to load: {msg}[/yellow]")
 
 
-from grprune.cli.data import data as _data_group  # noqa: E402  (needs `option` above)
+from grprune.cli.collect import collect as _collect  # noqa: E402  (they use `option` above)
+from grprune.cli.data import data as _data_group  # noqa: E402
+from grprune.cli.explain import explain as _explain, predict as _predict  # noqa: E402
+from grprune.cli.sweep import sweep as _sweep  # noqa: E402
 
-main.add_command(_data_group)
+for _command in (_data_group, _sweep, _collect, _explain, _predict):
+    main.add_command(_command)
