@@ -21,7 +21,6 @@ from typing import Any, Callable
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch import nn
 
 from grprune import results as R
 from grprune.batch import GraphBatch, collate
