@@ -206,7 +206,8 @@ def test_good_basis_covariate_full(good_basis):
     info = ds.info
     assert info["split_sizes"] == GOOD_COVARIATE_SIZES and info["n_graphs"] == 30000
     assert info["shift"] == "covariate" and info["split"] == "basis"
-    assert info["generator_version"] == gm.GENERATOR_VERSION and info["cache"] == "built"
+    # "hit" when another test module (explain, device) generated it first this session
+    assert info["generator_version"] == gm.GENERATOR_VERSION and info["cache"] in ("built", "hit")
     assert set(info["base_counts"]["valid"]) == {"star"}
     assert set(info["base_counts"]["test"]) == {"path"}
     json.dumps(info)

@@ -1,11 +1,99 @@
-"""``grprune collect``: placeholder, being written."""
+"""``grprune collect``: run directories -> paper-style tables (rich, Markdown, CSV)."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import click
+
+from grprune.cli import option
+from grprune.errors import GrpruneError
+from grprune.results import atomic_write_bytes
+
+
+def _console():
+    from rich.console import Console
+    # A pipe or a file gets a wide table instead of rich's 80 columns.
+    return Console(file=sys.stdout, width=None if sys.stdout.isatty() else 160,
+                   highlight=False)
 
 
 @click.command("collect")
-def collect() -> None:
-    """(not yet implemented)"""
-    raise click.UsageError("grprune collect is not implemented yet")
+@click.argument("dirs", nargs=-1, required=True, metavar="DIR...",
+                type=click.Path(path_type=Path))
+@option("--select", type=click.Choice(["valid", "oracle", "all"]), default="valid",
+        show_default=True,
+        help="model selection per method and dataset: valid (best mean validation score), "
+             "oracle (best mean TEST score; optimistic, labelled as such) or all (every "
+             "setting)")
+@option("--layout", type=click.Choice(["table", "ablation", "long"]), default="table",
+        show_default=True,
+        help="table: methods x datasets (paper Table 1); ablation: regularizer sets "
+             "size,eps-align / size / eps-align / none x datasets (paper Fig. 3a); long: "
+             "one line per method, dataset (and setting)")
+@option("--out", type=click.Path(path_type=Path), default=None, metavar="PREFIX",
+        help="write PREFIX.md and PREFIX.csv [default: DIR/results, DIR the first argument]")
+@option("--sensitivity", default=None, metavar="KEY",
+        help="test metric against one hyperparameter, e.g. reg.size.eta (eta), "
+             "reg.eps-align.k (K), reg.size.weight (lambda1), reg.eps-align.weight "
+             "(lambda2); prints a table and writes a PNG plot and a CSV")
+@option("--plot", type=click.Path(path_type=Path), default=None, metavar="FILE",
+        help="PNG file of --sensitivity [default: DIR/sensitivity-KEY.png]")
+def collect(dirs, select, layout, out, sensitivity, plot) -> None:
+    """Tables of finished runs: mean ± std over seeds, with model selection.
+
+    Reads every run directory under DIR (config.json + summary.json; never logs),
+    groups runs by dataset and method (regularizer set + selector), aggregates the
+    seeds of each setting (sample std) and, per group, picks the setting with the
+    best mean validation score. Prints a rich table and writes DIR/results.md and
+    DIR/results.csv. Failed, unfinished and unreadable run directories, and runs a
+    sweep.json plans but that have not finished, are listed at the end.
+
+    \b
+    Examples:
+      grprune collect runs/sweep1
+      grprune collect runs/sweep1 --layout ablation --out tables/ablation
+      grprune collect runs/sweep1 --select oracle          # labelled ORACLE everywhere
+      grprune collect runs/eta --sensitivity reg.size.eta --plot eta.png
+    """
+    from grprune import collect as C
+
+    for d in dirs:
+        if not d.exists():
+            raise GrpruneError(f"no such directory: {d}")
+        if not d.is_dir():
+            raise GrpruneError(f"not a directory: {d}")
+    scan = C.scan_runs(dirs)
+    sweeps = C.sweep_report(scan)
+    notes = C.notes_for(scan, sweeps)
+    console = _console()
+    if not scan.runs:
+        where = ", ".join(map(str, dirs))
+        for note in notes:
+            click.echo(f"  {note}", err=True)
+        click.echo(f"grprune: no finished runs under {where}"
+                   + (f" ({len(scan.problems)} run directories listed above were not "
+                      f"collected)" if scan.problems else ""), err=True)
+        sys.exit(1)
+    base = dirs[0]
+    if sensitivity:
+        points = C.sensitivity(scan.runs, sensitivity, select=select)
+        console.print(C.sensitivity_table(points))
+        name = "sensitivity-" + sensitivity.replace("/", "_")
+        png = plot or base / f"{name}.png"
+        C.plot_sensitivity(points, png)
+        csv_path = png.with_suffix(".csv")
+        atomic_write_bytes(csv_path, C.sensitivity_csv(points).encode())
+        click.echo(f"grprune: wrote {png} and {csv_path}", err=True)
+    else:
+        rows = C.aggregate(scan.runs, select=select)
+        console.print(C.rich_table(rows, layout, select))
+        console.print(C.SELECTION_TEXT[select] + ".", markup=False,
+                      style="bold red" if select == "oracle" else "dim")
+        md, csv_path = C.write_outputs(rows, out or base / "results", layout, select, notes)
+        click.echo(f"grprune: wrote {md} and {csv_path}", err=True)
+    if notes:
+        click.echo(click.style("Not collected / incomplete:", fg="yellow"), err=True)
+        for note in notes:
+            click.echo(f"  {note}", err=True)

@@ -1,17 +1,195 @@
-"""``grprune explain`` and ``grprune predict``: placeholder, being written."""
+"""``grprune explain`` (pictures, edges.csv and explanation metrics of a run) and
+``grprune predict`` (a molecule run on new SMILES)."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import click
+
+from grprune.cli import option
+from grprune.errors import GrpruneError
+
+
+def _console(stderr: bool = False, width: int | None = None):
+    from rich.console import Console
+    stream = sys.stderr if stderr else sys.stdout
+    return Console(file=stream, width=width or (None if stream.isatty() else 140),
+                   highlight=False, soft_wrap=False)
+
+
+def _note(msg: str) -> None:
+    click.echo(f"grprune: {msg}", err=True)
 
 
 @click.command("explain")
-def explain() -> None:
-    """(not yet implemented)"""
-    raise click.UsageError("grprune explain is not implemented yet")
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@option("--graphs", "graphs", default=None, metavar="IDS",
+        help="dataset indices to draw, e.g. 3,17,40-45 (each must be in --part) "
+             "[default: the first 8 graphs of --part]")
+@option("--part", default="test", show_default=True,
+        help="split part: train, valid, test, or id-valid/id-test on OOD benchmarks; "
+             "metrics cover the whole part (data.limit applied, as in training)")
+@option("--top-k", "top_k", type=int, default=None, metavar="K",
+        help="mark the K bonds of highest keep probability instead of the bonds the "
+             "evaluation mask keeps")
+@option("--format", "fmt", type=click.Choice(["png", "svg"]), default="png", show_default=True,
+        envvar="GRPRUNE_EXPLAIN_FORMAT", help="picture format")
+@option("--out", type=click.Path(path_type=Path), default=None,
+        help="output folder [default: RUN_DIR/explain]")
+@option("--device", default="auto", show_default=True,
+        help="auto (CUDA when present), cpu, cuda or cuda:N")
+def explain(run_dir, graphs, part, top_k, fmt, out, device) -> None:
+    """Edge keep probabilities of a finished run: pictures, edges.csv, metrics.
+
+    Rebuilds RUN_DIR's model (checkpoint.pt), scores graphs of one split part
+    exactly as the trainer evaluated it, and writes to --out:
+
+    \b
+      edges.csv       one row per undirected bond of the drawn graphs: graph index,
+                      part, label, predicted class and probabilities, SMILES, bond
+                      (RDKit index for molecules), src, dst, edge_prob (sigmoid of
+                      the logit), edge_weight and kept (evaluation mask), rank
+                      (1 = highest probability), edge_gt (synthetic data)
+      graph-<i>.png   molecules drawn with RDKit, kept bonds highlighted in a colour
+                      for their keep probability; synthetic graphs with networkx:
+                      motif edges blue, kept solid, pruned dashed
+      metrics.json    on data with ground-truth motif edges (good-motif, spmotif):
+                      edge ROC-AUC, Recall@K / Precision@K (K = 10..50 %), and the
+                      G_c / G_s bonds among the top ceil(1.5|G_c|) and ceil(5|G_c|)
+                      bonds (paper Fig. 2), over all graphs of the part and over
+                      the correctly predicted ones; also printed as a table
+
+    \b
+    Examples:
+      grprune explain runs/good-motif/size+eps-align-seed0-0123abcd
+      grprune explain RUN --graphs 3,17,40-45 --top-k 10 --format svg --out figs
+    """
+    from grprune.explain import explain_run, format_value, metrics_rows, parse_graph_ids
+    from grprune.inference import load_run
+
+    ids = parse_graph_ids(graphs) if graphs is not None else None
+    run = load_run(run_dir, device)
+    res = explain_run(run, part=part, graph_ids=ids, top_k=top_k, fmt=fmt, out_dir=out,
+                      log=_note)
+    for note in res.notes:
+        _note(note)
+    if res.metrics is not None:
+        from rich.table import Table
+        m = res.metrics
+        acc = m.get("accuracy")
+        table = Table(title=f"{m['dataset']} ({m['part']}): explanation metrics over "
+                            f"undirected bonds" + (f", accuracy {acc:.4f}" if acc is not None
+                                                   else ""))
+        table.add_column("metric")
+        table.add_column("all graphs", justify="right")
+        table.add_column("correctly predicted", justify="right")
+        for name, a, c in metrics_rows(m):
+            table.add_row(name, format_value(a), format_value(c))
+        _console().print(table)
+        click.echo("Recall/Precision@K: per graph the floor(K% of its bonds) with the lowest "
+                   "probability are called spurious; counts summed over graphs. "
+                   "Ties: lower bond id ranks higher.")
+    pictures = [f for f in res.files if f.startswith("graph-")]
+    click.echo(f"wrote {len(pictures)} pictures, edges.csv"
+               + (", metrics.json" if res.metrics is not None else "") + f" to {res.out_dir}")
 
 
 @click.command("predict")
-def predict() -> None:
-    """(not yet implemented)"""
-    raise click.UsageError("grprune predict is not implemented yet")
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@option("--smiles", "smiles", multiple=True, metavar="SMILES",
+        help="a molecule to score (repeatable)")
+@option("--csv", "csv_file", type=click.Path(path_type=Path), default=None,
+        envvar="GRPRUNE_PREDICT_CSV", help="CSV file with a SMILES column (read with pandas)")
+@option("--smiles-column", default=None, metavar="NAME",
+        help="SMILES column of --csv [default: smiles, matched case-insensitively]")
+@option("--out", type=click.Path(path_type=Path), default=None,
+        help="write the per-molecule table to this CSV and the per-bond table to "
+             "<stem>.bonds.csv next to it")
+@option("--draw", "draw_dir", type=click.Path(path_type=Path), default=None, metavar="DIR",
+        envvar="GRPRUNE_PREDICT_DRAW", help="write one picture per molecule to DIR (mol-<row>.png): kept bonds "
+             "highlighted, atoms indexed")
+@option("--top-k", "top_k", type=int, default=None, metavar="K",
+        help="with --draw: mark the K bonds of highest keep probability instead of "
+             "the kept bonds")
+@option("--format", "fmt", type=click.Choice(["png", "svg"]), default="png", show_default=True,
+        envvar="GRPRUNE_PREDICT_FORMAT", help="picture format of --draw")
+@option("--batch-size", type=int, default=256, show_default=True, help="molecules per batch")
+@option("--device", default="auto", show_default=True,
+        help="auto (CUDA when present), cpu, cuda or cuda:N")
+def predict(run_dir, smiles, csv_file, smiles_column, out, draw_dir, top_k, fmt, batch_size,
+            device) -> None:
+    """Score new molecules with a finished molecule run.
+
+    Featurizes each SMILES like the training data (OGB features; RDKit's valence
+    check relaxed if it fails), evaluates the model exactly as the trainer did
+    and prints, per molecule: row (0-based input position), canonical SMILES,
+    status (ok, empty SMILES, unparsable SMILES), class-1 probability (all class
+    probabilities beyond two classes), predicted label and bonds kept. --out also
+    writes every bond: RDKit bond index, atoms and symbols, bond type, edge_prob,
+    edge_weight, kept. Exit status 0 if at least one molecule was scored, 1 if none.
+
+    \b
+    Examples:
+      grprune predict RUN --smiles 'CN1C=NC2=C1C(=O)N(C(=O)N2C)C' --smiles 'CC(=O)Oc1ccccc1C(=O)O'
+      grprune predict RUN --csv drugs.csv --smiles-column SMILES --out preds.csv --draw pics
+    """
+    from grprune.inference import load_run
+    from grprune.predict import (OK, check_molecule_run, draw_prediction, predict_smiles,
+                                 read_smiles_csv, write_prediction)
+
+    if bool(smiles) == (csv_file is not None):
+        raise GrpruneError("give either --smiles (repeatable) or --csv FILE")
+    if smiles_column is not None and csv_file is None:
+        raise GrpruneError("--smiles-column applies to --csv only")
+    if top_k is not None and top_k < 1:
+        raise GrpruneError(f"--top-k must be at least 1, got {top_k}")
+    if batch_size < 1:
+        raise GrpruneError(f"--batch-size must be at least 1, got {batch_size}")
+    inputs = list(smiles) if smiles else read_smiles_csv(csv_file, smiles_column)
+    run = load_run(run_dir, device)
+    check_molecule_run(run)
+    pred = predict_smiles(run, inputs, batch_size=batch_size)
+
+    from rich.table import Table
+    df = pred.molecules
+    prob_cols = [c for c in df.columns if c.startswith("prob_")]
+    shown = 50
+    table = Table(title=f"{run.dataset_name} model {run.run_dir.name}: "
+                        f"{pred.n_ok}/{len(df)} molecules scored")
+    for col, just in (("row", "right"), ("canonical SMILES", "left"), ("status", "left"),
+                      *((c, "right") for c in prob_cols), ("label", "right"),
+                      ("kept bonds", "right")):
+        table.add_column(col, justify=just, overflow="fold")
+    for rec in df.head(shown).itertuples(index=False):
+        r = rec._asdict()
+        ok = r["status"] == OK
+        table.add_row(str(r["row"]), r["canonical_smiles"] or r["smiles"], r["status"],
+                      *((f"{r[c]:.4f}" if ok else "-") for c in prob_cols),
+                      str(r["pred_label"]) if ok else "-",
+                      f"{r['bonds_kept']}/{r['num_bonds']}" if ok else "-")
+    _console().print(table)
+    if len(df) > shown:
+        click.echo(f"... {len(df) - shown} more rows" + ("" if out else "; use --out FILE "
+                                                          "for all of them"))
+    if out is not None:
+        files = write_prediction(pred, out)
+        _note(f"wrote {files[0]} and {files[1]}")
+    if draw_dir is not None:
+        from grprune.draw import rdkit_drawing_error
+        if rdkit_drawing_error():
+            _note(f"RDKit cannot draw molecules here ({rdkit_drawing_error()}); "
+                  f"drawing plain graphs (node = atom index)")
+        drawn = draw_prediction(pred, draw_dir, fmt=fmt, top_k=top_k)
+        _note(f"wrote {len(drawn)} pictures to {draw_dir}")
+    failed = df[df["status"] != OK]
+    if len(failed):
+        by = failed.groupby("status")["row"].apply(list)
+        parts = [f"{status}: row{'s' if len(rows) > 1 else ''} "
+                 f"{', '.join(map(str, rows[:10]))}{' ...' if len(rows) > 10 else ''}"
+                 for status, rows in by.items()]
+        _note(f"{len(failed)} of {len(df)} molecules not scored ({'; '.join(parts)})")
+    if pred.n_ok == 0:
+        _note("no molecule could be scored")
+        click.get_current_context().exit(1)

@@ -1,11 +1,396 @@
-"""``grprune sweep``: placeholder, being written."""
+"""``grprune sweep``: expand a grid of ``grprune run`` configurations and run them all."""
 
 from __future__ import annotations
 
+import functools
+import os
+import shlex
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
 import click
+
+from grprune.cli import option
+from grprune.errors import GrpruneError
+
+_STATUS_STYLE = {"finished": "green", "failed": "red", "interrupted": "yellow",
+                 "pending": "", "foreign": "magenta"}
+
+
+class SweepDisplay:
+    """Sweep progress: a rich bar with done / running / failed counts on a terminal,
+    plain lines otherwise, or nothing.
+
+    Parameters
+    ----------
+    mode : str
+        ``auto`` (rich when stderr is a terminal, else plain), ``rich``, ``plain`` or
+        ``none``.
+    total : int
+        Runs to do.
+    root : Path
+        The sweep root; run directories are shown relative to it.
+    """
+
+    def __init__(self, mode: str, total: int, root: Path) -> None:
+        if mode == "auto":
+            mode = "rich" if sys.stderr.isatty() else "plain"
+        self.mode, self.total, self.root = mode, total, root
+        self.done = self.failed = self.running = self.started = 0
+        self.progress = None
+        if mode == "rich" and total:
+            from rich.console import Console
+            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                                       TimeElapsedColumn)
+            self.progress = Progress(TextColumn("[bold]sweep"), BarColumn(),
+                                     MofNCompleteColumn(), TimeElapsedColumn(),
+                                     TextColumn("{task.fields[info]}"),
+                                     console=Console(stderr=True))
+            self.task = self.progress.add_task("sweep", total=total, info=self._info())
+            self.progress.start()
+
+    def _info(self) -> str:
+        failed = f"[red]failed {self.failed}[/red]" if self.failed else "failed 0"
+        return f"done {self.done}  running {self.running}  {failed}"
+
+    def _rel(self, job) -> str:
+        try:
+            return job.run_dir.relative_to(self.root).as_posix()
+        except ValueError:
+            return str(job.run_dir)
+
+    def _print(self, text: str) -> None:
+        if self.mode == "rich" and self.progress is not None:
+            self.progress.console.print(text, highlight=False)
+        elif self.mode == "plain":
+            click.echo(text, err=True)
+
+    def start(self, job) -> None:
+        """A run was started."""
+        self.running += 1
+        self.started += 1
+        if self.mode == "plain":
+            click.echo(f"sweep: start [{self.started}/{self.total}] {self._rel(job)}", err=True)
+        self._update()
+
+    def end(self, job, ok: bool, message: str) -> None:
+        """A run ended (``ok``) or failed (``message``)."""
+        from grprune import results as R
+        self.running -= 1
+        secs = time.time() - job.started
+        if ok:
+            self.done += 1
+            s = R.read_json(job.run_dir / R.SUMMARY) or {}
+            metric = s.get("metric", "")
+            scores = "".join(f", {part} {metric} {s[part]:.4f}" for part in ("valid", "test")
+                             if isinstance(s.get(part), float))
+            self._print(f"sweep: done [{self.done + self.failed}/{self.total}] "
+                        f"{self._rel(job)} ({secs:.1f} s{scores})")
+        else:
+            self.failed += 1
+            self._print(f"sweep: [red]FAILED[/red] {self._rel(job)}: {message}"
+                        if self.mode == "rich" else
+                        f"sweep: FAILED [{self.done + self.failed}/{self.total}] "
+                        f"{self._rel(job)}: {message}")
+        self._update()
+
+    def _update(self) -> None:
+        if self.progress is not None:
+            self.progress.update(self.task, completed=self.done + self.failed,
+                                 info=self._info())
+
+    def close(self) -> None:
+        """Stop the live display."""
+        if self.progress is not None:
+            self.progress.stop()
+            self.progress = None
+
+
+def _command(params: dict) -> list[str]:
+    """The sweep's command line, rebuilt from its options (environment variables
+    included), for ``sweep.json``."""
+    args = ["grprune", "sweep"]
+    if params["spec"] is not None:
+        args += ["--spec", str(params["spec"])]
+    for name in ("selector", "data", "split", "shift", "encoder", "epochs", "seeds"):
+        if params[name] is not None:
+            args += [f"--{name}", str(params[name])]
+    for reg in params["reg"]:
+        args += ["--reg", reg]
+    for o in params["overrides"]:
+        args += ["-H", o]
+    for name in ("device", "root"):
+        if params[name] is not None:
+            args += [f"--{name}", str(params[name])]
+    if params["download"]:
+        args.append("--download")
+    if params["config_file"] is not None:
+        args += ["--config", str(params["config_file"])]
+    args += ["--out", str(params["out"])]
+    if params["workers"] is not None:
+        args += ["--workers", str(params["workers"])]
+    if params["launcher"] != "local":
+        args += ["--launcher", params["launcher"]]
+    if params["address"]:
+        args += ["--address", params["address"]]
+    if params["cpus_per_run"] != 1:
+        args += ["--cpus-per-run", f"{params['cpus_per_run']:g}"]
+    return args
+
+
+def _grids(params: dict):
+    from grprune.sweep import grid_from_options, load_spec
+    if params["config_file"] is not None and not Path(params["config_file"]).is_file():
+        raise GrpruneError(f"config file not found: {params['config_file']}")
+    cli = grid_from_options(
+        data=params["data"], split=params["split"], shift=params["shift"],
+        selector=params["selector"], encoder=params["encoder"], epochs=params["epochs"],
+        seeds=params["seeds"], reg=params["reg"], hparams=params["overrides"],
+        device=params["device"], root=params["root"], download=params["download"],
+        config=params["config_file"])
+    if params["spec"] is None:
+        return [cli]
+    return [g.update(cli) for g in load_spec(params["spec"])]
+
+
+def _fmt(value) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def print_plan(expansion, root: Path, show_commands: bool) -> None:
+    """Print the dry-run plan: a table of run directory, status, varying values and
+    dropped overrides, then the status counts.
+
+    Parameters
+    ----------
+    expansion : grprune.sweep.Expansion
+        The sweep's configurations.
+    root : Path
+        The sweep root (absolute).
+    show_commands : bool
+        Also print each configuration's equivalent ``grprune run`` command.
+    """
+    from rich.console import Console
+    from rich.table import Table
+
+    from grprune.sweep.grid import dropped_text, run_command
+    from grprune.sweep.plan import rel_dir, run_dir_of, run_status
+
+    console = Console(width=None if sys.stdout.isatty() else 200)
+    n = len(expansion.configs)
+    title = (f"sweep plan: {n} configuration{'s' * (n != 1)} under {root} "
+             f"({expansion.points} grid points, {expansion.duplicates} duplicate"
+             f"{'s' * (expansion.duplicates != 1)} removed)")
+    click.echo(title)
+    table = Table()
+    table.add_column("#", justify="right")
+    table.add_column("run dir", overflow="fold")
+    table.add_column("status")
+    for axis in expansion.varying:
+        table.add_column(axis)
+    any_dropped = any(c.dropped for c in expansion.configs)
+    if any_dropped:
+        table.add_column("dropped overrides")
+    counts: dict[str, int] = {}
+    notes = []
+    for i, conf in enumerate(expansion.configs, 1):
+        status, detail = run_status(conf.cfg, run_dir_of(conf, root))
+        counts[status] = counts.get(status, 0) + 1
+        if detail:
+            notes.append(f"{rel_dir(conf, root)}: {status}: {detail}")
+        style = _STATUS_STYLE[status]
+        row = [str(i), rel_dir(conf, root), f"[{style}]{status}[/{style}]" if style else status]
+        row += [_fmt(v) for v in expansion.values(conf).values()]
+        if any_dropped:
+            row.append(dropped_text(conf.dropped) or "-")
+        table.add_row(*row)
+    console.print(table)
+    click.echo("status: " + ", ".join(f"{counts[s]} {s}" for s in
+                                      ("finished", "failed", "interrupted", "pending",
+                                       "foreign") if s in counts))
+    for note in notes:
+        click.echo(f"  {note}")
+    if show_commands:
+        click.echo("equivalent grprune run commands:")
+        for conf in expansion.configs:
+            click.echo(shlex.join(["grprune", *run_command(conf, run_dir_of(conf, root))]))
+
+
+def _summary(outcome, root: Path, n: int) -> None:
+    def rel(p: Path) -> str:
+        try:
+            return p.relative_to(root).as_posix()
+        except ValueError:
+            return str(p)
+
+    click.echo(f"sweep: {n} configuration{'s' * (n != 1)} in {root}: {len(outcome.done)} done, "
+               f"{len(outcome.skipped)} skipped (already finished), "
+               f"{len(outcome.failed)} failed"
+               + (f", {len(outcome.foreign)} not run (foreign directory)"
+                  if outcome.foreign else ""))
+    for run_dir, message in outcome.failed:
+        click.echo(f"  failed: {rel(run_dir)}: {message} (log: {run_dir / 'sweep.log'})")
+    for run_dir, detail in outcome.foreign:
+        click.echo(f"  not run: {rel(run_dir)}: {detail}; left alone")
 
 
 @click.command("sweep")
-def sweep() -> None:
-    """(not yet implemented)"""
-    raise click.UsageError("grprune sweep is not implemented yet")
+@option("--spec", type=click.Path(path_type=Path), default=None, metavar="FILE",
+        help="YAML sweep spec: a mapping with the keys data, split, shift, selector, encoder, "
+             "epochs, reg (a list of sets), seeds, device, root, hparams ({key: value or "
+             "list}), or a list of such mappings (their configurations are unioned). "
+             "Options given on the command line override the spec's")
+@option("--selector", default=None, metavar="A[,B...]",
+        help="selectors to sweep over, comma list (auto, none, gumbel-gin, ...)")
+@option("--reg", multiple=True, metavar="SET",
+        help="one regularizer set, a comma list (size,eps-align is PrunE, none is ERM); "
+             "repeat --reg, or separate sets with ';', for alternatives: "
+             "--reg size,eps-align --reg none")
+@option("--data", default=None, metavar="A[,B...]", help="datasets, comma list")
+@option("--split", default=None, metavar="A[,B...]", help="dataset splits, comma list")
+@option("--shift", default=None, metavar="A[,B...]",
+        help="GOOD distribution shifts, comma list (covariate,concept)")
+@option("--encoder", default=None, metavar="A[,B...]", help="GNN encoders, comma list")
+@option("--epochs", default=None, metavar="N[,N...]", help="training epochs, comma list")
+@option("--seeds", "--seed", "seeds", default=None, metavar="SEEDS",
+        help="seeds: a range 1-4 (inclusive), a list 0,2,5, or both: 0-3,7")
+@option("-H", "--hparam", "overrides", multiple=True, metavar="KEY=V1[,V2...]",
+        help="sweep a hyperparameter over a comma list, e.g. -H reg.size.eta=0.75,0.85 "
+             "(repeatable; \\, is a literal comma). An override that names a part a "
+             "configuration lacks (reg.size.* with --reg none) is dropped for it")
+@option("--device", default=None, help="device of every run: auto, cpu, cuda or cuda:N")
+@option("--root", default=None, help="data root of every run [default: $GRPRUNE_DATA_ROOT "
+                                     "or ~/.cache/grprune/data]")
+@option("--download", is_flag=True, default=False,
+        help="use OGB's online download route instead of the bundled data")
+@option("--config", "config_file", type=click.Path(path_type=Path), default=None,
+        help="JSON/YAML config file that every configuration starts from")
+@option("--out", type=click.Path(path_type=Path), default=Path("runs"), show_default=True,
+        metavar="SWEEP_ROOT",
+        help="sweep root: sweep.json and one run directory per configuration, "
+             "<out>/<dataset>/<method>-seed<seed>-<hash>. With --launcher ray it must be "
+             "on a file system every Ray worker sees at the same path")
+@option("--workers", type=click.IntRange(min=1), default=None,
+        help="runs at once [default: 1]: local child processes, or the CPUs of the local "
+             "Ray instance (with --cpus-per-run); with --address, tasks in flight "
+             "[default: all]")
+@option("--launcher", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+        help="local: child processes on this machine. ray: one Ray task per run, each "
+             "running the same child command; needs pip install 'grprune[ray]' and a run "
+             "root and data root on a file system shared by all Ray workers")
+@option("--address", default=None,
+        help="Ray cluster address (auto, ray://host:10001, ...) [default: start a local "
+             "Ray instance with --workers CPUs and shut it down at the end]")
+@option("--cpus-per-run", type=click.FloatRange(min=0, min_open=True), default=1.0,
+        show_default=True, help="Ray: num_cpus of each run's task (and its torch threads)")
+@option("--dry-run", is_flag=True, default=False,
+        help="print the plan (run dirs, status, varying values, dropped overrides); "
+             "run and write nothing")
+@option("--show-commands", is_flag=True, default=False,
+        help="with --dry-run: also print the equivalent grprune run command of each "
+             "configuration")
+@option("--progress", type=click.Choice(["auto", "rich", "plain", "none"]), default=None,
+        help="progress display [default: auto: rich on a terminal, plain lines otherwise]")
+@click.pass_context
+def sweep(ctx, **params) -> None:
+    """Run a grid of configurations, one run directory each, in parallel and resumably.
+
+    Comma lists of --data, --split, --shift, --selector, --encoder, --epochs, --seeds
+    and of each -H value expand to their cartesian product; every grid point is
+    resolved as `grprune run` would resolve it, and points with the same config hash
+    are run once. Finished runs are skipped; interrupted and failed ones are run
+    again (they resume from their last epoch), so re-running the same command
+    continues a sweep. Exit code 1 when a run failed, 2 on bad input, 130 on Ctrl-C.
+
+    \b
+    Examples:
+      grprune sweep -H reg.size.eta=0.5,0.75,0.85 --seeds 1-4 --out runs/eta
+      grprune sweep --reg size,eps-align --reg none --data ogbg-molbbbp,good-motif \\
+                    --seeds 0-3 --workers 2 --out runs/erm-vs-prune
+      grprune sweep --spec sweep.yaml --dry-run --show-commands
+      grprune sweep --spec sweep.yaml --launcher ray --address auto --out /shared/runs
+    """
+    from grprune.sweep import expand, run_sweep, write_plan
+    from grprune.sweep.launchers import launch_local, launch_ray, require_ray
+    from grprune.sweep.plan import Outcome, run_dir_of, run_status, thread_env
+
+    if params["show_commands"] and not params["dry_run"]:
+        raise click.UsageError("--show-commands goes with --dry-run")
+    if params["launcher"] == "ray" and not params["dry_run"]:
+        require_ray()
+    elif params["address"] and params["launcher"] != "ray":
+        raise click.UsageError("--address goes with --launcher ray")
+    grids = _grids(params)
+    expansion = expand(grids)
+    root = Path(params["out"]).absolute()
+    if params["dry_run"]:
+        print_plan(expansion, root, params["show_commands"])
+        return
+
+    workers = params["workers"] or 1
+    if root.exists() and not root.is_dir():
+        raise GrpruneError(f"--out {params['out']} exists and is not a directory")
+    write_plan(root, expansion, _command(params))
+    statuses = [run_status(c.cfg, run_dir_of(c, root))[0] for c in expansion.configs]
+    todo = sum(s not in ("finished", "foreign") for s in statuses)
+    mode = params["progress"] or "auto"
+    n = len(expansion.configs)
+    if mode != "none":
+        parts = [f"{statuses.count(s)} {s}" for s in ("pending", "interrupted", "failed")
+                 if s in statuses]
+        click.echo(f"sweep: {n} configuration{'s' * (n != 1)} under {root}: {todo} to run"
+                   + (f" ({', '.join(parts)})" if parts else "")
+                   + f", {statuses.count('finished')} already finished"
+                   + (f", {statuses.count('foreign')} foreign" if "foreign" in statuses else "")
+                   + f" ({params['launcher']} launcher, {workers} worker"
+                     f"{'s' * (workers != 1)})", err=True)
+    for conf, status in zip(expansion.configs, statuses):
+        if status == "foreign":
+            _, detail = run_status(conf.cfg, run_dir_of(conf, root))
+            click.echo(f"sweep: warning: {run_dir_of(conf, root)} {detail}; not touching it, "
+                       f"this configuration is skipped", err=True)
+
+    if params["launcher"] == "ray":
+        env = thread_env(1) if "OMP_NUM_THREADS" in os.environ else {
+            "OMP_NUM_THREADS": str(max(1, int(params["cpus_per_run"]))),
+            "MKL_NUM_THREADS": str(max(1, int(params["cpus_per_run"])))}
+        env.update({k: v for k, v in os.environ.items() if k.startswith("GRPRUNE_")
+                    and not k.startswith(("GRPRUNE_RUN_", "GRPRUNE_SWEEP_"))})
+        launch = functools.partial(launch_ray, workers=workers, address=params["address"],
+                                   cpus_per_run=params["cpus_per_run"],
+                                   max_in_flight=params["workers"] if params["address"]
+                                   else None)
+    else:
+        env = thread_env(workers)
+        launch = functools.partial(launch_local, workers=workers)
+
+    display = SweepDisplay(mode, todo, root)
+    outcome = Outcome()
+    old_handler = None
+    if threading.current_thread() is threading.main_thread():
+        def on_term(signum, frame):  # SIGTERM: stop like Ctrl-C
+            raise KeyboardInterrupt
+        old_handler = signal.signal(signal.SIGTERM, on_term)
+    try:
+        run_sweep(expansion, root, launch, env=env, on_start=display.start,
+                  on_done=display.end, outcome=outcome)
+    except KeyboardInterrupt:
+        display.close()
+        click.echo(f"grprune: sweep interrupted ({len(outcome.done)} done, "
+                   f"{display.running} stopped); run the same command again to resume",
+                   err=True)
+        ctx.exit(130)
+    finally:
+        display.close()
+        if old_handler is not None:
+            signal.signal(signal.SIGTERM, old_handler)
+    _summary(outcome, root, n)
+    if outcome.failed:
+        ctx.exit(1)

@@ -1,0 +1,333 @@
+"""Predictions of a molecule run on new SMILES: class probabilities and kept bonds.
+
+:func:`predict_smiles` is ``grprune predict``. Each SMILES is featurized with
+grprune's own featurizer (:func:`grprune.data.molecules.smiles_to_graph`, OGB's
+features, retrying without RDKit's valence check as lenient datasets do),
+the molecules are batched with :func:`grprune.batch.collate` (256 per batch)
+and scored with the run's model under the trainer's evaluation rule
+(:mod:`grprune.inference`). An empty or unparsable SMILES gets a status, not
+an exception.
+
+Outputs are two tables:
+
+* molecules, one row per input: ``row`` (0-based position in the input),
+  ``smiles``, ``canonical_smiles``, ``status`` (``ok``, ``empty SMILES`` or
+  ``unparsable SMILES``), ``parse`` (``strict`` or ``lenient``), ``prob_1``
+  (binary tasks) or ``prob_0 .. prob_{C-1}``, ``pred_label``, ``num_bonds``,
+  ``bonds_kept``;
+* bonds, one row per RDKit bond of each scored molecule: ``row``, ``bond``
+  (RDKit bond index), ``begin_atom``, ``end_atom``, ``begin_symbol``,
+  ``end_symbol``, ``bond_type``, ``edge_prob`` (:math:`\\sigma(w)`),
+  ``edge_weight`` (evaluation mask), ``kept``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from grprune.errors import GrpruneError
+
+EMPTY, UNPARSABLE, OK = "empty SMILES", "unparsable SMILES", "ok"
+MISMATCH = "RDKit molecule does not match the featurized graph"
+
+
+def read_smiles_csv(path: str | Path, column: str | None = None) -> list[str]:
+    """The SMILES column of a CSV file (plain or compressed, read with pandas).
+
+    Parameters
+    ----------
+    path : str or Path
+    column : str, optional
+        Column name, matched exactly first, then case-insensitively. Default
+        ``smiles``.
+
+    Returns
+    -------
+    list of str
+        One per data row; a missing value is ``""``.
+
+    Raises
+    ------
+    GrpruneError
+        If the file is missing or unreadable, or has no such column (the
+        message lists the columns).
+    """
+    import pandas as pd
+    path = Path(path)
+    if not path.is_file():
+        raise GrpruneError(f"--csv {path}: file not found")
+    try:
+        df = pd.read_csv(path, dtype=str, keep_default_na=False, compression="infer")
+    except pd.errors.EmptyDataError:
+        raise GrpruneError(f"--csv {path} is empty") from None
+    except Exception as exc:
+        raise GrpruneError(f"cannot read --csv {path}: {type(exc).__name__}: {exc}") from None
+    want = column or "smiles"
+    cols = [str(c) for c in df.columns]
+    match = [c for c in cols if c == want] or [c for c in cols if c.lower() == want.lower()]
+    if not match:
+        raise GrpruneError(f"--csv {path} has no column {want!r} (columns: {', '.join(cols)}); "
+                           f"choose one with --smiles-column")
+    return [str(s) for s in df[match[0]].tolist()]
+
+
+@dataclass
+class Molecule:
+    """One input SMILES, featurized (or not).
+
+    Attributes
+    ----------
+    row : int
+        0-based position in the input.
+    smiles : str
+    status : str
+        ``ok``, ``empty SMILES`` or ``unparsable SMILES``.
+    mol : rdkit.Chem.Mol or None
+    graph : dgl.DGLGraph or None
+    parse : str
+        ``strict`` (RDKit's full sanitization) or ``lenient`` (no valence check).
+    canonical : str
+        RDKit canonical SMILES (``""`` if it cannot be written).
+    """
+
+    row: int
+    smiles: str
+    status: str
+    mol: Any = None
+    graph: Any = None
+    parse: str = ""
+    canonical: str = ""
+
+
+def featurize(smiles: Sequence[str]) -> list[Molecule]:
+    """Featurize SMILES with :func:`~grprune.data.molecules.smiles_to_graph` (lenient retry).
+
+    Parameters
+    ----------
+    smiles : sequence of str, length S
+
+    Returns
+    -------
+    list of Molecule, length S
+        ``graph`` has ``2 * mol.GetNumBonds()`` directed edges, RDKit bond
+        ``k`` as edges ``2k`` and ``2k + 1``.
+    """
+    from rdkit import Chem, rdBase
+
+    from grprune.data.molecules import smiles_to_graph
+    from grprune.draw import parse_molecule
+    from grprune.errors import DataError
+
+    out = []
+    for row, s in enumerate(smiles):
+        s = "" if s is None else str(s).strip()
+        if not s:
+            out.append(Molecule(row, s, EMPTY))
+            continue
+        try:
+            graph = smiles_to_graph(s)
+            parse = "strict"
+        except DataError:
+            try:
+                graph = smiles_to_graph(s, lenient=True)
+                parse = "lenient"
+            except DataError:
+                out.append(Molecule(row, s, UNPARSABLE))
+                continue
+        mol = parse_molecule(s)
+        if (mol is None or mol.GetNumAtoms() != graph.num_nodes()
+                or 2 * mol.GetNumBonds() != graph.num_edges()):
+            out.append(Molecule(row, s, MISMATCH))
+            continue
+        canonical = ""
+        try:
+            with rdBase.BlockLogs():
+                canonical = Chem.MolToSmiles(mol)
+        except Exception:
+            pass
+        out.append(Molecule(row, s, OK, mol=mol, graph=graph, parse=parse,
+                            canonical=canonical))
+    return out
+
+
+@dataclass
+class Prediction:
+    """What :func:`predict_smiles` returns.
+
+    Attributes
+    ----------
+    molecules : pandas.DataFrame
+        One row per input (module docstring).
+    bonds : pandas.DataFrame
+        One row per RDKit bond of each scored molecule.
+    items : list of Molecule
+    scores : dict of int to GraphScore
+        Row -> the model's output for the scored molecules.
+    bond_ids : dict of int to np.ndarray
+        Row -> RDKit bond index of each graph bond (shape (U,)).
+    """
+
+    molecules: Any
+    bonds: Any
+    items: list[Molecule]
+    scores: dict = field(default_factory=dict)
+    bond_ids: dict = field(default_factory=dict)
+
+    @property
+    def n_ok(self) -> int:
+        return sum(m.status == OK for m in self.items)
+
+
+def check_molecule_run(run) -> None:
+    """Refuse runs whose model does not read OGB molecule features.
+
+    Raises
+    ------
+    GrpruneError
+        If ``run.dims["feature_kind"] != "ogb"``.
+    """
+    if run.dims.get("feature_kind") != "ogb":
+        raise GrpruneError(f"predict works on molecule models; this run was trained on "
+                           f"{run.dataset_name} (synthetic features)")
+
+
+def predict_smiles(run, smiles: Sequence[str], batch_size: int = 256) -> Prediction:
+    """Score SMILES with a molecule run's model.
+
+    Parameters
+    ----------
+    run : grprune.inference.Run
+        A run trained on molecules (``feature_kind == "ogb"``).
+    smiles : sequence of str, length S
+    batch_size : int
+        Molecules per batch.
+
+    Returns
+    -------
+    Prediction
+        ``molecules`` has S rows; failed rows have a status and empty values.
+
+    Raises
+    ------
+    GrpruneError
+        If the run is not a molecule run.
+    """
+    import pandas as pd
+
+    from grprune.draw import rdkit_bond_ids
+
+    check_molecule_run(run)
+    items = featurize(smiles)
+    ok = [m for m in items if m.status == OK]
+    scored = run.score([m.graph for m in ok], batch_size=batch_size)
+    scores = {m.row: s for m, s in zip(ok, scored)}
+    c = run.num_classes
+    prob_cols = ["prob_1"] if c == 2 else [f"prob_{k}" for k in range(c)]
+    mol_rows, bond_rows, bond_ids = [], [], {}
+    for m in items:
+        row: dict[str, Any] = {"row": m.row, "smiles": m.smiles, "canonical_smiles": m.canonical,
+                               "status": m.status, "parse": m.parse}
+        s = scores.get(m.row)
+        if s is None:
+            row.update({k: None for k in prob_cols})
+            row.update({"pred_label": None, "num_bonds": None, "bonds_kept": None})
+            mol_rows.append(row)
+            continue
+        if c == 2:
+            row["prob_1"] = float(s.prob[1])
+        else:
+            row.update({f"prob_{k}": float(s.prob[k]) for k in range(c)})
+        kept = s.bond_weight > 0.5
+        row.update({"pred_label": s.pred, "num_bonds": s.num_bonds,
+                    "bonds_kept": int(kept.sum())})
+        mol_rows.append(row)
+        ids = rdkit_bond_ids(m.mol, s.bond_src, s.bond_dst, s.num_nodes)
+        bond_ids[m.row] = ids
+        for k in np.argsort(ids, kind="stable"):
+            b = m.mol.GetBondWithIdx(int(ids[k]))
+            a1, a2 = b.GetBeginAtom(), b.GetEndAtom()
+            bond_rows.append({
+                "row": m.row, "bond": int(ids[k]), "begin_atom": a1.GetIdx(),
+                "end_atom": a2.GetIdx(), "begin_symbol": a1.GetSymbol(),
+                "end_symbol": a2.GetSymbol(), "bond_type": str(b.GetBondType()),
+                "edge_prob": float(s.bond_prob[k]), "edge_weight": float(s.bond_weight[k]),
+                "kept": int(kept[k])})
+    molecules = pd.DataFrame(mol_rows, columns=["row", "smiles", "canonical_smiles", "status",
+                                                "parse", *prob_cols, "pred_label", "num_bonds",
+                                                "bonds_kept"])
+    for col in ("pred_label", "num_bonds", "bonds_kept"):
+        molecules[col] = molecules[col].astype("Int64")
+    bonds = pd.DataFrame(bond_rows, columns=["row", "bond", "begin_atom", "end_atom",
+                                             "begin_symbol", "end_symbol", "bond_type",
+                                             "edge_prob", "edge_weight", "kept"])
+    return Prediction(molecules=molecules, bonds=bonds, items=items, scores=scores,
+                      bond_ids=bond_ids)
+
+
+def bonds_path(out: str | Path) -> Path:
+    """``preds.csv`` -> ``preds.bonds.csv`` (next to it)."""
+    out = Path(out)
+    return out.with_name(f"{out.stem}.bonds.csv")
+
+
+def write_prediction(pred: Prediction, out: str | Path) -> list[Path]:
+    """Write the molecule table to ``out`` and the bond table next to it, atomically.
+
+    Returns
+    -------
+    list of Path
+        ``[out, bonds_path(out)]``.
+    """
+    from grprune import results as R
+    out = Path(out)
+    R.atomic_write_bytes(out, pred.molecules.to_csv(index=False, float_format="%.6g").encode())
+    bp = bonds_path(out)
+    R.atomic_write_bytes(bp, pred.bonds.to_csv(index=False, float_format="%.6g").encode())
+    return [out, bp]
+
+
+def draw_prediction(pred: Prediction, out_dir: str | Path, fmt: str = "png",
+                    top_k: int | None = None) -> list[Path]:
+    """One picture per scored molecule, ``mol-<row>.<fmt>``, as ``grprune explain`` draws.
+
+    Where RDKit's drawing code cannot load (:func:`grprune.draw.rdkit_drawing_error`)
+    molecules are drawn as plain graphs.
+
+    Returns
+    -------
+    list of Path
+        The files written.
+    """
+    from grprune import results as R
+    from grprune.draw import (draw_graph, draw_molecule, highlight_caption, highlighted_bonds,
+                              rdkit_drawing_error)
+    from grprune.explain import ranking_score
+
+    out_dir = Path(out_dir)
+    written = []
+    plain = rdkit_drawing_error() is not None  # RDKit cannot draw here: plain graphs
+    caption = highlight_caption(top_k, molecule=not plain)
+    for m in pred.items:
+        s = pred.scores.get(m.row)
+        if s is None:
+            continue
+        marked = highlighted_bonds(ranking_score(s.bond_logits), s.bond_weight, top_k)
+        p = (f"p(y=1) = {s.prob[1]:.3f}" if len(s.prob) == 2
+             else f"predicted {s.pred} (p = {s.prob[s.pred]:.3f})")
+        legend = (f"row {m.row}: {p} - {int(marked.sum())}/{s.num_bonds} bonds marked\n"
+                  f"{caption}")
+        if plain:
+            data = draw_graph(s.num_nodes, s.bond_src, s.bond_dst, s.bond_prob, marked,
+                              title=legend.splitlines()[0], caption=caption, top_k=top_k,
+                              fmt=fmt)
+        else:
+            data = draw_molecule(m.mol, pred.bond_ids[m.row], s.bond_prob, marked,
+                                 legend=legend, fmt=fmt)
+        path = out_dir / f"mol-{m.row}.{fmt}"
+        R.atomic_write_bytes(path, data)
+        written.append(path)
+    return written

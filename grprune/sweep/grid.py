@@ -1,0 +1,651 @@
+"""Sweep grids: the alternatives of each option, and their expansion into configurations.
+
+A grid maps each *axis* (``data``, ``split``, ``shift``, ``encoder``, ``selector``,
+``reg``, ``epochs``, ``seed`` and every ``-H`` key) to a list of alternatives; its
+configurations are the cartesian product. The same grid comes from the command line
+(comma lists, ``--seeds 1-4``, repeated ``--reg``) or from a YAML spec (a mapping, or a
+list of mappings whose configurations are unioned). Each grid point is resolved with
+:func:`grprune.config.resolve_config`, exactly as ``grprune run`` would resolve it;
+points with the same config hash are one configuration.
+
+Example
+-------
+>>> parse_seeds("1-3,7")
+[1, 2, 3, 7]
+>>> parse_reg(["size,eps-align;size", "none"])
+['size,eps-align', 'size', 'none']
+>>> parse_hparams(["reg.size.eta=0.75,0.85"])
+{'reg.size.eta': ['0.75', '0.85']}
+"""
+
+from __future__ import annotations
+
+import difflib
+import itertools
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from grprune.errors import GrpruneError
+
+#: grid axes besides the ``-H`` keys, in expansion order (the seed varies fastest)
+AXES = ("data", "split", "shift", "encoder", "selector", "reg", "epochs", "seed")
+#: settings that are the same for every configuration of a grid
+FIXED = ("device", "root", "download", "config")
+#: keys of a YAML sweep spec
+SPEC_KEYS = ("data", "split", "shift", "selector", "encoder", "epochs", "reg", "seeds",
+             "seed", "device", "root", "download", "config", "hparams")
+
+_COMMA = re.compile(r"(?<!\\),")
+
+
+def split_list(text: str, what: str) -> list[str]:
+    """Items of a comma list; ``\\,`` is a literal comma.
+
+    Parameters
+    ----------
+    text : str
+        The option's value, e.g. ``"ogbg-molbbbp,good-motif"``.
+    what : str
+        The option, for messages (``"--data"``).
+
+    Returns
+    -------
+    list of str
+        The stripped items, in order.
+
+    Raises
+    ------
+    GrpruneError
+        If an item is empty (``"a,,b"``, ``""``).
+    """
+    items = [p.strip().replace("\\,", ",") for p in _COMMA.split(str(text))]
+    if not all(items):
+        raise GrpruneError(f"bad {what} value {text!r}: empty item in the comma list")
+    return items
+
+
+def parse_seeds(text: str | int | Iterable) -> list[int]:
+    """Seeds from ``"1-4"`` (inclusive range), ``"0,2,5"``, a mix, an int or a list.
+
+    Returns
+    -------
+    list of int
+        The seeds in the given order, without repeats.
+
+    Raises
+    ------
+    GrpruneError
+        On anything that is not an integer or a range ``a-b`` with ``a <= b``.
+
+    Examples
+    --------
+    >>> parse_seeds("0-2,5"), parse_seeds(3), parse_seeds([1, "4-5"])
+    ([0, 1, 2, 5], [3], [1, 4, 5])
+    """
+    if isinstance(text, bool):
+        raise GrpruneError(f"bad seeds value {text!r}: expected integers or ranges like 1-4")
+    if isinstance(text, int):
+        return [text]
+    items: list[str] = []
+    if isinstance(text, str):
+        items = split_list(text, "--seeds")
+    else:
+        for item in text:
+            items += parse_seeds_items(item)
+    out: list[int] = []
+    for item in items:
+        m = re.fullmatch(r"\s*(\d+)\s*-\s*(\d+)\s*", item)
+        try:
+            seeds = (list(range(int(m.group(1)), int(m.group(2)) + 1)) if m
+                     else [int(item)])
+        except ValueError:
+            seeds = []
+        if not seeds:
+            raise GrpruneError(f"bad seeds value {item!r}: expected integers and ranges "
+                               f"like --seeds 1-4 or --seeds 0,2,5")
+        out += [s for s in seeds if s not in out]
+    return out
+
+
+def parse_seeds_items(item: Any) -> list[str]:
+    """One element of a YAML seeds list as comma items (``3`` -> ``["3"]``)."""
+    if isinstance(item, bool) or not isinstance(item, (int, str)):
+        raise GrpruneError(f"bad seeds value {item!r}: expected integers or ranges like 1-4")
+    return split_list(str(item), "seeds")
+
+
+def parse_ints(text: str | int | Iterable, what: str) -> list[int]:
+    """Integers from a comma list, an int or a list (``--epochs 5,10``).
+
+    Raises
+    ------
+    GrpruneError
+        If an item is not an integer.
+    """
+    if isinstance(text, (str, int)) and not isinstance(text, bool):
+        items = split_list(str(text), what)
+    else:
+        items = [str(v) for v in text]
+    try:
+        return [int(v) for v in items]
+    except ValueError:
+        raise GrpruneError(f"bad {what} value {text!r}: expected integers, "
+                           f"e.g. {what} 5,10") from None
+
+
+def parse_reg(values: Iterable[str]) -> list[str]:
+    """Regularizer sets from repeated ``--reg`` values; ``;`` also separates sets.
+
+    Each set stays a comma list (``"size,eps-align"`` is *one* set, PrunE), so
+    ``--reg size,eps-align --reg none`` and ``--reg "size,eps-align;none"`` both give
+    the two alternatives ``["size,eps-align", "none"]``.
+
+    Raises
+    ------
+    GrpruneError
+        If a set is empty.
+    """
+    out: list[str] = []
+    for value in values:
+        for item in str(value).split(";"):
+            item = item.strip()
+            if not item:
+                raise GrpruneError(f"bad --reg value {value!r}: empty regularizer set "
+                                   f"(write none for plain ERM)")
+            out.append(item)
+    return out
+
+
+def parse_hparams(items: Iterable[str]) -> dict[str, list[str]]:
+    """``-H key=v1,v2`` strings -> ``{key: [v1, v2]}``; a repeated key adds values.
+
+    Raises
+    ------
+    GrpruneError
+        On a malformed ``key=value`` or an unknown section (see
+        :func:`grprune.config.parse_override`) or an empty value.
+    """
+    from grprune.config import parse_override
+    out: dict[str, list[str]] = {}
+    for item in items:
+        key, value = parse_override(item)
+        values = out.setdefault(key, [])
+        values += [v for v in split_list(value, f"-H {key}") if v not in values]
+    return out
+
+
+@dataclass
+class Grid:
+    """One grid of a sweep.
+
+    Attributes
+    ----------
+    axes : dict
+        Axis (one of :data:`AXES`) -> list of alternatives; an axis that is not
+        given takes ``grprune run``'s default.
+    hparams : dict
+        ``-H`` key -> list of values (text, as on the command line).
+    fixed : dict
+        Settings shared by every configuration (:data:`FIXED`).
+    origin : str
+        Where the grid comes from, for messages.
+    """
+
+    axes: dict[str, list] = field(default_factory=dict)
+    hparams: dict[str, list[str]] = field(default_factory=dict)
+    fixed: dict[str, Any] = field(default_factory=dict)
+    origin: str = "command line"
+
+    def update(self, other: "Grid") -> "Grid":
+        """A copy with ``other``'s axes, ``-H`` keys and settings winning."""
+        return Grid({**self.axes, **other.axes}, {**self.hparams, **other.hparams},
+                    {**self.fixed, **other.fixed}, self.origin)
+
+    def points(self) -> list[dict[str, Any]]:
+        """Every grid point: ``{axis or -H key: value}``, the seed varying fastest."""
+        names = [a for a in AXES if a in self.axes and a != "seed"]
+        names += list(self.hparams) + (["seed"] if "seed" in self.axes else [])
+        lists = [self.hparams[n] if n in self.hparams else self.axes[n] for n in names]
+        return [dict(zip(names, combo)) for combo in itertools.product(*lists)]
+
+
+def grid_from_options(*, data=None, split=None, shift=None, selector=None, encoder=None,
+                      epochs=None, seeds=None, reg=(), hparams=(), device=None, root=None,
+                      download=False, config=None, origin="command line") -> Grid:
+    """The grid of the command-line options (``None`` / empty = not given).
+
+    Parameters
+    ----------
+    data, split, shift, selector, encoder, epochs : str, optional
+        Comma lists.
+    seeds : str, optional
+        ``"1-4"``, ``"0,2,5"``.
+    reg : sequence of str
+        Repeated ``--reg`` values (each one set; ``;`` separates sets).
+    hparams : sequence of str
+        ``-H key=v1,v2`` strings.
+    device, root, download, config
+        Settings shared by every configuration.
+
+    Raises
+    ------
+    GrpruneError
+        On a malformed value.
+    """
+    grid = Grid(origin=origin)
+    for axis, value in (("data", data), ("split", split), ("shift", shift),
+                        ("selector", selector), ("encoder", encoder)):
+        if value is not None:
+            grid.axes[axis] = _unique(split_list(value, f"--{axis}"))
+    if epochs is not None:
+        grid.axes["epochs"] = _unique(parse_ints(epochs, "--epochs"))
+    if seeds is not None:
+        grid.axes["seed"] = parse_seeds(seeds)
+    if reg:
+        grid.axes["reg"] = _unique(parse_reg(reg))
+    grid.hparams = parse_hparams(hparams)
+    for key, value in (("device", device), ("root", root), ("config", config)):
+        if value is not None:
+            grid.fixed[key] = str(value)
+    if download:
+        grid.fixed["download"] = True
+    return grid
+
+
+def _unique(values: Sequence) -> list:
+    out: list = []
+    for v in values:
+        if v not in out:
+            out.append(v)
+    return out
+
+
+def _text(value: Any) -> str:
+    """A YAML scalar as ``-H`` text (``True`` -> ``"true"``)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None or isinstance(value, (dict, list)):
+        raise GrpruneError(f"expected a number or a string, got {value!r}")
+    return str(value)
+
+
+def _alternatives(value: Any, what: str) -> list[str]:
+    """A spec value: a scalar is a comma list, a list gives its elements verbatim."""
+    if isinstance(value, list):
+        if not value:
+            raise GrpruneError(f"{what} is an empty list")
+        return _unique([_text(v) for v in value])
+    return _unique(split_list(_text(value), what))
+
+
+def grid_from_mapping(spec: Mapping[str, Any], origin: str) -> Grid:
+    """One grid of a YAML spec.
+
+    Parameters
+    ----------
+    spec : mapping
+        Keys from :data:`SPEC_KEYS`. ``reg`` is a list of sets (each a comma string
+        or a list of names); ``seeds`` is ``"1-4"`` or a list; ``hparams`` maps
+        ``-H`` keys to a value or a list of values. A scalar string is a comma list,
+        as on the command line; list elements are taken verbatim.
+    origin : str
+        File and grid, for messages.
+
+    Raises
+    ------
+    GrpruneError
+        On an unknown key or a malformed value; the message names ``origin``.
+    """
+    if not isinstance(spec, Mapping):
+        raise GrpruneError(f"{origin} must be a mapping of options (data, reg, seeds, "
+                           f"hparams, ...), got {type(spec).__name__}")
+    for key in spec:
+        if key not in SPEC_KEYS:
+            close = difflib.get_close_matches(str(key), SPEC_KEYS, n=1, cutoff=0.5)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            raise GrpruneError(f"unknown key {key!r} in {origin}.{hint} "
+                               f"Keys: {', '.join(k for k in SPEC_KEYS if k != 'seed')}")
+    grid = Grid(origin=origin)
+    try:
+        for axis in ("data", "split", "shift", "selector", "encoder"):
+            if spec.get(axis) is not None:
+                grid.axes[axis] = _alternatives(spec[axis], axis)
+        if spec.get("epochs") is not None:
+            grid.axes["epochs"] = _unique(parse_ints(spec["epochs"], "epochs"))
+        if "seeds" in spec and "seed" in spec:
+            raise GrpruneError("give seeds or seed, not both")
+        seeds = spec.get("seeds", spec.get("seed"))
+        if seeds is not None:
+            grid.axes["seed"] = parse_seeds(seeds)
+        if spec.get("reg") is not None:
+            grid.axes["reg"] = _unique(_spec_reg(spec["reg"]))
+        hp = spec.get("hparams") or {}
+        if not isinstance(hp, Mapping):
+            raise GrpruneError("hparams must be a mapping of -H keys to a value or a list")
+        from grprune.config import parse_override
+        for key, value in hp.items():
+            parse_override(f"{key}=x")  # checks the key's form and section
+            grid.hparams[str(key)] = _alternatives(value, f"hparams {key}")
+        for key in ("device", "root", "config"):
+            if spec.get(key) is not None:
+                grid.fixed[key] = _text(spec[key])
+        if spec.get("download"):
+            grid.fixed["download"] = True
+    except GrpruneError as exc:
+        raise GrpruneError(f"{origin}: {exc}") from None
+    return grid
+
+
+def _spec_reg(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return parse_reg([value])
+    if not isinstance(value, list) or not value:
+        raise GrpruneError("reg must be a list of regularizer sets, e.g. "
+                           "[size,eps-align, none]")
+    out = []
+    for item in value:
+        if isinstance(item, list):
+            out.append(",".join(_text(v) for v in item) or "none")
+        else:
+            out += parse_reg([_text(item)])
+    return out
+
+
+def load_spec(path: str | Path) -> list[Grid]:
+    """The grids of a YAML sweep spec file.
+
+    Parameters
+    ----------
+    path : path
+        A YAML file holding a mapping (one grid) or a list of mappings (grids whose
+        configurations are unioned).
+
+    Returns
+    -------
+    list of Grid
+
+    Raises
+    ------
+    GrpruneError
+        If the file is missing or unreadable, not YAML, empty, or holds anything but
+        a mapping or a list of mappings, or a grid is malformed.
+    """
+    import yaml
+    p = Path(path)
+    if not p.is_file():
+        raise GrpruneError(f"sweep spec not found: {p}")
+    try:
+        data = yaml.safe_load(p.read_text())
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise GrpruneError(f"cannot parse sweep spec {p}: {first}") from None
+    if isinstance(data, Mapping):
+        return [grid_from_mapping(data, f"sweep spec {p}")]
+    if isinstance(data, list) and data:
+        return [grid_from_mapping(g, f"sweep spec {p}, grid {i + 1}")
+                for i, g in enumerate(data)]
+    raise GrpruneError(f"sweep spec {p} must hold a mapping of options (data, reg, seeds, "
+                       f"hparams, ...) or a non-empty list of such mappings")
+
+
+@dataclass
+class Configuration:
+    """One configuration of a sweep: a resolved config and how it came about.
+
+    Attributes
+    ----------
+    cfg : dict
+        The fully resolved configuration (with ``cfg["hash"]``).
+    point : dict
+        The grid point, ``{axis or -H key: value}``, as given.
+    overrides : list of str
+        The ``-H key=value`` overrides applied.
+    dropped : list of str
+        ``-H`` overrides (``key=value``) left out because they name a part this
+        configuration lacks, from every grid point that gave this configuration.
+    fixed : dict
+        Settings shared by the grid (device, root, download, config).
+    grid : int
+        Index of the grid it came from.
+    """
+
+    cfg: dict
+    point: dict
+    overrides: list[str]
+    dropped: list[str]
+    fixed: dict
+    grid: int = 0
+
+    @property
+    def hash(self) -> str:
+        """The config hash (12 hex digits)."""
+        return self.cfg["hash"]
+
+
+def _resolve(point: Mapping[str, Any], fixed: Mapping[str, Any],
+             overrides: Sequence[str]) -> dict:
+    from grprune.config import resolve_config
+    flags = {"data.split": point.get("split"), "data.shift": point.get("shift"),
+             "train.epochs": point.get("epochs"), "train.seed": point.get("seed"),
+             "train.device": fixed.get("device"), "data.root": fixed.get("root")}
+    if fixed.get("download"):
+        flags["data.download"] = True
+    flags = {k: v for k, v in flags.items() if v is not None}
+    return resolve_config(data=point.get("data"), selector=point.get("selector"),
+                          reg=point.get("reg"), encoder=point.get("encoder"), flags=flags,
+                          overrides=overrides, file=fixed.get("config"))
+
+
+def applies(key: str, cfg: Mapping[str, Any]) -> bool:
+    """Whether the ``-H`` key names a hyperparameter of a part of ``cfg``.
+
+    ``reg.size.eta`` applies when ``size`` is one of the regularizers and declares
+    ``eta``; ``selector.tau`` when there is a selector that declares ``tau``.
+    """
+    section, _, rest = key.partition(".")
+    if section not in cfg or rest == "name":
+        return False
+    if section == "reg":
+        from grprune.regularizers import REGULARIZERS
+        name, _, hp = rest.partition(".")
+        try:
+            name = REGULARIZERS.canonical(name)
+        except GrpruneError:
+            return False
+        return hp in cfg["reg"].get(name, {})
+    if section == "selector" and cfg["selector"]["name"] == "none":
+        return False
+    return rest in cfg[section]
+
+
+def value_of(axis: str, conf: Configuration) -> Any:
+    """The resolved value of an axis (or ``-H`` key) in a configuration.
+
+    ``None`` when the configuration lacks it (a dropped override, a dataset
+    without that setting).
+    """
+    cfg = conf.cfg
+    simple = {"data": ("data", "name"), "split": ("data", "split"), "shift": ("data", "shift"),
+              "encoder": ("encoder", "name"), "selector": ("selector", "name"),
+              "epochs": ("train", "epochs"), "seed": ("train", "seed")}
+    if axis in simple:
+        section, key = simple[axis]
+        return cfg[section].get(key)
+    if axis == "reg":
+        return ",".join(cfg["reg"]) or "none"
+    if any(d.split("=", 1)[0] == axis for d in conf.dropped):
+        return None
+    section, _, rest = axis.partition(".")
+    if section == "reg":
+        from grprune.regularizers import REGULARIZERS
+        name, _, hp = rest.partition(".")
+        try:
+            name = REGULARIZERS.canonical(name)
+        except GrpruneError:
+            return None
+        return cfg["reg"].get(name, {}).get(hp)
+    return cfg.get(section, {}).get(rest)
+
+
+def dropped_text(dropped: Sequence[str]) -> str:
+    """Dropped overrides with one entry per key: ``reg.size.eta=0.5,0.75``."""
+    by_key: dict[str, list[str]] = {}
+    for d in dropped:
+        key, _, value = d.partition("=")
+        by_key.setdefault(key, []).append(value)
+    return " ".join(f"{k}={','.join(v)}" for k, v in by_key.items())
+
+
+def _describe(point: Mapping[str, Any], grid: Grid, n_grids: int) -> str:
+    text = ", ".join(f"{k}={v}" for k, v in point.items()) or "(defaults)"
+    return f"{text} [{grid.origin}]" if n_grids > 1 else text
+
+
+@dataclass
+class Expansion:
+    """The configurations of a sweep and how the grid reduced to them.
+
+    Attributes
+    ----------
+    configs : list of Configuration
+        One per distinct config hash, in grid order.
+    points : int
+        Grid points before removing duplicates.
+    duplicates : int
+        Grid points whose configuration equals an earlier one.
+    varying : list of str
+        Axes and ``-H`` keys whose resolved values differ between configurations.
+    """
+
+    configs: list[Configuration]
+    points: int
+    duplicates: int
+    varying: list[str]
+
+    def values(self, conf: Configuration) -> dict[str, Any]:
+        """The varying axes' resolved values of one configuration."""
+        return {axis: value_of(axis, conf) for axis in self.varying}
+
+
+def expand(grids: Sequence[Grid]) -> Expansion:
+    """Resolve every grid point; drop inapplicable overrides; remove duplicates.
+
+    An ``-H`` override is dropped for a grid point when it names a part that the
+    point's configuration lacks (``reg.size.eta`` with ``--reg none``,
+    ``selector.tau`` without a selector, ``data.bias`` on a dataset without it) but
+    applies to another point of the sweep; an override that applies to no point is
+    kept, so that its error is reported.
+
+    Parameters
+    ----------
+    grids : sequence of Grid
+        The grids; their configurations are unioned.
+
+    Returns
+    -------
+    Expansion
+
+    Raises
+    ------
+    GrpruneError
+        If any grid point does not resolve; the message names the point(s) and the
+        error(s), before anything has run.
+    """
+    todo = []  # (grid index, point, overrides)
+    for gi, grid in enumerate(grids):
+        for point in grid.points():
+            overrides = [f"{k}={point[k]}" for k in grid.hparams]
+            todo.append((gi, point, overrides))
+    resolved: list[tuple[dict | None, list[str], GrpruneError | None]] = []
+    applicable: set[str] = set()
+    bases: dict[int, dict | None] = {}
+    for i, (gi, point, overrides) in enumerate(todo):
+        try:
+            cfg = _resolve(point, grids[gi].fixed, overrides)
+            resolved.append((cfg, [], None))
+            applicable.update(o.split("=", 1)[0] for o in overrides)
+        except GrpruneError as exc:
+            resolved.append((None, [], exc))
+            try:
+                bases[i] = _resolve(point, grids[gi].fixed, [])
+            except GrpruneError:
+                bases[i] = None
+            if bases[i] is not None:
+                applicable.update(k for k in (o.split("=", 1)[0] for o in overrides)
+                                  if applies(k, bases[i]))
+    for i, base in bases.items():
+        gi, point, overrides = todo[i]
+        if base is None:
+            continue
+        dropped = [o for o in overrides if not applies(o.split("=", 1)[0], base)
+                   and o.split("=", 1)[0] in applicable]
+        if not dropped:
+            continue
+        kept = [o for o in overrides if o not in dropped]
+        try:
+            resolved[i] = (_resolve(point, grids[gi].fixed, kept), dropped, None)
+        except GrpruneError as exc:
+            resolved[i] = (None, dropped, exc)
+    errors: dict[str, list[str]] = {}
+    for (gi, point, _), (cfg, _, exc) in zip(todo, resolved):
+        if exc is not None:
+            errors.setdefault(str(exc), []).append(_describe(point, grids[gi], len(grids)))
+    if errors:
+        lines = []
+        for message, where in errors.items():
+            more = f" (and {len(where) - 1} more grid points)" if len(where) > 1 else ""
+            lines.append(f"grid point {where[0]}{more}: {message}")
+        raise GrpruneError("cannot resolve the sweep's configurations:\n  "
+                           + "\n  ".join(lines))
+    by_hash: dict[str, Configuration] = {}
+    for (gi, point, overrides), (cfg, dropped, _) in zip(todo, resolved):
+        if cfg["hash"] in by_hash:  # a duplicate: its dropped overrides are the first's too
+            first = by_hash[cfg["hash"]]
+            first.dropped += [d for d in dropped if d not in first.dropped]
+            continue
+        kept = [o for o in overrides if o not in dropped]
+        by_hash[cfg["hash"]] = Configuration(cfg, point, kept, list(dropped),
+                                             dict(grids[gi].fixed), gi)
+    configs = list(by_hash.values())
+    axes = [a for a in AXES if any(a in g.axes for g in grids)]
+    axes += _unique([k for g in grids for k in g.hparams])
+    varying = []
+    for axis in axes:
+        seen = {json.dumps(value_of(axis, c), sort_keys=True, default=str) for c in configs}
+        if len(seen) > 1:
+            varying.append(axis)
+    return Expansion(configs, len(todo), len(todo) - len(configs), varying)
+
+
+def run_command(conf: Configuration, out: str | Path | None = None) -> list[str]:
+    """The ``grprune run`` command line of one configuration (without ``grprune``).
+
+    Parameters
+    ----------
+    conf : Configuration
+    out : path, optional
+        Its run directory, added as ``--out``.
+
+    Returns
+    -------
+    list of str
+        ``["run", "--data", ..., "-H", "key=value", ...]``: resolves to the same hash.
+    """
+    args = ["run"]
+    p = conf.point
+    for axis in ("selector", "reg", "data", "split", "shift", "encoder", "epochs", "seed"):
+        if axis in p:
+            args += [f"--{axis}", str(p[axis])]
+    for key in ("device", "root", "config"):
+        if conf.fixed.get(key) is not None:
+            args += [f"--{key}", str(conf.fixed[key])]
+    if conf.fixed.get("download"):
+        args.append("--download")
+    for o in conf.overrides:
+        args += ["-H", o]
+    if out is not None:
+        args += ["--out", str(out)]
+    return args

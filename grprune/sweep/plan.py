@@ -1,0 +1,430 @@
+"""A sweep's plan file, the status of its run directories, and running them.
+
+See :mod:`grprune.sweep` for the layout of ``sweep.json``, ``error.json`` and
+``sweep.log``.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, Sequence
+
+from grprune import results as R
+from grprune.config import same_run
+from grprune.errors import GrpruneError
+from grprune.sweep.grid import Configuration, Expansion
+
+PLAN, ERROR, LOG = "sweep.json", "error.json", "sweep.log"
+PLAN_VERSION = 1
+#: files the sweep itself writes into a run directory
+SWEEP_FILES = (ERROR, LOG)
+#: lines of the child's stderr kept in error.json
+TAIL_LINES = 50
+STATUSES = ("finished", "failed", "interrupted", "pending", "foreign")
+
+
+def now() -> str:
+    """The current UTC time, ISO 8601 to the second (``2025-01-31T12:00:00Z``)."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def run_status(cfg: dict, run_dir: Path) -> tuple[str, str]:
+    """The status of a configuration's run directory.
+
+    Parameters
+    ----------
+    cfg : dict
+        The resolved configuration.
+    run_dir : Path
+        Its run directory.
+
+    Returns
+    -------
+    (status, detail)
+        ``status`` is one of
+
+        - ``"finished"``: ``summary.json`` and a ``config.json`` of the same config hash;
+        - ``"failed"``: an ``error.json`` written by a sweep (``detail``: its message);
+        - ``"interrupted"``: ``config.json`` but no summary (stopped, or running in
+          another process);
+        - ``"pending"``: no directory, or one holding only the sweep's own files;
+        - ``"foreign"``: a file, a non-empty directory without ``config.json``, a corrupt
+          ``config.json`` or one of another configuration (``detail`` says which).
+    """
+    if run_dir.exists() and not run_dir.is_dir():
+        return "foreign", "exists and is not a directory"
+    if not run_dir.is_dir():
+        return "pending", ""
+    config_path = run_dir / R.CONFIG
+    if not config_path.exists():
+        others = [p.name for p in run_dir.iterdir() if p.name not in SWEEP_FILES]
+        if others:
+            return "foreign", f"a non-empty directory without {R.CONFIG} ({others[0]}, ...)"
+        return "pending", ""
+    old = R.read_json(config_path)
+    if not isinstance(old, dict) or "hash" not in old:
+        return "foreign", f"its {R.CONFIG} is not a grprune configuration"
+    try:
+        same = same_run(old, cfg)
+    except Exception:  # a mapping without the sections
+        return "foreign", f"its {R.CONFIG} is not a grprune configuration"
+    if not same:
+        return "foreign", f"holds another configuration (hash {old.get('hash')})"
+    if (run_dir / R.SUMMARY).is_file() and R.read_json(run_dir / R.SUMMARY) is not None:
+        return "finished", ""
+    error = R.read_json(run_dir / ERROR)
+    if error is not None:
+        return "failed", str(error.get("message", "")) if isinstance(error, dict) else ""
+    return "interrupted", ""
+
+
+def read_plan(root: Path) -> dict | None:
+    """The sweep root's ``sweep.json``, or None when there is none.
+
+    Raises
+    ------
+    GrpruneError
+        If the file exists but is not a sweep plan (it is never overwritten then).
+    """
+    path = root / PLAN
+    if not path.exists():
+        return None
+    plan = R.read_json(path)
+    if (not isinstance(plan, dict) or not isinstance(plan.get("configs"), list)
+            or not all(isinstance(c, dict) and "hash" in c for c in plan["configs"])):
+        raise GrpruneError(f"{path} exists but is not a grprune sweep plan; move it away "
+                           f"or choose another --out")
+    return plan
+
+
+def plan_entries(expansion: Expansion, root: Path) -> list[dict]:
+    """The plan entries (``sweep.json`` ``configs``) of an expansion."""
+    out = []
+    for conf in expansion.configs:
+        out.append({"hash": conf.hash, "run_dir": rel_dir(conf, root),
+                    "values": expansion.values(conf), "dropped": list(conf.dropped)})
+    return out
+
+
+def write_plan(root: Path, expansion: Expansion, command: Sequence[str]) -> dict:
+    """Add this sweep's configurations to ``<root>/sweep.json`` (atomically).
+
+    Entries already in the plan are kept as they are; new hashes are appended.
+
+    Parameters
+    ----------
+    root : Path
+        The sweep root.
+    expansion : Expansion
+        This sweep's configurations.
+    command : sequence of str
+        This sweep's command line.
+
+    Returns
+    -------
+    dict
+        The plan as written.
+
+    Raises
+    ------
+    GrpruneError
+        If an existing ``sweep.json`` is not a plan.
+    """
+    plan = read_plan(root) or {"version": PLAN_VERSION, "created": now(), "configs": [],
+                               "sweeps": []}
+    stamp = now()
+    command_text = shlex.join(command)
+    known = {c["hash"] for c in plan["configs"]}
+    added = 0
+    for entry in plan_entries(expansion, root):
+        if entry["hash"] not in known:
+            plan["configs"].append({**entry, "added": stamp})
+            known.add(entry["hash"])
+            added += 1
+    plan["version"] = PLAN_VERSION
+    plan["command"] = command_text
+    plan["updated"] = stamp
+    plan.setdefault("sweeps", []).append(
+        {"command": command_text, "time": stamp, "configs": [c.hash for c in expansion.configs],
+         "added": added})
+    R.atomic_write_json(root / PLAN, plan)
+    return plan
+
+
+def run_dir_of(conf: Configuration, root: Path) -> Path:
+    """``<root>/<dataset>/<method>-seed<seed>-<hash>`` (:func:`grprune.run.default_run_dir`)."""
+    from grprune.run import default_run_dir
+    return default_run_dir(conf.cfg, root=root)
+
+
+def rel_dir(conf: Configuration, root: Path) -> str:
+    """The run directory relative to the sweep root, with ``/``."""
+    return run_dir_of(conf, root).relative_to(root).as_posix()
+
+
+def child_args(conf: Configuration, run_dir: Path) -> list[str]:
+    """Arguments of ``python -m grprune`` that run one configuration.
+
+    ``run --config <run_dir>/config.json --out <run_dir> --progress none --json``, plus
+    ``--device`` / ``--root`` when the sweep sets them (they are left out of the hash).
+    """
+    args = ["run", "--config", str(run_dir / R.CONFIG), "--out", str(run_dir),
+            "--progress", "none", "--json"]
+    for key in ("device", "root"):
+        if conf.fixed.get(key) is not None:
+            args += [f"--{key}", str(conf.fixed[key])]
+    return args
+
+
+def thread_env(workers: int) -> dict[str, str]:
+    """``OMP_NUM_THREADS``/``MKL_NUM_THREADS`` for each of ``workers`` parallel children.
+
+    ``max(1, cpu_count // workers)``; nothing when the user set ``OMP_NUM_THREADS``
+    (children inherit it).
+    """
+    if "OMP_NUM_THREADS" in os.environ:
+        return {}
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cpus = os.cpu_count() or 1
+    n = str(max(1, cpus // max(1, workers)))
+    return {"OMP_NUM_THREADS": n, "MKL_NUM_THREADS": n}
+
+
+def child_environ(extra: dict[str, str]) -> dict[str, str]:
+    """The environment of a child run: ours without ``GRPRUNE_RUN_*``, plus ``extra``.
+
+    ``GRPRUNE_RUN_*`` variables would override the child's config file, so the run
+    could end up with a configuration other than the planned one.
+    """
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRPRUNE_RUN_")}
+    env.update(extra)
+    return env
+
+
+@dataclass
+class Job:
+    """One configuration to run: what a launcher needs.
+
+    A launcher calls :meth:`prepare` right before it starts the child, then runs
+    ``python -m grprune ARGS`` (:func:`start_child`) with ``env`` and stderr appended
+    to ``log``, in ``cwd``.
+
+    Attributes
+    ----------
+    conf : Configuration
+    run_dir : Path
+        Absolute run directory.
+    args : list of str
+        Arguments of ``python -m grprune`` (:func:`child_args`).
+    env : dict
+        Environment variables to set for the child (on top of the launcher's own).
+    log : Path
+        The run's ``sweep.log``; the child's stderr is appended to it.
+    cwd : str
+        Working directory of the child (the sweep's).
+    log_offset : int
+        Size of the log before this attempt (its tail goes into ``error.json``).
+    started : float
+        When the launcher started it (seconds since the epoch).
+    """
+
+    conf: Configuration
+    run_dir: Path
+    env: dict[str, str]
+    args: list[str] = field(default_factory=list)
+    log: Path = Path()
+    cwd: str = ""
+    log_offset: int = 0
+    started: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.args = self.args or child_args(self.conf, self.run_dir)
+        self.log = self.run_dir / LOG
+        self.cwd = self.cwd or os.getcwd()
+
+    def prepare(self) -> None:
+        """Write ``config.json``, remove a stale ``error.json``, start the log's entry."""
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        (self.run_dir / ERROR).unlink(missing_ok=True)
+        R.atomic_write_json(self.run_dir / R.CONFIG, self.conf.cfg)
+        header = f"=== grprune sweep {now()}: python -m grprune {shlex.join(self.args)}\n"
+        with open(self.log, "ab") as fh:
+            fh.write(header.encode())
+            self.log_offset = fh.tell()
+        self.started = time.time()
+
+
+def start_child(args: Sequence[str], env: dict[str, str], log: str | Path, cwd: str | None):
+    """Start ``python -m grprune ARGS`` with stderr appended to ``log``.
+
+    Parameters
+    ----------
+    args : sequence of str
+        Arguments after ``python -m grprune``.
+    env : dict
+        Extra environment variables (see :func:`child_environ`).
+    log : path
+        The log file.
+    cwd : str, optional
+        Working directory; ignored when it does not exist here (another machine).
+
+    Returns
+    -------
+    subprocess.Popen
+    """
+    import subprocess
+    with open(log, "ab") as fh:
+        return subprocess.Popen([sys.executable, "-m", "grprune", *args],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=fh, env=child_environ(env),
+                                cwd=cwd if cwd and os.path.isdir(cwd) else None)
+
+
+def _tail(job: Job) -> list[str]:
+    try:
+        with open(job.log, "rb") as fh:
+            fh.seek(job.log_offset)
+            text = fh.read().decode("utf-8", "replace")
+    except OSError:
+        return []
+    return text.splitlines()[-TAIL_LINES:]
+
+
+def _one_line(lines: list[str], returncode: int | None) -> str:
+    for line in reversed(lines):
+        if line.startswith("grprune: error:"):
+            return line[len("grprune: "):].strip()
+    for line in reversed(lines):
+        if line.strip() and not line.startswith((" ", "\t", "Traceback", "===")):
+            return line.strip()
+    if returncode is not None and returncode < 0:
+        return f"killed by signal {-returncode}"
+    return f"exited with code {returncode}"
+
+
+def finish_job(job: Job, returncode: int | None, error: str | None = None) -> tuple[bool, str]:
+    """Check a finished child's run directory; write ``error.json`` if it failed.
+
+    Parameters
+    ----------
+    job : Job
+    returncode : int or None
+        The child's exit status (None when the launcher lost it).
+    error : str, optional
+        The launcher's own error (a crashed Ray worker), if any.
+
+    Returns
+    -------
+    (ok, message)
+        ``ok`` when the run's summary is there and its config has the planned hash;
+        otherwise ``message`` is the one-line error, also in ``error.json``.
+    """
+    cfg = job.conf.cfg
+    summary = R.read_json(job.run_dir / R.SUMMARY)
+    written = R.read_json(job.run_dir / R.CONFIG)
+    if returncode == 0 and error is None and summary is not None and isinstance(written, dict):
+        if same_run(written, cfg):
+            (job.run_dir / ERROR).unlink(missing_ok=True)
+            return True, ""
+        error = (f"the run wrote configuration {written.get('hash')} instead of the planned "
+                 f"{cfg['hash']}")
+    lines = _tail(job)
+    message = error or _one_line(lines, returncode)
+    if returncode == 0 and error is None:
+        message = f"exited with code 0 but wrote no {R.SUMMARY}"
+    R.atomic_write_json(job.run_dir / ERROR, {
+        "message": message, "returncode": returncode, "time": now(),
+        "command": "python -m grprune " + shlex.join(job.args), "hash": cfg["hash"],
+        "log": LOG, "stderr_tail": lines})
+    return False, message
+
+
+@dataclass
+class Outcome:
+    """What a sweep did.
+
+    Attributes
+    ----------
+    done : list of Path
+        Run directories completed now.
+    skipped : list of Path
+        Already finished; not run.
+    failed : list of (Path, str)
+        Run directories whose run failed, with the one-line error.
+    foreign : list of (Path, str)
+        Planned run directories occupied by something else; not run.
+    """
+
+    done: list[Path] = field(default_factory=list)
+    skipped: list[Path] = field(default_factory=list)
+    failed: list[tuple[Path, str]] = field(default_factory=list)
+    foreign: list[tuple[Path, str]] = field(default_factory=list)
+
+
+Launch = Callable[..., None]
+
+
+def run_sweep(expansion: Expansion, root: Path, launch: Launch, *, env: dict[str, str],
+              on_start: Callable[[Job], None] | None = None,
+              on_done: Callable[[Job, bool, str], None] | None = None,
+              outcome: Outcome | None = None) -> Outcome:
+    """Run every configuration that is not finished, with ``launch``.
+
+    Parameters
+    ----------
+    expansion : Expansion
+        The sweep's configurations.
+    root : Path
+        The sweep root (absolute).
+    launch : callable
+        ``launch(jobs, on_start, on_done)`` runs the jobs' children and calls
+        ``on_done(job, returncode, error)`` as each ends (see
+        :mod:`grprune.sweep.launchers`).
+    env : dict
+        Environment variables for every child.
+    on_start, on_done : callable, optional
+        Progress callbacks: ``on_start(job)``, ``on_done(job, ok, message)``.
+    outcome : Outcome, optional
+        Filled in as runs end (so a caller sees partial results after Ctrl-C).
+
+    Returns
+    -------
+    Outcome
+    """
+    outcome = outcome if outcome is not None else Outcome()
+    jobs = []
+    for conf in expansion.configs:
+        run_dir = run_dir_of(conf, root)
+        status, detail = run_status(conf.cfg, run_dir)
+        if status == "finished":
+            outcome.skipped.append(run_dir)
+        elif status == "foreign":
+            outcome.foreign.append((run_dir, detail))
+        else:
+            jobs.append(conf)
+    prepared = [Job(conf, run_dir_of(conf, root), dict(env)) for conf in jobs]
+
+    def started(job: Job) -> None:
+        if on_start is not None:
+            on_start(job)
+
+    def done(job: Job, returncode: int | None, error: str | None = None) -> None:
+        ok, message = finish_job(job, returncode, error)
+        if ok:
+            outcome.done.append(job.run_dir)
+        else:
+            outcome.failed.append((job.run_dir, message))
+        if on_done is not None:
+            on_done(job, ok, message)
+
+    if prepared:
+        launch(prepared, started, done)
+    return outcome

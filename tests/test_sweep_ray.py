@@ -1,0 +1,59 @@
+"""``grprune sweep --launcher ray``: the mini sweep as Ray tasks on a local Ray instance."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+ray = pytest.importorskip("ray")
+
+from grprune import results as R  # noqa: E402
+from grprune.cli import main  # noqa: E402
+from grprune.sweep import ERROR, LOG, PLAN, expand, grid_from_options, run_status  # noqa: E402
+from grprune.sweep.plan import run_dir_of  # noqa: E402
+
+
+@pytest.fixture(scope="module", autouse=True)
+def molbbbp_cache():
+    """Build the session's ogbg-molbbbp cache once here, not in two children at once."""
+    from grprune.data import load_dataset
+    load_dataset("ogbg-molbbbp")
+
+
+def test_ray_sweep_runs_every_configuration_and_shuts_ray_down(tmp_path):
+    root = tmp_path / "sw"
+    args = ["sweep", "--launcher", "ray", "--workers", "2", "-H", "reg.size.eta=0.75,0.85",
+            "--seeds", "0", "--epochs", "2", "-H", "data.limit=48", "--out", str(root),
+            "--progress", "plain"]
+    res = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    assert "ray launcher, 2 workers" in res.output
+    assert "2 done, 0 skipped (already finished), 0 failed" in res.output
+    assert not ray.is_initialized()  # the instance the sweep started is shut down
+    ex = expand([grid_from_options(seeds="0", epochs="2",
+                                   hparams=["reg.size.eta=0.75,0.85", "data.limit=48"])])
+    plan = json.loads((root / PLAN).read_text())
+    assert [c["hash"] for c in plan["configs"]] == [c.hash for c in ex.configs]
+    for conf in ex.configs:
+        run_dir = run_dir_of(conf, root)
+        assert run_status(conf.cfg, run_dir)[0] == "finished"
+        assert (run_dir / LOG).is_file() and not (run_dir / ERROR).exists()
+        assert len(R.read_records(run_dir / R.RESULTS)) == 2
+    # the same sweep again: everything is finished, Ray runs nothing
+    res = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert res.exit_code == 0 and "0 done, 2 skipped" in res.output
+
+
+def test_ray_sweep_reports_a_failed_run(tmp_path):
+    root = tmp_path / "sw"
+    res = CliRunner().invoke(main, [
+        "sweep", "--launcher", "ray", "--workers", "1", "-H", "train.lr=-1", "--seeds", "0",
+        "--epochs", "2", "-H", "data.limit=48", "--out", str(root), "--progress", "none"],
+        catch_exceptions=False)
+    assert res.exit_code == 1, res.output
+    assert "ValueError: Invalid learning rate: -1.0" in res.output
+    (run_dir,) = [p for p in root.glob("*/*") if p.is_dir()]
+    error = json.loads((run_dir / ERROR).read_text())
+    assert error["returncode"] == 1 and error["message"].startswith("ValueError")
