@@ -56,16 +56,9 @@ def read_smiles_csv(path: str | Path, column: str | None = None) -> list[str]:
         If the file is missing or unreadable, or has no such column (the
         message lists the columns).
     """
-    import pandas as pd
+    from grprune.data.molecules import read_text_csv
     path = Path(path)
-    if not path.is_file():
-        raise GrpruneError(f"--csv {path}: file not found")
-    try:
-        df = pd.read_csv(path, dtype=str, keep_default_na=False, compression="infer")
-    except pd.errors.EmptyDataError:
-        raise GrpruneError(f"--csv {path} is empty") from None
-    except Exception as exc:
-        raise GrpruneError(f"cannot read --csv {path}: {type(exc).__name__}: {exc}") from None
+    df = read_text_csv(path, "--csv")
     want = column or "smiles"
     cols = [str(c) for c in df.columns]
     match = [c for c in cols if c == want] or [c for c in cols if c.lower() == want.lower()]

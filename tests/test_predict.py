@@ -101,7 +101,7 @@ def test_predict_smiles_options_and_exit_codes(bbbp_run):
     assert res.exit_code == 1 and "no molecule could be scored" in res.output
     for args, msg in [([], "either --smiles"),
                       (["--smiles", "C", "--csv", "x.csv"], "either --smiles"),
-                      (["--csv", "missing.csv"], "file not found")]:
+                      (["--csv", "missing.csv"], "--csv not found")]:
         res = _cli("predict", bbbp_run, *args)
         assert res.exit_code == 2 and msg in res.output, res.output
 

@@ -191,6 +191,35 @@ def file_sha256(path: str | Path) -> str:
     return h.hexdigest()
 
 
+
+def read_text_csv(path: str | Path, what: str, hint: str = "") -> pd.DataFrame:
+    """A CSV file (plain or compressed, inferred from the suffix) with every cell a string.
+
+    Missing cells are ``""``, never NaN.
+
+    Parameters
+    ----------
+    path : str or Path
+    what : str
+        How messages name the file (``"data file"``, ``"--csv"``).
+    hint : str
+        Appended to the message of an unreadable file.
+
+    Raises
+    ------
+    DataError
+        If the file is missing, empty or unreadable (gzip, parser or decoding errors).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{what} not found: {path}")
+    try:
+        return pd.read_csv(path, dtype=str, keep_default_na=False, compression="infer")
+    except pd.errors.EmptyDataError:
+        raise DataError(f"{what} {path} is empty") from None
+    except Exception as exc:  # gzip/zlib/EOF/parser/decoding errors
+        raise DataError(f"cannot read {what} {path}: {type(exc).__name__}: {exc}{hint}") from None
+
 def read_molecule_csv(
     path: str | Path, smiles_column: str, label_column: str
 ) -> tuple[list[str], np.ndarray]:
@@ -217,17 +246,8 @@ def read_molecule_csv(
         names the row).
     """
     path = Path(path)
-    if not path.is_file():
-        raise DataError(f"data file not found: {path}")
-    try:
-        df = pd.read_csv(path, dtype=str, keep_default_na=False, compression="infer")
-    except pd.errors.EmptyDataError:
-        raise DataError(f"data file {path} is empty") from None
-    except Exception as exc:  # gzip/zlib/EOF/parser/decoding errors
-        raise DataError(
-            f"cannot read CSV file {path}: {type(exc).__name__}: {exc} "
-            "(the file is corrupt or truncated; restore or re-download it)"
-        ) from None
+    df = read_text_csv(path, "data file", hint=" (the file is corrupt or truncated; "
+                                               "restore or re-download it)")
     for col in (smiles_column, label_column):
         if col not in df.columns:
             raise DataError(
