@@ -91,6 +91,12 @@ class GraphBatch:
             moved[f.name] = value
         return replace(self, **moved)
 
+    def local_edges(self) -> tuple[Tensor, Tensor]:
+        """``src`` and ``dst`` as node ids inside each edge's own graph, two (E,) int64 tensors."""
+        node_offset = torch.cumsum(self.num_nodes, 0) - self.num_nodes
+        shift = node_offset[self.edge_graph]
+        return self.src - shift, self.dst - shift
+
     def pin_memory(self) -> "GraphBatch":
         """Pinned copy (used by ``DataLoader(pin_memory=True)`` for CUDA)."""
         pinned = {f.name: getattr(self, f.name).pin_memory()

@@ -42,9 +42,8 @@ from typing import Any, Iterable, Iterator, Sequence
 from grprune import results as R
 from grprune.config import SECTIONS, VOLATILE_KEYS
 from grprune.errors import GrpruneError
+from grprune.sweep.plan import ERROR as ERROR_FILE, PLAN as SWEEP_FILE
 
-SWEEP_FILE = "sweep.json"
-ERROR_FILE = "error.json"
 SELECT_RULES = ("valid", "oracle", "all")
 LAYOUTS = ("table", "ablation", "long")
 #: ``train.seed`` and the keys that do not change results are not hyperparameters
@@ -283,7 +282,7 @@ def _read_error(path: Path) -> str:
     if why is not None:
         return f"failed ({why})"
     if isinstance(data, dict):
-        msg = data.get("error") or data.get("message") or json.dumps(data)
+        msg = data.get("message") or json.dumps(data)
     else:
         msg = data
     return _one_line(msg)
@@ -415,7 +414,7 @@ def sweep_report(scan: Scan) -> list[dict]:
 
     ``sweep.json`` (written by ``grprune sweep``, see :mod:`grprune.sweep`) lists
     the planned configurations: ``{"configs": [{"hash": ..., "run_dir": "<relative
-    run dir>", "values": {...}}, ...]}`` (``"runs"`` / ``"dir"`` are read too).
+    run dir>", "values": {...}}, ...]}``.
     Planned runs are counted per ``<dataset>/<method>`` of their run directory
     (``<root>/<dataset>/<method>-seed<seed>-<hash>``).
 
@@ -443,14 +442,14 @@ def sweep_report(scan: Scan) -> list[dict]:
         data, why = _load(sweep_path)
         entries = None
         if isinstance(data, dict):
-            entries = data.get("configs", data.get("runs"))
+            entries = data.get("configs")
         if why is not None or not isinstance(entries, list):
             scan.problems.append(Problem(sweep_path, "corrupt",
                                          why or "sweep.json has no 'configs' list"))
             continue
         groups: dict[str, dict] = {}
         for entry in entries:
-            rel = entry.get("run_dir") or entry.get("dir") if isinstance(entry, dict) else None
+            rel = entry.get("run_dir") if isinstance(entry, dict) else None
             if not rel:
                 continue
             rel = Path(rel)

@@ -33,6 +33,7 @@ from grprune import results as R
 from grprune.batch import GraphBatch, collate
 from grprune.compat import dgl  # noqa: F401  (DGL import order)
 from grprune.errors import GrpruneError
+from grprune.run import load_config_dataset
 from grprune.model import GraphClassifier
 
 #: graphs per batch when scoring
@@ -166,13 +167,6 @@ class GraphScore:
         return gt
 
 
-def _draws(model: GraphClassifier, use_selector: bool) -> int:
-    sel = model.selector
-    if sel is not None and use_selector and sel.hparams.get("eval_mode") == "sample":
-        return max(1, int(sel.hparams.get("eval_samples", 1)))
-    return 1
-
-
 @torch.no_grad()
 def score_batch(model: GraphClassifier, batch: GraphBatch, *, use_selector: bool = True
                 ) -> list[GraphScore]:
@@ -194,11 +188,7 @@ def score_batch(model: GraphClassifier, batch: GraphBatch, *, use_selector: bool
     model.eval()
     device = next(model.parameters()).device
     batch = batch.to(device)
-    draws = _draws(model, use_selector)
-    prob = 0.0
-    for _ in range(draws):
-        out = model(batch, use_selector=use_selector)
-        prob = prob + torch.softmax(out.logits, -1) / draws
+    prob, out = model.predict(batch, use_selector=use_selector)
     s = out.selection
     e = batch.src.numel()
     if s is not None:
@@ -206,9 +196,7 @@ def score_batch(model: GraphClassifier, batch: GraphBatch, *, use_selector: bool
     else:
         logits = torch.full((e,), float("inf"), device=device)
         eprob = weight = torch.ones(e, device=device)
-    node_offset = torch.cumsum(batch.num_nodes, 0) - batch.num_nodes
-    local_src = (batch.src - node_offset[batch.edge_graph]).cpu().numpy()
-    local_dst = (batch.dst - node_offset[batch.edge_graph]).cpu().numpy()
+    local_src, local_dst = (t.cpu().numpy() for t in batch.local_edges())
     logits = logits.float().cpu().numpy()
     eprob, weight = eprob.float().cpu().numpy(), weight.float().cpu().numpy()
     gt = batch.edge_gt.cpu().numpy().astype(np.int64) if batch.edge_gt is not None else None
@@ -339,7 +327,7 @@ class Run:
             As :func:`grprune.data.load_dataset`.
         """
         if self._dataset is None:
-            self._dataset = _load_dataset(self.cfg)
+            self._dataset = load_config_dataset(self.cfg)
         return self._dataset
 
     def part_indices(self, dataset, part: str) -> np.ndarray:
@@ -362,15 +350,6 @@ class Run:
         """:func:`score_graphs` with this run's model and evaluation rule."""
         return score_graphs(self.model, graphs, use_selector=self.use_selector,
                             batch_size=batch_size)
-
-
-def _load_dataset(cfg: dict):
-    """The dataset of a resolved config, loaded as :func:`grprune.run.execute` loads it."""
-    from grprune.data import load_dataset
-    d = cfg["data"]
-    kwargs = {k: v for k, v in d.items() if k not in ("name", "root", "download", "limit")}
-    return load_dataset(d["name"], root=d.get("root") or None,
-                        download=bool(d.get("download", False)), **kwargs)
 
 
 def load_run(run_dir: str | Path, device: str = "cpu") -> Run:
@@ -415,7 +394,7 @@ def load_run(run_dir: str | Path, device: str = "cpu") -> Run:
     dataset = None
     dims = summary.get("model")
     if not isinstance(dims, dict):  # runs finished before summary["model"] existed
-        dataset = _load_dataset(cfg)
+        dataset = load_config_dataset(cfg)
         dims = model_dims(dataset)
     model, _ = build_model_from_dims(cfg, dims)
     try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import torch
 from torch import Tensor, nn
 
 from grprune.batch import GraphBatch, segment_mean, segment_sum
@@ -81,3 +82,23 @@ class GraphClassifier(nn.Module):
         out = self.encode(batch, selection.edge_weight)
         out.selection = selection
         return out
+
+    def predict(self, batch: GraphBatch, use_selector: bool = True) -> tuple[Tensor, ModelOutput]:
+        """Class probabilities as evaluation computes them (call in eval mode, no grad).
+
+        With a selector whose ``eval_mode`` is ``sample``, the probabilities are
+        averaged over ``eval_samples`` fresh masks; otherwise one forward pass.
+
+        Returns
+        -------
+        (prob, output) : Tensor of shape (B, C), and the last pass's ModelOutput
+        """
+        draws = 1
+        sel = self.selector
+        if sel is not None and use_selector and sel.hparams["eval_mode"] == "sample":
+            draws = max(1, int(sel.hparams["eval_samples"]))
+        prob = 0.0
+        for _ in range(draws):
+            out = self.forward(batch, use_selector=use_selector)
+            prob = prob + torch.softmax(out.logits, -1) / draws
+        return prob, out

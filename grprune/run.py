@@ -15,6 +15,15 @@ from grprune.errors import GrpruneError
 RUN_FILES = (R.RESULTS, R.STATE, R.CHECKPOINT, R.EDGE_PROBS, R.SUMMARY)
 
 
+def load_config_dataset(cfg: dict):
+    """The dataset a resolved config trains on (``data.limit`` is applied by the trainer)."""
+    from grprune.data import load_dataset
+    d = cfg["data"]
+    params = {k: v for k, v in d.items() if k not in ("name", "root", "download", "limit")}
+    return load_dataset(d["name"], root=d.get("root") or None,
+                        download=bool(d.get("download", False)), **params)
+
+
 def default_run_dir(cfg: dict, root: str | Path = "runs") -> Path:
     """``runs/<dataset>/<method>-seed<seed>-<hash>`` for a resolved config."""
     method = "+".join(cfg["reg"]) or "erm"
@@ -72,7 +81,6 @@ def execute(cfg: dict, run_dir: str | Path, *, force: bool = False,
 
     ``status`` is ``"finished"`` (nothing done), ``"resumed"`` or ``"completed"``.
     """
-    from grprune.data import load_dataset
     from grprune.train import Trainer
 
     run_dir = Path(run_dir)
@@ -82,10 +90,7 @@ def execute(cfg: dict, run_dir: str | Path, *, force: bool = False,
     run_dir.mkdir(parents=True, exist_ok=True)
     R.atomic_write_json(run_dir / R.CONFIG, cfg)
     t0 = time.perf_counter()
-    d = cfg["data"]
-    ds_kwargs = {k: v for k, v in d.items() if k not in ("name", "root", "download", "limit")}
-    dataset = load_dataset(d["name"], root=d["root"] or None, download=d["download"],
-                           **ds_kwargs)
+    dataset = load_config_dataset(cfg)
     load_s = time.perf_counter() - t0
     if status == "resume":
         log(f"resuming {run_dir} after epoch {payload['epoch']}")

@@ -241,19 +241,12 @@ class Trainer:
                  collect_edges: bool = False) -> tuple[Evaluation, dict | None]:
         """Metric, class probabilities and kept-edge fraction on a split."""
         self.model.eval()
-        sel = self.model.selector
-        draws = 1
-        if sel is not None and use_selector and sel.hparams["eval_mode"] == "sample":
-            draws = max(1, int(sel.hparams["eval_samples"]))
         probs, labels, edges = [], [], 0
         kept = torch.zeros((), device=self.device)
         edge_parts: dict[str, list] = {k: [] for k in ("index", "num_edges", "src", "dst",
                                                        "prob", "weight", "gt")}
         for batch in self._batches(split):
-            p = 0.0
-            for _ in range(draws):
-                out = self.model(batch, use_selector=use_selector)
-                p = p + torch.softmax(out.logits, -1) / draws
+            p, out = self.model.predict(batch, use_selector=use_selector)
             probs.append(p.cpu())
             labels.append(batch.y.cpu())
             edges += batch.src.numel()
@@ -269,9 +262,7 @@ class Trainer:
 
     @staticmethod
     def _collect_edges(batch: GraphBatch, s, parts: dict) -> None:
-        node_offset = torch.cumsum(batch.num_nodes, 0) - batch.num_nodes
-        local_src = batch.src - node_offset[batch.edge_graph]
-        local_dst = batch.dst - node_offset[batch.edge_graph]
+        local_src, local_dst = batch.local_edges()
         ones = torch.ones_like(batch.src, dtype=torch.float32)
         parts["index"].append(batch.index.cpu())
         parts["num_edges"].append(batch.num_edges.cpu())

@@ -417,9 +417,9 @@ def test_sweep_with_nothing_finished_exits_1(tmp_path):
     d = default_run_dir(cfg, tmp_path)
     d.mkdir(parents=True)
     R.atomic_write_json(d / R.CONFIG, cfg)
-    R.atomic_write_json(d / "error.json", {"error": "boom"})  # the brief's layout of sweep.json
-    R.atomic_write_json(tmp_path / "sweep.json", {"version": 1, "runs": [
-        {"hash": cfg["hash"], "dir": str(d.relative_to(tmp_path)), "values": {}}]})
+    R.atomic_write_json(d / "error.json", {"message": "boom"})
+    R.atomic_write_json(tmp_path / "sweep.json", {"version": 1, "configs": [
+        {"hash": cfg["hash"], "run_dir": str(d.relative_to(tmp_path)), "values": {}}]})
     res = collect(tmp_path)
     assert res.exit_code == 1
     assert "no finished runs" in res.stderr and "failed: " in res.stderr and "boom" in res.stderr

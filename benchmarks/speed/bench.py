@@ -77,16 +77,14 @@ def measure(data: str, method: str, device: str, epochs: int, limit: int, thread
     import torch
     torch.set_num_threads(threads)
     from grprune.config import resolve_config
-    from grprune.data import load_dataset
+    from grprune.run import load_config_dataset
     from grprune.train import Trainer
 
     flags = {"train.device": device, "train.warmup_epochs": 0, "train.eval_train": False,
              "train.progress": "none", "data.limit": limit, **DATASETS[data]}
     cfg = resolve_config(data=data, reg=METHODS[method]["reg"], flags=flags)
     t0 = time.perf_counter()
-    ds_kwargs = {k: v for k, v in cfg["data"].items()
-                 if k not in ("name", "root", "download", "limit")}
-    dataset = load_dataset(data, **ds_kwargs)
+    dataset = load_config_dataset(cfg)
     load_s = time.perf_counter() - t0
     trainer = Trainer(cfg, dataset, Path(tempfile.mkdtemp()))  # fit() is not called
     dev = trainer.device

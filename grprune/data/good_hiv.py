@@ -419,6 +419,18 @@ def _as_parts(train, ood_valid, ood_test, id_valid, id_test) -> dict[str, np.nda
              ("id-valid", id_valid), ("id-test", id_test))}
 
 
+def _cut_at_domain_changes(walk: list[int], domain: np.ndarray, cuts) -> list[int]:
+    """Group of each position of ``walk``: group ``g + 1`` starts at the first domain
+    change at or after position ``cuts[g]`` (GOOD moves each cut to a domain boundary)."""
+    out, group, prev = [], 0, None
+    for pos, i in enumerate(walk):
+        if group < len(cuts) and pos >= cuts[group] and prev is not None and domain[i] != prev:
+            group += 1
+        prev = domain[i]
+        out.append(group)
+    return out
+
+
 def covariate_split(domain: np.ndarray, order: np.ndarray, rng: random.Random,
                     largest_first: bool = False) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """GOOD's covariate-shift split (module docstring).
@@ -446,23 +458,15 @@ def covariate_split(domain: np.ndarray, order: np.ndarray, rng: random.Random,
     n = len(walk)
     cuts = (int(n * COVARIATE_FRACTIONS[0]), int(n * sum(COVARIATE_FRACTIONS)))
     groups: list[list[int]] = [[], [], []]
-    part, prev = 0, None
-    for pos, i in enumerate(walk):
-        if part < 2 and pos >= cuts[part] and prev is not None and domain[i] != prev:
-            part += 1
-        prev = domain[i]
+    for i, part in zip(walk, _cut_at_domain_changes(walk, domain, cuts)):
         groups[part].append(i)
     pool, ood_valid, ood_test = groups
     rng.shuffle(pool)
     train, id_valid, id_test = _carve(pool, int(n * COVARIATE_ID_FRACTION))
     envs = np.full(n, -1, dtype=np.int64)
     per_env = len(train) // COVARIATE_NUM_ENVS
-    env, prev = -1, None
-    for pos, i in enumerate(train):
-        if env < COVARIATE_NUM_ENVS - 1 and pos >= (env + 1) * per_env and domain[i] != prev:
-            env += 1
-        prev = domain[i]
-        envs[i] = env
+    env_cuts = [per_env * (k + 1) for k in range(COVARIATE_NUM_ENVS - 1)]
+    envs[train] = _cut_at_domain_changes(train, domain, env_cuts)
     return _as_parts(train, ood_valid, ood_test, id_valid, id_test), envs
 
 

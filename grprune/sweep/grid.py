@@ -439,26 +439,38 @@ def _resolve(point: Mapping[str, Any], fixed: Mapping[str, Any],
                           overrides=overrides, file=fixed.get("config"))
 
 
-def applies(key: str, cfg: Mapping[str, Any]) -> bool:
-    """Whether the ``-H`` key names a hyperparameter of a part of ``cfg``.
+_MISSING = object()
 
-    ``reg.size.eta`` applies when ``size`` is one of the regularizers and declares
-    ``eta``; ``selector.tau`` when there is a selector that declares ``tau``.
+
+def _lookup(key: str, cfg: Mapping[str, Any]) -> Any:
+    """The value of a namespaced key (``reg.size.eta``, ``selector.tau``) in ``cfg``.
+
+    ``_MISSING`` when the configuration lacks it: an unknown regularizer, one not
+    in ``cfg``, a key its part does not declare, or a ``name``.
     """
     section, _, rest = key.partition(".")
     if section not in cfg or rest == "name":
-        return False
+        return _MISSING
     if section == "reg":
         from grprune.regularizers import REGULARIZERS
         name, _, hp = rest.partition(".")
         try:
             name = REGULARIZERS.canonical(name)
         except GrpruneError:
-            return False
-        return hp in cfg["reg"].get(name, {})
-    if section == "selector" and cfg["selector"]["name"] == "none":
+            return _MISSING
+        return cfg["reg"].get(name, {}).get(hp, _MISSING)
+    return cfg[section].get(rest, _MISSING)
+
+
+def applies(key: str, cfg: Mapping[str, Any]) -> bool:
+    """Whether the ``-H`` key names a hyperparameter of a part of ``cfg``.
+
+    ``reg.size.eta`` applies when ``size`` is one of the regularizers and declares
+    ``eta``; ``selector.tau`` when there is a selector that declares ``tau``.
+    """
+    if key.startswith("selector.") and cfg["selector"]["name"] == "none":
         return False
-    return rest in cfg[section]
+    return _lookup(key, cfg) is not _MISSING
 
 
 def value_of(axis: str, conf: Configuration) -> Any:
@@ -478,16 +490,8 @@ def value_of(axis: str, conf: Configuration) -> Any:
         return ",".join(cfg["reg"]) or "none"
     if any(d.split("=", 1)[0] == axis for d in conf.dropped):
         return None
-    section, _, rest = axis.partition(".")
-    if section == "reg":
-        from grprune.regularizers import REGULARIZERS
-        name, _, hp = rest.partition(".")
-        try:
-            name = REGULARIZERS.canonical(name)
-        except GrpruneError:
-            return None
-        return cfg["reg"].get(name, {}).get(hp)
-    return cfg.get(section, {}).get(rest)
+    value = _lookup(axis, cfg)
+    return None if value is _MISSING else value
 
 
 def dropped_text(dropped: Sequence[str]) -> str:
