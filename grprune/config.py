@@ -28,7 +28,7 @@ from grprune.hparams import Configurable
 SECTIONS = ("data", "selector", "encoder", "reg", "train")
 #: keys that do not change results and so are left out of the config hash
 VOLATILE_KEYS = {("data", "root"), ("data", "download"), ("train", "device"),
-                 ("train", "progress")}
+                 ("train", "progress"), ("train", "loader_workers")}
 
 
 class TrainSettings(Configurable):
@@ -36,7 +36,7 @@ class TrainSettings(Configurable):
 
     defaults = {"epochs": 100, "batch_size": 64, "lr": 1e-3, "weight_decay": 0.0,
                 "warmup_epochs": 0, "patience": 0, "seed": 0, "device": "auto",
-                "eval_train": True, "progress": "auto"}
+                "eval_train": True, "progress": "auto", "loader_workers": 0}
     help = {
         "epochs": "training epochs (paper: 100)",
         "batch_size": "graphs per batch (paper: 64)",
@@ -50,6 +50,8 @@ class TrainSettings(Configurable):
         "device": "auto (CUDA when present), cpu, cuda or cuda:N",
         "eval_train": "also evaluate the training split every epoch",
         "progress": "auto (rich on a terminal, plain lines otherwise), rich, plain or none",
+        "loader_workers": "processes that batch the training split while the model trains "
+                          "(0 = batch in the training process; same batches either way)",
     }
     choices = {"progress": ("auto", "rich", "plain", "none")}
 

@@ -172,6 +172,9 @@ class Trainer:
         self.splits = self._splits()
         self.loader_gen = torch.Generator().manual_seed(self.tc["seed"])
         self.loaders = {s: self._loader(s) for s in self.splits}
+        # valid/test batches are the same every epoch: batched and moved once, then reused
+        self._cached_batches: dict[str, list[GraphBatch]] = {}
+        self._train_passes = 0
 
     # -- data ---------------------------------------------------------------
     def _splits(self) -> dict[str, np.ndarray]:
@@ -187,14 +190,40 @@ class Trainer:
     def _loader(self, split: str):
         from dgl.dataloading import GraphDataLoader
         subset = torch.utils.data.Subset(self.dataset, self.splits[split].tolist())
+        workers = self.tc["loader_workers"] if split == "train" else 0
         return GraphDataLoader(subset, batch_size=self.tc["batch_size"],
                                shuffle=(split == "train"), collate_fn=collate,
                                generator=self.loader_gen if split == "train" else None,
-                               pin_memory=self.device.type == "cuda")
+                               pin_memory=self.device.type == "cuda",
+                               num_workers=workers, persistent_workers=workers > 0)
 
     def _batches(self, split: str):
+        """The split's batches on the device.
+
+        The training split is reshuffled (and re-batched, in ``train.loader_workers``
+        processes when set) every pass. The batches of ``valid`` and ``test``, which
+        are evaluated every epoch in a fixed order, are kept after their first full
+        pass, so later epochs neither batch nor copy them again.
+        """
+        if split in self._cached_batches:
+            yield from self._cached_batches[split]
+            return
+        keep: list[GraphBatch] | None = [] if split in ("valid", "test") else None
+        if split == "train":
+            if self.tc["loader_workers"] > 0 and self._train_passes > 0:
+                # A new single-process iterator draws a worker base seed from the loader's
+                # generator before shuffling; a persistent worker iterator is reused and
+                # does not. Drawing it here keeps the shuffles of every epoch identical to
+                # loader_workers = 0 (and so the numbers of a run).
+                torch.empty((), dtype=torch.int64).random_(generator=self.loader_gen)
+            self._train_passes += 1
         for batch in self.loaders[split]:
-            yield batch.to(self.device, non_blocking=True)
+            batch = batch.to(self.device, non_blocking=True)
+            if keep is not None:
+                keep.append(batch)
+            yield batch
+        if keep is not None:
+            self._cached_batches[split] = keep
 
     # -- one epoch ---------------------------------------------------------
     def train_epoch(self, epoch: int) -> dict[str, float]:
