@@ -605,6 +605,12 @@ def _value_text(value: Any) -> str:
     return str(value)
 
 
+def _kept_text(row: dict) -> str:
+    """Mean fraction of test edges kept at evaluation, e.g. ``0.987`` (``–`` if unknown)."""
+    kept = row.get("kept_edge_fraction_mean", float("nan"))
+    return "–" if kept is None or math.isnan(kept) else f"{kept:.3f}"
+
+
 def hparams_text(hparams: dict, short: bool = False) -> str:
     """``"reg.size.eta=0.5, train.lr=0.001"``; ``short`` drops the ``reg.`` prefix."""
     return ", ".join(f"{k[4:] if short and k.startswith('reg.') else k}={_value_text(v)}"
@@ -868,7 +874,7 @@ def to_markdown(rows: Sequence[dict], layout: str = "table", select: str | None 
     lines += [caption, ""]
     if layout == "long":
         head = ["dataset", "method", "reg", "selector", "n", "test", "valid", "ID test",
-                "hyperparameters", "chosen by"]
+                "test edges kept", "hyperparameters", "chosen by"]
         lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for r in rows:
             chosen = ", ".join(k for k, flag in (("valid", r["valid_choice"]),
@@ -877,7 +883,7 @@ def to_markdown(rows: Sequence[dict], layout: str = "table", select: str | None 
                 r["column"], r["method"], r["reg"] or "none", r["selector"], str(r["n"]),
                 pm(r["test_mean"], r["test_std"]), pm(r["valid_mean"], r["valid_std"]),
                 "–" if math.isnan(r["id_test_mean"]) else pm(r["id_test_mean"], r["id_test_std"]),
-                hparams_text(r["hparams"]) or "–", chosen or "–"]) + " |")
+                _kept_text(r), hparams_text(r["hparams"]) or "–", chosen or "–"]) + " |")
     else:
         rlabels, columns, cells = _grid(rows, layout, select)
         best = {}
@@ -980,10 +986,10 @@ def rich_table(rows: Sequence[dict], layout: str = "table", select: str | None =
     title = f"{_title(select, layout)}: test {_metric_text(rows)} (%)"
     table = Table(title=title, show_lines=layout != "long")
     if layout == "long":
-        for col in ("dataset", "method", "reg", "n", "test", "valid", "ID test",
+        for col in ("dataset", "method", "reg", "n", "test", "valid", "ID test", "kept",
                     "hyperparameters", "chosen"):
-            table.add_column(col, justify="right" if col in ("n", "test", "valid", "ID test")
-                             else "left")
+            table.add_column(col, justify="right" if col in ("n", "test", "valid", "ID test",
+                                                             "kept") else "left")
         for r in rows:
             chosen = "/".join(k for k, f in (("valid", r["valid_choice"]),
                                              ("oracle", r["oracle_choice"])) if f)
@@ -992,7 +998,7 @@ def rich_table(rows: Sequence[dict], layout: str = "table", select: str | None =
             table.add_row(*map(escape, (
                 r["column"], r["method"], r["reg"] or "none", str(r["n"]),
                 pm(r["test_mean"], r["test_std"]), pm(r["valid_mean"], r["valid_std"]), idt,
-                hparams_text(r["hparams"]) or "–", chosen or "–")))
+                _kept_text(r), hparams_text(r["hparams"]) or "–", chosen or "–")))
         return table
     rlabels, columns, cells = _grid(rows, layout, select)
     table.add_column("method" if layout == "table" else "regularizers")

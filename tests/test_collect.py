@@ -154,6 +154,7 @@ def test_long_layout_and_out_prefix(tmp_path):
     md = (tmp_path / "tables" / "eta.md").read_text()
     assert md.count("| ogbg-molbbbp/scaffold | PrunE |") == 2
     assert "reg.size.eta=0.85" in md and "every setting listed" in md
+    assert "| test edges kept |" in md and "| 0.800 |" in md  # fake runs keep 0.8
     assert len(read_csv(tmp_path / "tables" / "eta.csv")) == 3
     assert not (tmp_path / "runs" / "results.md").exists()
 
