@@ -431,21 +431,22 @@ def _processes_mentioning(text: str) -> list[int]:
 @pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="needs /proc")
 def test_sigint_stops_the_sweep_and_its_children(tmp_path):
     root = tmp_path / "sw"
+    # many epochs, and the signal only once an epoch has been saved: the runs must be
+    # mid-way, however fast the machine
     proc = subprocess.Popen([sys.executable, "-m", "grprune", "sweep", "--seeds", "0-1",
-                             *SMALL, "--workers", "2", "--out", str(root),
+                             *SMALL, "--epochs", "500", "--workers", "2", "--out", str(root),
                              "--progress", "plain"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "OMP_NUM_THREADS": "1"})
-    deadline = time.monotonic() + 60
-    while not list(root.glob("*/*/config.json")) and time.monotonic() < deadline:
+    deadline = time.monotonic() + 120
+    while not list(root.glob("*/*/state.pt")) and time.monotonic() < deadline:
         time.sleep(0.1)
-    time.sleep(0.3)
     proc.send_signal(2)  # SIGINT, as Ctrl-C
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
     assert "run the same command again to resume" in err and "Traceback" not in err
     assert _processes_mentioning(str(root)) == []
-    ex = configs(seeds="0-1", epochs="2", hparams=["data.limit=48"])
+    ex = configs(seeds="0-1", epochs="500", hparams=["data.limit=48"])
     statuses = {run_status(c.cfg, run_dir_of(c, root))[0] for c in ex.configs}
     assert "interrupted" in statuses and "failed" not in statuses
     assert len(json.loads((root / PLAN).read_text())["configs"]) == 2
