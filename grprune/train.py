@@ -174,7 +174,6 @@ class Trainer:
         self.loaders = {s: self._loader(s) for s in self.splits}
         # valid/test batches are the same every epoch: batched and moved once, then reused
         self._cached_batches: dict[str, list[GraphBatch]] = {}
-        self._train_passes = 0
 
     # -- data ---------------------------------------------------------------
     def _splits(self) -> dict[str, np.ndarray]:
@@ -191,11 +190,14 @@ class Trainer:
         from dgl.dataloading import GraphDataLoader
         subset = torch.utils.data.Subset(self.dataset, self.splits[split].tolist())
         workers = self.tc["loader_workers"] if split == "train" else 0
+        # Workers are started anew each pass (not persistent): every new iterator draws
+        # one seed from the generator before shuffling, and a reused persistent iterator
+        # would skip it and shuffle differently from loader_workers = 0.
         return GraphDataLoader(subset, batch_size=self.tc["batch_size"],
                                shuffle=(split == "train"), collate_fn=collate,
                                generator=self.loader_gen if split == "train" else None,
                                pin_memory=self.device.type == "cuda",
-                               num_workers=workers, persistent_workers=workers > 0)
+                               num_workers=workers)
 
     def _batches(self, split: str):
         """The split's batches on the device.
@@ -209,14 +211,6 @@ class Trainer:
             yield from self._cached_batches[split]
             return
         keep: list[GraphBatch] | None = [] if split in ("valid", "test") else None
-        if split == "train":
-            if self.tc["loader_workers"] > 0 and self._train_passes > 0:
-                # A new single-process iterator draws a worker base seed from the loader's
-                # generator before shuffling; a persistent worker iterator is reused and
-                # does not. Drawing it here keeps the shuffles of every epoch identical to
-                # loader_workers = 0 (and so the numbers of a run).
-                torch.empty((), dtype=torch.int64).random_(generator=self.loader_gen)
-            self._train_passes += 1
         for batch in self.loaders[split]:
             batch = batch.to(self.device, non_blocking=True)
             if keep is not None:
