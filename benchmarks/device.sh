@@ -1,34 +1,67 @@
 #!/usr/bin/env bash
-# What this project's GPU sessions ran, on the lent machine (Python 3.12 with CUDA torch;
+# What this project's GPU sessions run on the lent machine (Python 3.12 with CUDA torch;
 # dgl/ogb/rdkit wheels carried in .whl/). Usage, from the repository root:
-#   bash benchmarks/device.sh start   # install, speed benchmark on CUDA, start the GOOD-Motif sweep
-#   bash benchmarks/device.sh wait S  # wait up to S seconds for the sweep, then pack results
-# Results land in $OUT (speed-cuda.jsonl, acc-motif.tgz without checkpoints, sweep.out).
+#   bash benchmarks/device.sh start [S]  # install, start the GOOD-Motif sweep, wait up to S s
+#   bash benchmarks/device.sh wait [S]   # wait up to S seconds more for the sweep
+#   bash benchmarks/device.sh bench      # CUDA speed benchmark (after the sweep: timings
+#                                        # taken beside 16 training runs would be meaningless)
+# Results land in $OUT: acc-motif.tgz (run folders without checkpoints), sweep.out,
+# speed-cuda.jsonl. Each call must follow the last within the machine's 30 s idle release.
+#
+# The 16 sweep workers share one GPU. Without help the GPU time-slices between their CUDA
+# contexts, so small-batch GNN steps from different processes never overlap; with
+# GRPRUNE_MPS=1 (the default) the script starts NVIDIA's Multi-Process Service daemon, which
+# lets their kernels run side by side, and falls back to plain sharing if the daemon or a
+# first CUDA call through it fails. MPS changes no setting of the card (no compute mode,
+# clocks or persistence) and ends with the machine.
 set -u
 t0=$(date +%s)
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
   --target /tmp/site .whl/*.whl >/dev/null 2>&1 || true
 export PYTHONPATH=/tmp/site:$PWD GRPRUNE_DATA_ROOT=/tmp/data PYTHONUNBUFFERED=1 OMP_NUM_THREADS=1
+export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
+WORKERS=${GRPRUNE_WORKERS:-16}
 pack() {
   tar czf "$OUT/acc-motif.tgz" --exclude=checkpoint.pt --exclude=state.pt \
     --exclude=edge_probs.npz -C /tmp acc-motif 2>/dev/null
   cp /tmp/sweep.out "$OUT/" 2>/dev/null
   grep -c '^sweep: done' /tmp/sweep.out 2>/dev/null
 }
+start_mps() {
+  command -v nvidia-cuda-mps-control >/dev/null || { echo "mps: no daemon binary"; return; }
+  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+  if nvidia-cuda-mps-control -d && timeout 90 python3 -c \
+      "import torch; assert float(torch.ones(4, device='cuda').sum()) == 4.0"; then
+    echo "mps: on"
+  else
+    echo quit | nvidia-cuda-mps-control 2>/dev/null; sleep 2; echo "mps: off (failed)"
+  fi
+}
 case ${1:-start} in
   start)
-    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
-    for s in basis size; do python3 -m grprune data info good-motif --split $s >/dev/null; done
+    nvidia-smi --query-gpu=name,memory.total,driver_version,compute_mode --format=csv,noheader
+    echo "cpus: $(nproc)"
+    [ "${GRPRUNE_MPS:-1}" = 1 ] && start_mps
+    for s in basis size; do python3 -m grprune data info good-motif --split $s >/dev/null & done
+    wait
+    echo "data ready after $(( $(date +%s) - t0 )) s"
+    setsid nohup python3 -m grprune sweep --spec benchmarks/accuracy/good-motif.yaml \
+      --out /tmp/acc-motif --workers "$WORKERS" --device cuda --progress plain \
+      >/tmp/sweep.out 2>&1 &
+    ;;
+  wait) ;;
+  bench)
+    echo quit | nvidia-cuda-mps-control 2>/dev/null; sleep 2
     python3 -m grprune data info ogbg-molbbbp >/dev/null
     python3 benchmarks/speed/bench.py --device cuda --epochs 3 --out "$OUT/speed-cuda.jsonl"
-    setsid nohup python3 -m grprune sweep --spec benchmarks/accuracy/good-motif.yaml \
-      --out /tmp/acc-motif --workers 16 --device cuda --progress plain >/tmp/sweep.out 2>&1 &
-    budget=${2:-560}
+    echo "bench done after $(( $(date +%s) - t0 )) s"
+    exit 0
     ;;
-  wait) budget=${2:-560} ;;
 esac
+budget=${2:-560}
 while [ $(( $(date +%s) - t0 )) -lt "$budget" ]; do
-  if [ -f /tmp/sweep.out ] && grep -q '^sweep: .* configurations in' /tmp/sweep.out; then break; fi
-  sleep 10
+  if grep -q '^sweep: .* configurations in' /tmp/sweep.out 2>/dev/null; then break; fi
+  sleep 15
 done
-echo "runs done: $(pack)"; tail -3 /tmp/sweep.out
+echo "runs done: $(pack) after $(( $(date +%s) - t0 )) s"
+grep -E '^sweep: (done|failed)' /tmp/sweep.out | tail -4; tail -2 /tmp/sweep.out
