@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # What this project's GPU sessions run on the lent machine (Python 3.12 with CUDA torch;
 # dgl/ogb/rdkit wheels carried in .whl/). Usage, from the repository root:
-#   bash benchmarks/device.sh start [S]  # install, start the GOOD-Motif sweep, wait up to S s
+#   bash benchmarks/device.sh start [S]  # install, start the accuracy sweep, wait up to S s
 #   bash benchmarks/device.sh wait [S]   # wait up to S seconds more for the sweep
 #   bash benchmarks/device.sh bench      # CUDA speed benchmark (after the sweep: timings
 #                                        # taken beside 16 training runs would be meaningless)
-# Results land in $OUT: acc-motif.tgz (run folders without checkpoints), sweep.out,
-# speed-cuda.jsonl. Each call must follow the last within the machine's 30 s idle release.
+# GRPRUNE_SPEC names the sweep (default good-motif: benchmarks/accuracy/good-motif.yaml;
+# good-hiv is the other one that needs a GPU). Results land in $OUT: acc-<spec>.tgz (run
+# folders without checkpoints), sweep.out, speed-cuda.jsonl. Each call must follow the
+# last within the machine's 30 s idle release.
 #
 # The 16 sweep workers share one GPU. Without help the GPU time-slices between their CUDA
 # contexts, so small-batch GNN steps from different processes never overlap; with
@@ -21,9 +23,11 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH=/tmp/site:$PWD GRPRUNE_DATA_ROOT=/tmp/data PYTHONUNBUFFERED=1 OMP_NUM_THREADS=1
 export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
 WORKERS=${GRPRUNE_WORKERS:-16}
+SPEC=${GRPRUNE_SPEC:-good-motif}
+ROOT=acc-$SPEC
 pack() {
-  tar czf "$OUT/acc-motif.tgz" --exclude=checkpoint.pt --exclude=state.pt \
-    --exclude=edge_probs.npz -C /tmp acc-motif 2>/dev/null
+  tar czf "$OUT/$ROOT.tgz" --exclude=checkpoint.pt --exclude=state.pt \
+    --exclude=edge_probs.npz -C /tmp "$ROOT" 2>/dev/null
   cp /tmp/sweep.out "$OUT/" 2>/dev/null
   grep -c '^sweep: done' /tmp/sweep.out 2>/dev/null
 }
@@ -42,11 +46,16 @@ case ${1:-start} in
     nvidia-smi --query-gpu=name,memory.total,driver_version,compute_mode --format=csv,noheader
     echo "cpus: $(nproc)"
     [ "${GRPRUNE_MPS:-1}" = 1 ] && start_mps
-    for s in basis size; do python3 -m grprune data info good-motif --split $s >/dev/null & done
+    case $SPEC in
+      good-motif) splits="basis size" ;;
+      good-hiv) splits="scaffold size" ;;
+      *) splits="" ;;
+    esac
+    for s in $splits; do python3 -m grprune data info "$SPEC" --split "$s" >/dev/null & done
     wait
     echo "data ready after $(( $(date +%s) - t0 )) s"
-    setsid nohup python3 -m grprune sweep --spec benchmarks/accuracy/good-motif.yaml \
-      --out /tmp/acc-motif --workers "$WORKERS" --device cuda --progress plain \
+    setsid nohup python3 -m grprune sweep --spec "benchmarks/accuracy/$SPEC.yaml" \
+      --out "/tmp/$ROOT" --workers "$WORKERS" --device cuda --progress plain \
       >/tmp/sweep.out 2>&1 &
     ;;
   wait) ;;
@@ -64,4 +73,4 @@ while [ $(( $(date +%s) - t0 )) -lt "$budget" ]; do
   sleep 15
 done
 echo "runs done: $(pack) after $(( $(date +%s) - t0 )) s"
-grep -E '^sweep: (done|failed)' /tmp/sweep.out | tail -4; tail -2 /tmp/sweep.out
+grep -E '^sweep: (done|failed)' /tmp/sweep.out 2>/dev/null | tail -4; tail -2 /tmp/sweep.out 2>/dev/null || true

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -433,15 +434,19 @@ def test_sigint_stops_the_sweep_and_its_children(tmp_path):
     root = tmp_path / "sw"
     # many epochs, and the signal only once an epoch has been saved: the runs must be
     # mid-way, however fast the machine
+    # A shell starts background jobs with SIGINT ignored, and the ignore is inherited: when
+    # the tests themselves run in the background, give the sweep the disposition of a
+    # foreground command, as after Ctrl-C in a terminal.
     proc = subprocess.Popen([sys.executable, "-m", "grprune", "sweep", "--seeds", "0-1",
                              *SMALL, "--epochs", "500", "--workers", "2", "--out", str(root),
                              "--progress", "plain"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+                            env={**os.environ, "OMP_NUM_THREADS": "1"},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 120
     while not list(root.glob("*/*/state.pt")) and time.monotonic() < deadline:
         time.sleep(0.1)
-    proc.send_signal(2)  # SIGINT, as Ctrl-C
+    proc.send_signal(signal.SIGINT)  # as Ctrl-C
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
     assert "run the same command again to resume" in err and "Traceback" not in err
