@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import importlib.util
-import json
 from pathlib import Path
 
 from test_collect import fake_run
+
+from grprune import results as R
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -19,9 +20,8 @@ def load_script(relpath):
 
 
 def write_epochs(run_dir, valid, test, metric="rocauc"):
-    lines = [json.dumps({"epoch": i, "valid": {metric: v}, "test": {metric: t}})
-             for i, (v, t) in enumerate(zip(valid, test))]
-    (run_dir / "results.jsonl").write_text("\n".join(lines) + "\n")
+    R.write_records(run_dir / R.RESULTS, [{"epoch": i, "valid": {metric: v}, "test": {metric: t}}
+                                          for i, (v, t) in enumerate(zip(valid, test))])
 
 
 def test_epochs_script_reports_valid_test_agreement(tmp_path, capsys):

@@ -432,11 +432,10 @@ def _processes_mentioning(text: str) -> list[int]:
 @pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="needs /proc")
 def test_sigint_stops_the_sweep_and_its_children(tmp_path):
     root = tmp_path / "sw"
-    # many epochs, and the signal only once an epoch has been saved: the runs must be
-    # mid-way, however fast the machine
-    # A shell starts background jobs with SIGINT ignored, and the ignore is inherited: when
-    # the tests themselves run in the background, give the sweep the disposition of a
-    # foreground command, as after Ctrl-C in a terminal.
+    # Many epochs, and the signal only once an epoch has been saved: the runs must be
+    # mid-way, however fast the machine. A shell starts background jobs with SIGINT
+    # ignored, and the ignore is inherited: when the tests themselves run in the
+    # background, give the sweep the disposition of a foreground command (as in a terminal).
     proc = subprocess.Popen([sys.executable, "-m", "grprune", "sweep", "--seeds", "0-1",
                              *SMALL, "--epochs", "500", "--workers", "2", "--out", str(root),
                              "--progress", "plain"],

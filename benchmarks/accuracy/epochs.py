@@ -12,14 +12,14 @@ dataset column and method, averaged over seeds and over the epochs after ERM war
   a training problem; never choose a configuration by it;
 - ``selected``: the test score at the best-valid epoch, what the tables report.
 
-Scores are ×100. Usage::
+Scores are ×100. Rows pool the runs of a method whatever their hyperparameters: run it on a
+sweep with one setting per method (as the benchmark specs are). Usage::
 
     python benchmarks/accuracy/epochs.py runs/acc-motif [--out FILE.md]
 """
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 from collections import defaultdict
@@ -27,14 +27,14 @@ from pathlib import Path
 
 from scipy.stats import spearmanr
 
+from grprune import results as R
 from grprune.collect import method_label, scan_runs
 
 
 def run_stats(run) -> dict | None:
     """Per-run statistics over the epochs after warm-up; None without two such epochs."""
     warmup = int(run.config["train"].get("warmup_epochs", 0))
-    epochs = [json.loads(line) for line in (run.path / "results.jsonl").read_text().splitlines()
-              if line.strip()]
+    epochs = R.read_records(run.path / R.RESULTS)
     metric = run.metric
     pairs = [(e["valid"][metric], e["test"][metric]) for e in epochs
              if e["epoch"] >= warmup and metric in e.get("valid", {}) and metric in e.get("test", {})]
