@@ -36,7 +36,8 @@ class TrainSettings(Configurable):
 
     defaults = {"epochs": 100, "batch_size": 64, "lr": 1e-3, "weight_decay": 0.0,
                 "warmup_epochs": 0, "patience": 0, "seed": 0, "device": "auto",
-                "eval_train": True, "progress": "auto", "loader_workers": 0}
+                "eval_train": True, "progress": "auto", "loader_workers": 0,
+                "deterministic": True}
     help = {
         "epochs": "training epochs (paper: 100)",
         "batch_size": "graphs per batch (paper: 64)",
@@ -52,6 +53,8 @@ class TrainSettings(Configurable):
         "progress": "auto (rich on a terminal, plain lines otherwise), rich, plain or none",
         "loader_workers": "processes that batch the training split while the model trains "
                           "(0 = batch in the training process; same batches either way)",
+        "deterministic": "same seed, same numbers on a busy machine: MKL on one thread (CPU), "
+                         "deterministic kernels (CUDA); see grprune.determinism",
     }
     choices = {"progress": ("auto", "rich", "plain", "none")}
 

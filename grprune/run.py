@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import pickle
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Callable
 
@@ -64,14 +66,44 @@ def prepare_run_dir(cfg: dict, run_dir: Path, force: bool = False) -> tuple[str,
                                f"choose another --out, or --force to overwrite it")
         state_path = run_dir / R.STATE
         if same_run(old_cfg, cfg) and state_path.is_file():
-            try:
-                state = torch.load(state_path, map_location="cpu", weights_only=False)
-                return "resume", state
-            except Exception:
-                pass  # torn or corrupt state: restart cleanly
+            return "resume", load_state(state_path)
     for name in RUN_FILES:
         (run_dir / name).unlink(missing_ok=True)
     return "fresh", None
+
+
+def load_state(path: Path) -> dict:
+    """Read a run's ``state.pt`` without running code from it.
+
+    :func:`torch.load` with ``weights_only=True`` accepts tensors and plain Python
+    values only, so a pickle that would run code (a run directory copied from someone
+    else) is refused before anything of it runs.
+
+    Raises
+    ------
+    GrpruneError
+        If the file cannot be read that way (corrupt, or not what grprune writes). The
+        file is moved aside to ``state.rejected.pt`` first, so that running the same
+        command again starts the run over and nothing is silently discarded.
+    """
+    reason = None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch's note on foreign pickle protocols
+            state = torch.load(path, map_location="cpu", weights_only=True)
+        if not isinstance(state, dict) or "epoch" not in state:
+            reason = "it is not a grprune training state"
+    except pickle.UnpicklingError:
+        reason = "it holds objects other than tensors and plain values, or is no torch file"
+    except Exception as exc:  # truncated or unreadable file
+        detail = (str(exc).strip().splitlines() or ["no detail"])[0][:120]
+        reason = f"it is truncated or unreadable ({type(exc).__name__}: {detail})"
+    if reason is None:
+        return state
+    aside = path.with_name("state.rejected.pt")
+    path.replace(aside)
+    raise GrpruneError(f"{path} was not loaded, so no code in it ran: {reason}. It was moved to "
+                       f"{aside.name}; run the same command again to start this run over")
 
 
 def execute(cfg: dict, run_dir: str | Path, *, force: bool = False,

@@ -20,13 +20,14 @@ from typing import Any, Callable
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
+from grprune import determinism
 from grprune import results as R
 from grprune.batch import GraphBatch, collate
 from grprune.compat import dgl  # noqa: F401  (DGL import order)
 from grprune.encoders import ENCODERS
 from grprune.errors import GrpruneError
+from grprune.losses import cross_entropy
 from grprune.metrics import evaluate
 from grprune.model import GraphClassifier
 from grprune.regularizers import REGULARIZERS, Regularizer, StepContext
@@ -159,6 +160,7 @@ class Trainer:
         self.tc = cfg["train"]
         self.on_epoch = on_epoch or (lambda record: None)
         self.device = select_device(self.tc["device"])
+        self.determinism = determinism.apply(self.device, self.tc["deterministic"])
         seed_everything(self.tc["seed"])
         self.model, self.regs = build_model(cfg, dataset)
         self.model.to(self.device)
@@ -171,9 +173,9 @@ class Trainer:
         self.metric = dataset.metric
         self.splits = self._splits()
         self.loader_gen = torch.Generator().manual_seed(self.tc["seed"])
-        self.loaders = {s: self._loader(s) for s in self.splits}
-        # valid/test batches are the same every epoch: batched and moved once, then reused
-        self._cached_batches: dict[str, list[GraphBatch]] = {}
+        self.train_loader = self._train_loader()
+        # evaluation batches are the same every epoch: batched and moved once, then reused
+        self._eval_batches: dict[str, list[GraphBatch]] = {}
 
     # -- data ---------------------------------------------------------------
     def _splits(self) -> dict[str, np.ndarray]:
@@ -186,38 +188,39 @@ class Trainer:
             out[name] = idx[:limit] if limit else idx
         return out
 
-    def _loader(self, split: str):
+    def _train_loader(self):
+        """The shuffled training loader; its shuffles come from ``self.loader_gen`` alone."""
         from dgl.dataloading import GraphDataLoader
-        subset = torch.utils.data.Subset(self.dataset, self.splits[split].tolist())
-        workers = self.tc["loader_workers"] if split == "train" else 0
+        subset = torch.utils.data.Subset(self.dataset, self.splits["train"].tolist())
         # Workers are started anew each pass (not persistent): every new iterator draws
         # one seed from the generator before shuffling, and a reused persistent iterator
         # would skip it and shuffle differently from loader_workers = 0.
-        return GraphDataLoader(subset, batch_size=self.tc["batch_size"],
-                               shuffle=(split == "train"), collate_fn=collate,
-                               generator=self.loader_gen if split == "train" else None,
+        return GraphDataLoader(subset, batch_size=self.tc["batch_size"], shuffle=True,
+                               collate_fn=collate, generator=self.loader_gen,
                                pin_memory=self.device.type == "cuda",
-                               num_workers=workers)
+                               num_workers=self.tc["loader_workers"])
 
-    def _batches(self, split: str):
+    def _batches(self, split: str, train: bool = False):
         """The split's batches on the device.
 
-        The training split is reshuffled (and re-batched, in ``train.loader_workers``
-        processes when set) every pass. The batches of ``valid`` and ``test``, which
-        are evaluated every epoch in a fixed order, are kept after their first full
-        pass, so later epochs neither batch nor copy them again.
+        ``train=True``: the training split, reshuffled and re-batched every pass (in
+        ``train.loader_workers`` processes when set). Otherwise the split in its stored
+        order, batched and moved on first use and kept: evaluation neither re-batches nor
+        draws random numbers, so it never moves the random streams that training uses
+        (a resumed run, whose cache starts empty, then continues exactly as an
+        uninterrupted one).
         """
-        if split in self._cached_batches:
-            yield from self._cached_batches[split]
+        if train:
+            for batch in self.train_loader:
+                yield batch.to(self.device, non_blocking=True)
             return
-        keep: list[GraphBatch] | None = [] if split in ("valid", "test") else None
-        for batch in self.loaders[split]:
-            batch = batch.to(self.device, non_blocking=True)
-            if keep is not None:
-                keep.append(batch)
-            yield batch
-        if keep is not None:
-            self._cached_batches[split] = keep
+        if split not in self._eval_batches:
+            idx = self.splits[split].tolist()
+            size = self.tc["batch_size"]
+            self._eval_batches[split] = [
+                collate([self.dataset[i] for i in idx[k:k + size]]).to(self.device)
+                for k in range(0, len(idx), size)]
+        yield from self._eval_batches[split]
 
     # -- one epoch ---------------------------------------------------------
     def train_epoch(self, epoch: int) -> dict[str, float]:
@@ -230,9 +233,9 @@ class Trainer:
         sums: dict[str, torch.Tensor] = {}
         kept = torch.zeros((), device=self.device)
         graphs, edges = 0, 0
-        for batch in self._batches("train"):
+        for batch in self._batches("train", train=True):
             out = self.model(batch, use_selector=not warm)
-            ce = F.cross_entropy(out.logits, batch.y)
+            ce = cross_entropy(out.logits, batch.y)
             terms = {"ce": ce}
             total = ce
             if not warm and self.regs:
@@ -297,13 +300,20 @@ class Trainer:
             parts["gt"].append(batch.edge_gt.cpu())
 
     # -- state -------------------------------------------------------------
-    def _state(self, epoch: int, best: dict, records: list[dict]) -> dict:
+    def _state(self, epoch: int, best: dict, records: list[dict], stopped: bool) -> dict:
+        """Everything the next epoch depends on, as tensors and plain Python values only,
+        so that :func:`torch.load` reads it with ``weights_only=True`` (no pickled code)."""
+        kind, keys, pos, has_gauss, gauss = np.random.get_state()
+        version, py_state, py_gauss = random.getstate()
         state = {"epoch": epoch, "model": self.model.state_dict(),
                  "regs": {n: r.state_dict() for n, r in self.regs.items()},
                  "optimizer": self.optimizer.state_dict(), "best": best,
-                 "rng": {"torch": torch.get_rng_state(), "numpy": np.random.get_state(),
-                         "python": random.getstate(), "loader": self.loader_gen.get_state()},
-                 "n_records": len(records)}
+                 "rng": {"torch": torch.get_rng_state(),
+                         "numpy": [kind, torch.from_numpy(keys.astype(np.int64)), int(pos),
+                                   int(has_gauss), float(gauss)],
+                         "python": [version, list(py_state), py_gauss],
+                         "loader": self.loader_gen.get_state()},
+                 "n_records": len(records), "stopped": stopped}
         if self.device.type == "cuda":
             state["rng"]["cuda"] = torch.cuda.get_rng_state(self.device)
         return state
@@ -315,27 +325,40 @@ class Trainer:
         self.optimizer.load_state_dict(state["optimizer"])
         rng = state["rng"]
         torch.set_rng_state(rng["torch"])
-        np.random.set_state(rng["numpy"])
-        random.setstate(rng["python"])
+        kind, keys, pos, has_gauss, gauss = rng["numpy"]
+        np.random.set_state((kind, keys.numpy().astype(np.uint32), pos, has_gauss, gauss))
+        version, py_state, py_gauss = rng["python"]
+        random.setstate((version, tuple(py_state), py_gauss))
         self.loader_gen.set_state(rng["loader"])
         if "cuda" in rng and self.device.type == "cuda":
             torch.cuda.set_rng_state(rng["cuda"], self.device)
 
     # -- the run -----------------------------------------------------------
     def fit(self, resume: dict | None = None) -> dict[str, Any]:
-        """Train all epochs (continuing from ``resume`` state), write outputs, return the summary."""
+        """Train all epochs (continuing from ``resume`` state), write outputs, return the summary.
+
+        Torch's thread count, lowered to one by ``train.deterministic`` on the CPU, is
+        given back when it returns.
+        """
+        try:
+            return self._fit(resume)
+        finally:
+            torch.set_num_threads(self.determinism["threads_available"])
+
+    def _fit(self, resume: dict | None) -> dict[str, Any]:
         t_start = time.perf_counter()
         if self.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(self.device)
         records: list[dict] = []
         best = {"epoch": -1, "valid": -math.inf, "test": math.nan, "train": math.nan,
                 "kept_test": math.nan, "since": 0}
-        start = 0
+        start, tc_epochs = 0, self.tc["epochs"]
         if resume is not None:
             self._restore(resume)
             best = resume["best"]
             records = R.read_records(self.run_dir / R.RESULTS)[: resume["n_records"]]
-            start = resume["epoch"] + 1
+            # early-stopped runs killed before their summary finish without training more
+            start = tc_epochs if resume.get("stopped") else resume["epoch"] + 1
         tc = self.tc
         for epoch in range(start, tc["epochs"]):
             t0 = time.perf_counter()
@@ -365,11 +388,12 @@ class Trainer:
                     best["since"] += 1
             record["best_epoch"] = best["epoch"]
             records.append(record)
+            stop = bool(tc["patience"] and not warm and best["since"] >= tc["patience"])
             R.write_records(self.run_dir / R.RESULTS, records)
             R.atomic_save(self.run_dir / R.STATE,
-                          lambda f: torch.save(self._state(epoch, best, records), f))
+                          lambda f: torch.save(self._state(epoch, best, records, stop), f))
             self.on_epoch({**record, "improved": improved, "epochs": tc["epochs"]})
-            if tc["patience"] and not warm and best["since"] >= tc["patience"]:
+            if stop:
                 break
         return self._finish(records, best, time.perf_counter() - t_start)
 
@@ -416,6 +440,7 @@ class Trainer:
                                   else None),
             "peak_mem_mib": round(peak, 1), "peak_rss_mib": round(peak_rss, 1),
             "device": str(self.device), "config_hash": self.cfg.get("hash"),
+            "determinism": self.determinism,
             "model": model_dims(self.dataset),
         }
         return summary

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -105,6 +106,49 @@ def test_interrupted_run_resumes_to_the_same_result(tmp_path):
     status, _ = execute(cfg, tmp_path / "cut", log=lambda m: None)
     assert status == "resumed"
     assert_same_numbers(tmp_path / "cut", tmp_path / "full")
+
+
+class _RunsCode:
+    """Unpickling it would create the file named by its argument."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (Path.touch, (Path(self.marker),))
+
+
+@pytest.mark.parametrize("content", ["code", "garbage"])
+def test_a_state_file_that_would_run_code_or_is_corrupt_is_refused_and_kept_aside(
+        tmp_path, content):
+    import pickle
+    out, marker = tmp_path / "run", tmp_path / "code-ran"
+    args = [*SMALL, "--epochs", "3"]
+
+    def stop_after_first(record):
+        raise KeyboardInterrupt
+
+    cfg = resolve_config(reg="size,eps-align", flags={
+        "train.epochs": 3, "data.limit": 96, "train.batch_size": 32, "train.device": "cpu",
+        "train.progress": "plain"})
+    with pytest.raises(KeyboardInterrupt):
+        execute(cfg, out, on_epoch=stop_after_first, log=lambda m: None)
+    state = out / R.STATE
+    assert state.is_file()
+    bad = (pickle.dumps({"epoch": 0, "x": _RunsCode(marker)}) if content == "code"
+           else b"\x80\x04not a state")
+    state.write_bytes(bad)
+    res = CliRunner().invoke(main, ["run", *args, "--out", str(out)])
+    assert res.exit_code == 2, res.output
+    lines = [line for line in res.output.splitlines() if line.startswith("grprune: error")]
+    assert len(lines) == 1 and "state.rejected.pt" in lines[0], res.output
+    assert "Traceback" not in res.output
+    assert not marker.exists()  # nothing of the pickle ran
+    assert (out / "state.rejected.pt").read_bytes() == bad and not state.exists()
+    assert not (out / R.SUMMARY).exists()
+    again = _run(args, out)  # the same command starts the run over
+    assert again.exit_code == 0, again.output
+    assert (out / R.SUMMARY).is_file() and not marker.exists()
 
 
 @pytest.mark.parametrize("args, message", [

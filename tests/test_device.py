@@ -76,3 +76,16 @@ def test_interrupted_cuda_run_resumes(tmp_path):
     status, summary = execute(cfg, tmp_path / "run", log=lambda msg: None)
     assert status == "resumed" and summary["epochs_run"] == 3
     assert summary["device"].startswith("cuda")
+
+
+@pytest.mark.parametrize("data,reg,selector,extra", [CASES[1], CASES[4], CASES[-1]],
+                         ids=["prune", "ciga", "good-motif"])
+def test_deterministic_cuda_runs_of_one_seed_repeat_exactly(tmp_path, data, reg, selector, extra):
+    """train.deterministic (the default): deterministic kernels, CUBLAS_WORKSPACE_CONFIG."""
+    cfg = _cfg(data, reg, selector, extra, "cuda", epochs=3)
+    runs = [execute(cfg, tmp_path / f"r{i}", log=lambda msg: None)[1] for i in range(2)]
+    numbers = [[{k: rec[k] for k in ("loss", "train", "valid", "test")}
+                for rec in R.read_records(tmp_path / f"r{i}" / R.RESULTS)] for i in range(2)]
+    assert numbers[0] == numbers[1]
+    assert runs[0]["test"] == runs[1]["test"]
+    assert runs[0]["determinism"]["deterministic_algorithms"] is True

@@ -194,7 +194,7 @@ def test_ciga_composes_alpha_beta_gamma(toy_batch, monkeypatch):
     import grprune.regularizers.ciga as C
     monkeypatch.setattr(C, "sup_contrast_loss", lambda *a: parts.setdefault("con", torch.tensor(0.3)))
     monkeypatch.setattr(C, "ciga_hinge", lambda *a: parts.setdefault("hinge", torch.tensor(0.7)))
-    monkeypatch.setattr(C.F, "cross_entropy",
+    monkeypatch.setattr(C, "cross_entropy",
                         lambda *a, **k: parts.setdefault("ce", torch.full((4,), 0.2)))
     reg = REGULARIZERS.make("ciga", weight=4.0, causal_ce=2.0, spurious_weight=0.5)
     total = reg.weight * reg.loss(ctx)

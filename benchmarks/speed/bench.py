@@ -72,8 +72,13 @@ class PeakRSS:
         self.peak = max(self.peak, _rss_mib())
 
 
-def measure(data: str, method: str, device: str, epochs: int, limit: int, threads: int) -> dict:
-    """Measure one (dataset, method) in this process; returns one JSON record."""
+def measure(data: str, method: str, device: str, epochs: int, limit: int, threads: int,
+            deterministic: bool = True) -> dict:
+    """Measure one (dataset, method) in this process; returns one JSON record.
+
+    ``threads`` is torch's thread count before training; ``train.deterministic`` (on by
+    default, as in grprune) then trains the CPU on one of them (``grprune.determinism``).
+    """
     import torch
     torch.set_num_threads(threads)
     from grprune.config import resolve_config
@@ -81,7 +86,8 @@ def measure(data: str, method: str, device: str, epochs: int, limit: int, thread
     from grprune.train import Trainer
 
     flags = {"train.device": device, "train.warmup_epochs": 0, "train.eval_train": False,
-             "train.progress": "none", "data.limit": limit, **DATASETS[data]}
+             "train.progress": "none", "data.limit": limit,
+             "train.deterministic": deterministic, **DATASETS[data]}
     cfg = resolve_config(data=data, reg=METHODS[method]["reg"], flags=flags)
     t0 = time.perf_counter()
     dataset = load_config_dataset(cfg)
@@ -102,7 +108,7 @@ def measure(data: str, method: str, device: str, epochs: int, limit: int, thread
         return time.perf_counter() - t
 
     def iterate(move: bool) -> None:
-        for batch in trainer.loaders["train"]:
+        for batch in trainer.train_loader:
             if move:
                 batch.to(dev, non_blocking=True)
 
@@ -122,7 +128,8 @@ def measure(data: str, method: str, device: str, epochs: int, limit: int, thread
     return {
         "dataset": data, "method": method, "device": str(dev),
         "device_name": torch.cuda.get_device_name(dev) if cuda else "cpu",
-        "threads": torch.get_num_threads(), "train_graphs": n_train, "epochs": epochs,
+        "threads": torch.get_num_threads(), "deterministic": deterministic,
+        "train_graphs": n_train, "epochs": epochs,
         "batch_size": cfg["train"]["batch_size"], "load_s": round(load_s, 3),
         "train_epoch_s": med(train), "graphs_per_s": n_train / med(train),
         "eval_s": med(evals), "collate_s": med(collate), "copy_s": med(copy),
@@ -142,13 +149,16 @@ def main() -> None:
     ap.add_argument("--limit", action="append", default=[], metavar="DATASET=N",
                     help="first N graphs of each split of DATASET (repeatable)")
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    ap.add_argument("--deterministic", action=argparse.BooleanOptionalAction, default=True,
+                    help="train.deterministic (on: the CPU trains on one thread)")
     ap.add_argument("--out", type=Path, required=True, help="JSON-lines file (appended)")
     ap.add_argument("--worker", nargs=2, metavar=("DATA", "METHOD"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     limits = {k: int(v) for k, _, v in (s.partition("=") for s in args.limit)}
     if args.worker:
         data, method = args.worker
-        rec = measure(data, method, args.device, args.epochs, limits.get(data, 0), args.threads)
+        rec = measure(data, method, args.device, args.epochs, limits.get(data, 0), args.threads,
+                      args.deterministic)
         print(json.dumps(rec))
         return
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -157,6 +167,7 @@ def main() -> None:
         for method in args.methods.split(","):
             cmd = [sys.executable, __file__, "--worker", data, method, "--device", args.device,
                    "--epochs", str(args.epochs), "--threads", str(args.threads),
+                   "--deterministic" if args.deterministic else "--no-deterministic",
                    "--out", str(args.out), *[f"--limit={s}" for s in args.limit]]
             out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True)
             rec = json.loads(out.stdout.strip().splitlines()[-1])

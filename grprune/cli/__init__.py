@@ -144,6 +144,9 @@ def print_summary(summary: dict, run_dir: Path, status: str) -> None:
 @option("--epochs", type=int, default=None, help="training epochs [default: 100]")
 @option("--seed", type=int, default=None, help="random seed [default: 0]")
 @option("--device", default=None, help="auto (CUDA when present), cpu, cuda or cuda:N [default: auto]")
+@option("--deterministic/--no-deterministic", default=None,
+        help="same seed, same numbers, also on a busy machine: MKL on one thread on the CPU, "
+             "deterministic kernels on CUDA [default: on]")
 @option("--out", type=click.Path(path_type=Path), default=None,
         help="run directory [default: runs/<dataset>/<method>-seed<seed>-<hash>]")
 @option("--root", default=None, help="data root (caches, OGB folders) [default: $GRPRUNE_DATA_ROOT "
@@ -160,8 +163,8 @@ def print_summary(summary: dict, run_dir: Path, status: str) -> None:
 @option("--progress", type=click.Choice(["auto", "rich", "plain", "none"]), default=None,
         help="progress display [default: auto: rich on a terminal, plain lines otherwise]")
 @option("--json", "as_json", is_flag=True, default=False, help="print the summary as JSON")
-def run(selector, reg, data, split, shift, encoder, epochs, seed, device, out, root, download,
-        overrides, config_file, force, progress, as_json) -> None:
+def run(selector, reg, data, split, shift, encoder, epochs, seed, device, deterministic, out, root,
+        download, overrides, config_file, force, progress, as_json) -> None:
     """Train a selector + GNN with the given regularizers and report metrics.
 
     \b
@@ -173,7 +176,8 @@ def run(selector, reg, data, split, shift, encoder, epochs, seed, device, out, r
     from grprune.run import default_run_dir, execute
 
     flags = {"data.split": split, "data.shift": shift, "train.epochs": epochs, "train.seed": seed,
-             "train.device": device, "data.root": root, "train.progress": progress}
+             "train.device": device, "data.root": root, "train.progress": progress,
+             "train.deterministic": deterministic}
     if download:
         flags["data.download"] = True
     flags = {k: v for k, v in flags.items() if v is not None}

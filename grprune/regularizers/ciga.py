@@ -23,6 +23,7 @@ from torch.nn.modules.lazy import LazyModuleMixin
 from torch.nn.parameter import UninitializedParameter
 
 from grprune.errors import GrpruneError
+from grprune.losses import cross_entropy
 from grprune.regularizers.base import REGULARIZERS, Regularizer, StepContext
 
 
@@ -300,7 +301,7 @@ class CIGA(Regularizer):
         total = sup_contrast_loss(causal.graph_repr, y, hp["temperature"], hp["normalize"])
         if hp["causal_ce"] == 0 and hp["spurious_weight"] == 0:
             return total
-        causal_ce = F.cross_entropy(causal.logits, y, reduction="none")
+        causal_ce = cross_entropy(causal.logits, y, reduction="none")
         if hp["causal_ce"] > 0:
             total = total + hp["causal_ce"] / alpha * causal_ce.mean()
         if hp["spurious_weight"] > 0:
@@ -308,7 +309,7 @@ class CIGA(Regularizer):
             if hp["spurious_detach"]:
                 rep = rep.detach()
             logits = self.spurious_head(rep, causal.logits.shape[1])
-            spurious_ce = F.cross_entropy(logits, y, reduction="none")
+            spurious_ce = cross_entropy(logits, y, reduction="none")
             hinge = ciga_hinge(spurious_ce, causal_ce.detach())
             total = total + hp["spurious_weight"] / alpha * hinge
         return total

@@ -25,11 +25,11 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
 from grprune.batch import segment_sum
 from grprune.errors import GrpruneError
+from grprune.losses import cross_entropy
 from grprune.regularizers.base import REGULARIZERS, Regularizer, StepContext
 
 
@@ -57,7 +57,7 @@ def env_groups(ctx: StepContext) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor
 
 def env_risks(logits: Tensor, y: Tensor, group: Tensor, counts: Tensor) -> Tensor:
     """Mean cross-entropy :math:`R_e` per environment, shape (M,)."""
-    per_graph = F.cross_entropy(logits, y, reduction="none")
+    per_graph = cross_entropy(logits, y, reduction="none")
     return segment_sum(per_graph, group, counts.numel()) / counts.to(per_graph.dtype)
 
 
@@ -170,7 +170,7 @@ class IRMPenalty(AnnealedPenalty):
         with torch.enable_grad():
             scale = torch.ones(m, dtype=logits.dtype, device=logits.device, requires_grad=True)
             scaled = logits * scale[group].unsqueeze(-1)
-            per_graph = F.cross_entropy(scaled, y, reduction="none")
+            per_graph = cross_entropy(scaled, y, reduction="none")
             risks = segment_sum(per_graph, group, m) / counts.clamp_min(1).to(logits.dtype)
             grad = torch.autograd.grad(risks.sum(), scale, create_graph=True)[0]
         if not halves:

@@ -1,0 +1,73 @@
+"""Same seed, same numbers: the thread and kernel settings of a run, applied and recorded.
+
+What makes two runs of one seed differ (measured on this project's 2-core x86 machine,
+torch 2.13.0+cpu with MKL 2024.2 and GNU OpenMP; ``benchmarks/speed/README.md``):
+
+* **CPU, more than one intra-op thread.** With 2 threads, the forward pass of a
+  molbbbp PrunE batch repeats bit for bit, but its backward pass does not: repeating one
+  forward/backward 60 times in one process while another process kept a core busy gave
+  different gradients in 10-13 of the repeats, starting at the weight gradient of the
+  encoder's third layer. ``MKL_CBWR`` (AUTO, COMPATIBLE, AVX2,STRICT, COMPATIBLE,STRICT),
+  ``MKL_DYNAMIC=FALSE``, ``MKL_THREADING_LAYER=SEQUENTIAL`` and turning oneDNN off did not
+  change that; one thread did (0 of 60). Whole 3-epoch runs of one seed under the same
+  load differed from epoch 0 in every try with 2 threads, and two idle 2-thread runs
+  parted at epoch 3. So :func:`apply` runs the CPU on one intra-op thread
+  (``torch.set_num_threads(1)``). On a busy 2-core machine that is also faster; the cost
+  on an idle one is measured in ``benchmarks/speed/``.
+* **CUDA:** ``index_add_`` (message passing, readout) and the backward of indexing use
+  atomic adds whose order varies. ``torch.use_deterministic_algorithms(True)`` switches
+  them to deterministic kernels (PyTorch's documented list includes ``index_add`` and
+  ``index_put`` with ``accumulate=True`` on CUDA); cuBLAS additionally needs
+  ``CUBLAS_WORKSPACE_CONFIG=:4096:8``
+  (https://docs.nvidia.com/cuda/cublas/#results-reproducibility).
+
+The promise that follows, with ``train.deterministic`` on (the default): the same seed,
+configuration and data give the same numbers on the same CPU model with the same torch
+build, however busy the machine. A GPU run repeats on the same GPU model, driver and
+torch build. A CPU run and a GPU run, or two CPU models, round differently.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import torch
+
+#: cuBLAS workspace setting required for deterministic cuBLAS (CUDA >= 10.2)
+CUBLAS_WORKSPACE = ":4096:8"
+
+
+def apply(device: torch.device, deterministic: bool) -> dict[str, Any]:
+    """Apply the determinism settings for training on ``device``; return their record.
+
+    Parameters
+    ----------
+    device : torch.device
+    deterministic : bool
+        On: the CPU runs one intra-op thread (``torch.set_num_threads(1)``, which also
+        sets MKL's); on CUDA, ``torch.use_deterministic_algorithms(True)`` and
+        ``CUBLAS_WORKSPACE_CONFIG`` (unless the user set it). Off: torch keeps its thread
+        count and nondeterministic CUDA kernels are allowed.
+
+    Returns
+    -------
+    dict
+        ``deterministic``; ``threads`` (torch's intra-op threads used) and
+        ``threads_available`` (what torch would use otherwise); ``deterministic_algorithms``;
+        ``cublas_workspace_config``; ``mkl_cbwr``; ``torch`` (version). Stored in
+        ``summary.json`` under ``"determinism"``, so two runs can be compared.
+    """
+    available = torch.get_num_threads()
+    if deterministic:
+        torch.set_num_threads(1)
+    if device.type == "cuda":
+        if deterministic:
+            os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", CUBLAS_WORKSPACE)
+        torch.use_deterministic_algorithms(deterministic)
+        torch.backends.cudnn.benchmark = False
+    return {"deterministic": deterministic, "threads": torch.get_num_threads(),
+            "threads_available": available,
+            "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+            "cublas_workspace_config": os.environ.get("CUBLAS_WORKSPACE_CONFIG"),
+            "mkl_cbwr": os.environ.get("MKL_CBWR"), "torch": torch.__version__}
