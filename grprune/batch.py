@@ -169,3 +169,32 @@ def segment_mean(values: Tensor, segment: Tensor, num_segments: int) -> Tensor:
     count = segment_sum(torch.ones_like(segment, dtype=values.dtype), segment, num_segments)
     count = count.clamp_min(1).view((-1,) + (1,) * (values.dim() - 1))
     return total / count
+
+
+def rank_in_segment(values: Tensor, segment: Tensor, num_segments: int,
+                    descending: bool = False) -> Tensor:
+    """Rank of each value among the values of its segment: 0 is the lowest (highest with
+    ``descending``); ties are ranked by position, the earlier first.
+
+    Parameters
+    ----------
+    values : Tensor of shape (M,)
+    segment : Tensor of shape (M,), int64 in ``[0, num_segments)``
+    num_segments : int
+
+    Returns
+    -------
+    Tensor of shape (M,), int64, values in ``[0, size of the segment)``
+
+    Examples
+    --------
+    >>> rank_in_segment(torch.tensor([.5, .1, .9, .3]), torch.tensor([0, 0, 1, 1]), 2).tolist()
+    [1, 0, 1, 0]
+    """
+    order = torch.argsort(values, descending=descending, stable=True)
+    order = order[torch.argsort(segment[order], stable=True)]
+    counts = torch.bincount(segment, minlength=num_segments)
+    offsets = torch.cumsum(counts, 0) - counts
+    rank = torch.empty_like(order)
+    rank[order] = torch.arange(order.numel(), device=order.device) - offsets[segment[order]]
+    return rank

@@ -26,9 +26,30 @@ from grprune.errors import GrpruneError
 from grprune.hparams import Configurable
 
 SECTIONS = ("data", "selector", "encoder", "reg", "train")
+#: top-level keys of a resolved config that are records, not settings
+RECORDS = ("version", "hash", "preset")
 #: keys that do not change results and so are left out of the config hash
 VOLATILE_KEYS = {("data", "root"), ("data", "download"), ("train", "device"),
                  ("train", "progress"), ("train", "loader_workers")}
+
+
+def parse_milestones(text: str) -> tuple[int, ...]:
+    """Epochs of ``train.lr_milestones``: ``"30,60"`` -> ``(30, 60)``; ``""`` -> ``()``.
+
+    Raises
+    ------
+    GrpruneError
+        If an item is not a non-negative integer.
+    """
+    out = []
+    for item in str(text).replace(" ", "").split(","):
+        if not item:
+            continue
+        if not item.isdigit():
+            raise GrpruneError(f"bad value {text!r} for train.lr_milestones: expected a comma "
+                               f"list of epochs (integers >= 0), e.g. 30,60")
+        out.append(int(item))
+    return tuple(sorted(out))
 
 
 class TrainSettings(Configurable):
@@ -37,7 +58,9 @@ class TrainSettings(Configurable):
     defaults = {"epochs": 100, "batch_size": 64, "lr": 1e-3, "weight_decay": 0.0,
                 "warmup_epochs": 0, "patience": 0, "seed": 0, "device": "auto",
                 "eval_train": True, "progress": "auto", "loader_workers": 0,
-                "deterministic": True}
+                "deterministic": True, "select_warmup": False, "lr_milestones": "",
+                "lr_gamma": 0.1, "save_last": False}
+    parsers = {"lr_milestones": lambda text: ",".join(map(str, parse_milestones(text)))}
     help = {
         "epochs": "training epochs (paper: 100)",
         "batch_size": "graphs per batch (paper: 64)",
@@ -53,8 +76,15 @@ class TrainSettings(Configurable):
         "progress": "auto (rich on a terminal, plain lines otherwise), rich, plain or none",
         "loader_workers": "processes that batch the training split while the model trains "
                           "(0 = batch in the training process; same batches either way)",
-        "deterministic": "same seed, same numbers on a busy machine: MKL on one thread (CPU), "
-                         "deterministic kernels (CUDA); see grprune.determinism",
+        "deterministic": "same seed, same numbers on a busy machine: one CPU thread, "
+                         "deterministic CUDA kernels; see grprune.determinism",
+        "select_warmup": "let the best-validation rule pick an ERM warm-up epoch too (official "
+                         "code: yes; paper: the reported metric is after warm-up)",
+        "lr_milestones": "epochs (comma list) at which the learning rate is multiplied by "
+                         "lr_gamma; empty = constant (paper, and the official code, whose "
+                         "ReduceLROnPlateau has min_lr = lr)",
+        "lr_gamma": "factor of the learning rate at each milestone",
+        "save_last": "also save the last epoch's model as checkpoint-last.pt",
     }
     choices = {"progress": ("auto", "rich", "plain", "none")}
 
@@ -73,7 +103,7 @@ def _flatten(cfg: Mapping[str, Any], origin: str) -> list[tuple[str, Any]]:
     """Nested config -> ``[("section.key", value)]`` (``reg.NAME.key`` for reg)."""
     out: list[tuple[str, Any]] = []
     for section, body in cfg.items():
-        if section in ("version", "hash"):
+        if section in RECORDS:
             continue
         if section not in SECTIONS:
             raise GrpruneError(f"unknown section {section!r} in {origin}. "
@@ -135,10 +165,72 @@ def load_config_file(path: str | Path) -> dict:
     return data
 
 
+def preset_items(preset: Any, data_name: str, source: Any, encoder_name: str,
+                 selector_name: str, reg_classes: Mapping[str, Any]) -> dict[str, Any]:
+    """The keys of ``preset`` (a :class:`grprune.presets.Preset`) that apply to this run.
+
+    Keys of parts the run does not have are left out: ``reg.NAME.*`` without NAME in
+    ``--reg``, ``selector.*`` without a selector or not declared by this selector, and
+    selector keys a regularizer of the run sets itself (``selector_defaults``, e.g. GSAT's
+    soft samples); likewise ``encoder.*`` keys another encoder declares.
+
+    Raises
+    ------
+    GrpruneError
+        On a key that no registered part of its kind declares (a typo in the preset).
+    """
+    from grprune.encoders import ENCODERS
+    from grprune.regularizers import REGULARIZERS
+    from grprune.selectors import SELECTORS
+
+    def known(registry, key):
+        return any(key in getattr(registry.get(n), "defaults", {}) for n in registry.names())
+
+    method_selector = {k for c in reg_classes.values()
+                       for k in getattr(c, "selector_defaults", {})}
+    data_keys = set(DataSettings.defaults) | set(getattr(source, "defaults", {})) | {"shift"}
+    out = {}
+    for key, value in preset.values_for(data_name).items():
+        section, _, rest = key.partition(".")
+        where = f"preset {preset.name!r} ({preset.path}): {key}"
+        if section == "train":
+            if rest not in TrainSettings.defaults:
+                raise GrpruneError(f"{where}: unknown train setting")
+        elif section == "data":
+            if rest not in data_keys:
+                raise GrpruneError(f"{where}: unknown for dataset {data_name!r}")
+        elif section == "encoder":
+            if not known(ENCODERS, rest):
+                raise GrpruneError(f"{where}: no encoder has this hyperparameter")
+            if rest not in ENCODERS.get(encoder_name).defaults:
+                continue
+        elif section == "selector":
+            if not known(SELECTORS, rest):
+                raise GrpruneError(f"{where}: no selector has this hyperparameter")
+            if (selector_name == "none" or rest in method_selector
+                    or rest not in SELECTORS.get(selector_name).defaults):
+                continue
+        elif section == "reg":
+            name, _, hp = rest.partition(".")
+            canonical = REGULARIZERS.canonical(name)
+            if hp not in REGULARIZERS.get(canonical).defaults:
+                raise GrpruneError(f"{where}: regularizer {canonical!r} has no such "
+                                   f"hyperparameter")
+            if canonical not in reg_classes:
+                continue
+            key = f"reg.{canonical}.{hp}"
+        else:
+            raise GrpruneError(f"{where}: unknown section {section!r}. Sections: "
+                               f"{', '.join(SECTIONS)}")
+        out[key] = value
+    return out
+
+
 def resolve_config(*, data: str | None = None, selector: str | None = None,
                    reg: str | None = None, encoder: str | None = None,
                    flags: Mapping[str, Any] | None = None,
-                   overrides: Iterable[str] = (), file: str | Path | None = None) -> dict:
+                   overrides: Iterable[str] = (), file: str | Path | None = None,
+                   preset: str | None = None) -> dict:
     """Resolve a run's configuration; see the module docstring for the order.
 
     Parameters
@@ -153,6 +245,9 @@ def resolve_config(*, data: str | None = None, selector: str | None = None,
         ``key=value`` strings (``-H``).
     file : path, optional
         Config file.
+    preset : str, optional
+        Preset name or file (:mod:`grprune.presets`); ``None`` or ``"auto"``: the
+        dataset's default preset (a config file's recorded preset, if it has one).
 
     Returns
     -------
@@ -197,7 +292,16 @@ def resolve_config(*, data: str | None = None, selector: str | None = None,
         selector_name = "none"
     source = DATASETS.get(data_name)
 
+    from grprune import presets as P
+    recorded = file_cfg.get("preset") if isinstance(file_cfg.get("preset"), Mapping) else {}
+    requested = preset or recorded.get("name") or P.AUTO
+    preset_name = P.default_for(data_name) if requested == P.AUTO else requested
+    chosen = P.load(preset_name)
+    from_preset = preset_items(chosen, data_name, source, encoder_name, selector_name,
+                               reg_classes)
+
     items: list[tuple[str, Any]] = list(getattr(source, "recommended", {}).items())
+    items += list(from_preset.items())
     items += file_items
     items += list((flags or {}).items())
     items += [parse_override(o) for o in overrides]
@@ -284,6 +388,16 @@ def resolve_config(*, data: str | None = None, selector: str | None = None,
                 for n, cls in reg_classes.items()},
         "train": TrainSettings.resolve_hparams(given["train"], prefix="train."),
     }
+    sel = cfg["selector"]
+    if sel.get("eval_mode") == "budget" and not sel.get("eval_budget"):
+        if "size" not in cfg["reg"]:
+            raise GrpruneError("selector.eval_mode=budget keeps the eval_budget fraction of "
+                               "each graph's bonds: set -H selector.eval_budget=FRACTION, or "
+                               "use the size regularizer, whose reg.size.eta it then takes")
+        sel["eval_budget"] = float(cfg["reg"]["size"]["eta"])
+    cfg["preset"] = {"name": chosen.name, "requested": requested,
+                     "source": chosen.source or str(chosen.path),
+                     "values": {k: v for k, v in from_preset.items()}}
     cfg["hash"] = config_hash(cfg)
     return cfg
 

@@ -60,14 +60,20 @@ class GraphClassifier(nn.Module):
     def encode(self, batch: GraphBatch, edge_weight: Tensor | None = None) -> ModelOutput:
         """Encoder, readout and head with the given mask (no selector).
 
+        The readout (``encoder.readout``) is the sum of the node embeddings of each
+        graph (paper), their mean, or ``sum-l2``: the sum divided by its L2 norm plus
+        1e-8 (official code, ``modelNew/gin.py``).
+
         Parameters
         ----------
         batch : GraphBatch
         edge_weight : Tensor of shape (E,), values in [0, 1], or None (all kept)
         """
         node_repr = self.encoder(batch, edge_weight)
-        pool = segment_sum if self.readout == "sum" else segment_mean
+        pool = segment_mean if self.readout == "mean" else segment_sum
         graph_repr = pool(node_repr, batch.node_graph, batch.num_graphs)
+        if self.readout == "sum-l2":  # official code: g / (||g||_2 + 1e-8)
+            graph_repr = graph_repr / (graph_repr.norm(dim=1, keepdim=True) + 1e-8)
         return ModelOutput(logits=self.head(graph_repr), graph_repr=graph_repr,
                            node_repr=node_repr)
 

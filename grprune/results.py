@@ -6,6 +6,7 @@ A run directory holds::
     results.jsonl      one JSON record per epoch (loss terms, metrics, times)
     state.pt           last epoch's model/optimizer/RNG state, for resuming
     checkpoint.pt      the model at the best validation epoch
+    checkpoint-last.pt the model after the last epoch (with train.save_last)
     edge_probs.npz     keep probability of every edge of the test graphs
     summary.json       final metrics; written last, it marks the run finished
 """
@@ -23,6 +24,7 @@ os.umask(_UMASK)
 
 CONFIG, RESULTS, SUMMARY = "config.json", "results.jsonl", "summary.json"
 STATE, CHECKPOINT, EDGE_PROBS = "state.pt", "checkpoint.pt", "edge_probs.npz"
+LAST_CHECKPOINT = "checkpoint-last.pt"
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:

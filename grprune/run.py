@@ -14,7 +14,7 @@ from grprune import results as R
 from grprune.config import same_run
 from grprune.errors import GrpruneError
 
-RUN_FILES = (R.RESULTS, R.STATE, R.CHECKPOINT, R.EDGE_PROBS, R.SUMMARY)
+RUN_FILES = (R.RESULTS, R.STATE, R.CHECKPOINT, R.LAST_CHECKPOINT, R.EDGE_PROBS, R.SUMMARY)
 
 
 def load_config_dataset(cfg: dict):

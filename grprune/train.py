@@ -25,6 +25,8 @@ from grprune import determinism
 from grprune import results as R
 from grprune.batch import GraphBatch, collate
 from grprune.compat import dgl  # noqa: F401  (DGL import order)
+from grprune.config import parse_milestones
+from grprune.diagnostics import SelectorStats
 from grprune.encoders import ENCODERS
 from grprune.errors import GrpruneError
 from grprune.losses import cross_entropy
@@ -33,8 +35,8 @@ from grprune.model import GraphClassifier
 from grprune.regularizers import REGULARIZERS, Regularizer, StepContext
 from grprune.selectors import SELECTORS
 
-EVAL_SPLITS = ("train", "valid", "test")
-#: in-distribution hold-outs, evaluated once with the selected checkpoint
+EVAL_SPLITS = ("train", "valid", "test", "id-valid")
+#: in-distribution hold-outs, evaluated with the selected checkpoint (id-valid every epoch too)
 FINAL_SPLITS = ("id-valid", "id-test")
 
 
@@ -120,21 +122,23 @@ class Evaluation:
     metric: float
     prob: np.ndarray  # (G, C)
     kept: float  # fraction of edges kept by the evaluation mask (1.0 without selector)
+    selector: dict | None = None  # grprune.diagnostics.SelectorStats.result(), learned selectors
 
 
-def _motif_rocauc(parts: dict) -> float | None:
-    """ROC-AUC of the test edge probabilities against the ground-truth motif edges.
+def lr_at(epoch: int, lr: float, milestones: str, gamma: float) -> float:
+    """Learning rate of an epoch: ``lr * gamma ** (number of milestones <= epoch)``.
 
-    None when the data has no ground truth (real molecules) or one class only.
+    ``milestones`` is ``train.lr_milestones``, a comma list of epochs (0-based) or "";
+    the same schedule as :class:`torch.optim.lr_scheduler.MultiStepLR` stepped once per
+    epoch, computed from the epoch so a resumed run needs no scheduler state.
+
+    Examples
+    --------
+    >>> [lr_at(e, 1.0, "2,4", 0.5) for e in range(6)]
+    [1.0, 1.0, 0.5, 0.5, 0.25, 0.25]
     """
-    if not parts or not parts.get("gt"):
-        return None
-    gt = torch.cat(parts["gt"]).numpy()
-    prob = torch.cat(parts["prob"]).numpy()
-    if len(gt) != len(prob) or gt.min() == gt.max():
-        return None
-    from sklearn.metrics import roc_auc_score
-    return float(roc_auc_score(gt, prob))
+    passed = sum(1 for m in parse_milestones(milestones) if m <= epoch)
+    return lr * gamma ** passed
 
 
 def _peak_rss_mib() -> float:
@@ -265,10 +269,13 @@ class Trainer:
     @torch.no_grad()
     def evaluate(self, split: str, use_selector: bool = True,
                  collect_edges: bool = False) -> tuple[Evaluation, dict | None]:
-        """Metric, class probabilities and kept-edge fraction on a split."""
+        """Metric, class probabilities, kept-edge fraction and, for a learned selector in
+        use, its diagnostics (:class:`grprune.diagnostics.SelectorStats`) on a split."""
         self.model.eval()
         probs, labels, edges = [], [], 0
         kept = torch.zeros((), device=self.device)
+        stats = (SelectorStats() if use_selector and getattr(self.model.selector, "learned", False)
+                 else None)
         edge_parts: dict[str, list] = {k: [] for k in ("index", "num_edges", "src", "dst",
                                                        "prob", "weight", "gt")}
         for batch in self._batches(split):
@@ -278,12 +285,15 @@ class Trainer:
             edges += batch.src.numel()
             s = out.selection
             kept += s.edge_weight.sum() if s is not None else batch.src.numel()
+            if stats is not None:
+                stats.add(batch, s.edge_logits)
             if collect_edges:
                 self._collect_edges(batch, s, edge_parts)
         prob = torch.cat(probs).numpy() if probs else np.zeros((0, self.dataset.num_classes))
         y = torch.cat(labels).numpy() if labels else np.zeros(0, dtype=int)
         ev = Evaluation(metric=evaluate(self.metric, y, prob), prob=prob,
-                        kept=float(kept) / edges if edges else 1.0)
+                        kept=float(kept) / edges if edges else 1.0,
+                        selector=stats.result() if stats is not None else None)
         return ev, (edge_parts if collect_edges else None)
 
     @staticmethod
@@ -363,28 +373,34 @@ class Trainer:
         for epoch in range(start, tc["epochs"]):
             t0 = time.perf_counter()
             warm = epoch < tc["warmup_epochs"]
+            lr = lr_at(epoch, tc["lr"], tc["lr_milestones"], tc["lr_gamma"])
+            for group in self.optimizer.param_groups:
+                group["lr"] = lr
             losses = self.train_epoch(epoch)
             t_train = time.perf_counter() - t0
             record: dict[str, Any] = {"epoch": epoch, "phase": "warmup" if warm else "train",
-                                      "loss": losses}
+                                      "lr": lr, "loss": losses}
             for split in EVAL_SPLITS:
-                if split == "train" and not tc["eval_train"]:
+                if (split == "train" and not tc["eval_train"]) or split not in self.splits:
                     continue
                 ev, _ = self.evaluate(split, use_selector=not warm)
                 record[split] = {self.metric: ev.metric, "kept_edge_fraction": ev.kept}
+                if ev.selector is not None:
+                    record[split]["selector"] = ev.selector
             record["epoch_time_s"] = time.perf_counter() - t0
             record["train_time_s"] = t_train
             valid = record["valid"][self.metric]
             improved = False
-            if not warm:
+            if not warm or tc["select_warmup"]:
                 if valid > best["valid"]:  # NaN never improves
                     improved = True
                     best.update(epoch=epoch, valid=valid, test=record["test"][self.metric],
                                 train=record.get("train", {}).get(self.metric, math.nan),
-                                kept_test=record["test"]["kept_edge_fraction"], since=0)
+                                kept_test=record["test"]["kept_edge_fraction"], since=0,
+                                warm=warm)
                     R.atomic_save(self.run_dir / R.CHECKPOINT,
                                   lambda f: torch.save(self.model.state_dict(), f))
-                else:
+                elif not warm:
                     best["since"] += 1
             record["best_epoch"] = best["epoch"]
             records.append(record)
@@ -395,12 +411,16 @@ class Trainer:
             self.on_epoch({**record, "improved": improved, "epochs": tc["epochs"]})
             if stop:
                 break
+        if tc["save_last"]:
+            R.atomic_save(self.run_dir / R.LAST_CHECKPOINT,
+                          lambda f: torch.save(self.model.state_dict(), f))
         return self._finish(records, best, time.perf_counter() - t_start)
 
     def _finish(self, records: list[dict], best: dict, train_time: float) -> dict[str, Any]:
         ckpt = self.run_dir / R.CHECKPOINT
         last = records[-1] if records else {}
-        use_selector, selected = True, "best-valid"
+        # an ERM warm-up epoch may be selected (train.select_warmup): evaluate it as trained
+        use_selector, selected = not best.get("warm", False), "best-valid"
         if ckpt.is_file():
             self.model.load_state_dict(torch.load(ckpt, map_location=self.device,
                                                   weights_only=True))
@@ -416,8 +436,11 @@ class Trainer:
                         "train": last.get("train", {}).get(self.metric, math.nan)}
         ev, parts = self.evaluate("test", use_selector=use_selector, collect_edges=True)
         self._write_edge_probs(parts)
-        final = {name: self.evaluate(name, use_selector=use_selector)[0].metric
-                 for name in FINAL_SPLITS if name in self.splits}
+        evals = {name: self.evaluate(name, use_selector=use_selector)[0]
+                 for name in ("valid", *FINAL_SPLITS) if name in self.splits}
+        evals["test"] = ev
+        final = {name: evals[name].metric for name in FINAL_SPLITS if name in evals}
+        diagnostics = {name: e.selector for name, e in evals.items() if e.selector is not None}
         peak_rss = _peak_rss_mib()
         peak = (torch.cuda.max_memory_allocated(self.device) / 2**20
                 if self.device.type == "cuda" else peak_rss)
@@ -435,9 +458,10 @@ class Trainer:
             "train_time_s": round(train_time, 3),
             "epoch_time_s_median": float(np.median([r["epoch_time_s"] for r in records]))
             if records else None,
-            "motif_edge_rocauc": (_motif_rocauc(parts) if use_selector
-                                  and getattr(self.model.selector, "learned", False)
-                                  else None),
+            "selected_phase": "warmup" if best.get("warm") else "train",
+            "motif_edge_rocauc": (diagnostics.get("test") or {}).get("motif_rocauc"),
+            "spurious_precision_at_50": (diagnostics.get("test") or {}).get("precision@50"),
+            "selector_diagnostics": diagnostics,
             "peak_mem_mib": round(peak, 1), "peak_rss_mib": round(peak_rss, 1),
             "device": str(self.device), "config_hash": self.cfg.get("hash"),
             "determinism": self.determinism,

@@ -141,6 +141,10 @@ def print_summary(summary: dict, run_dir: Path, status: str) -> None:
 @option("--split", default=None, help="dataset split, e.g. scaffold or size (see `grprune ls datasets`)")
 @option("--shift", default=None, help="distribution shift of GOOD datasets: covariate or concept")
 @option("--encoder", default=None, help=f"GNN encoder [default: gin]. Built in: {_names('encoder')}")
+@option("--preset", default=None,
+        help="named bundle of settings per dataset: paper, official, a preset of yours "
+             "(`grprune ls presets`) or a preset file [default: auto, the dataset's preset "
+             "chosen on validation]")
 @option("--epochs", type=int, default=None, help="training epochs [default: 100]")
 @option("--seed", type=int, default=None, help="random seed [default: 0]")
 @option("--device", default=None, help="auto (CUDA when present), cpu, cuda or cuda:N [default: auto]")
@@ -163,8 +167,8 @@ def print_summary(summary: dict, run_dir: Path, status: str) -> None:
 @option("--progress", type=click.Choice(["auto", "rich", "plain", "none"]), default=None,
         help="progress display [default: auto: rich on a terminal, plain lines otherwise]")
 @option("--json", "as_json", is_flag=True, default=False, help="print the summary as JSON")
-def run(selector, reg, data, split, shift, encoder, epochs, seed, device, deterministic, out, root,
-        download, overrides, config_file, force, progress, as_json) -> None:
+def run(selector, reg, data, split, shift, encoder, preset, epochs, seed, device, deterministic,
+        out, root, download, overrides, config_file, force, progress, as_json) -> None:
     """Train a selector + GNN with the given regularizers and report metrics.
 
     \b
@@ -182,7 +186,7 @@ def run(selector, reg, data, split, shift, encoder, epochs, seed, device, determ
         flags["data.download"] = True
     flags = {k: v for k, v in flags.items() if v is not None}
     cfg = resolve_config(data=data, selector=selector, reg=reg, encoder=encoder, flags=flags,
-                         overrides=overrides, file=config_file)
+                         overrides=overrides, file=config_file, preset=preset)
     run_dir = out or default_run_dir(cfg)
     method = "+".join(cfg["reg"]) or "erm"
     title = f"{cfg['data']['name']} {method} seed {cfg['train']['seed']}"
@@ -208,11 +212,36 @@ def run(selector, reg, data, split, shift, encoder, epochs, seed, device, determ
         print_summary(summary, run_dir, status)
 
 
+def _presets_table():
+    """``grprune ls presets``: every preset, its description and values per dataset."""
+    from rich.table import Table
+
+    from grprune import presets as P
+    from grprune.data import DATASETS
+    table = Table(title="presets (--preset NAME; auto = each dataset's default)",
+                  show_lines=True)
+    for col in ("name", "applies to", "settings"):
+        table.add_column(col)
+    defaults = {ds: P.default_for(ds) for ds in DATASETS.names()}
+    for name, path in P.available().items():
+        preset = P.parse(path, name)
+        chosen = [ds for ds, p in defaults.items() if p == name]
+        head = f"{name}\n{preset.description}\n({path})"
+        if chosen:
+            head += f"\ndefault for: {', '.join(chosen)}"
+        table.add_row(head, "every dataset",
+                      "\n".join(f"{k} = {v}" for k, v in preset.all.items()) or "-")
+        for ds, values in preset.datasets.items():
+            table.add_row("", ds, "\n".join(f"{k} = {v}" for k, v in values.items()))
+    return table
+
+
 @main.command("ls")
 @click.argument("kind", required=False,
-                type=click.Choice(["selectors", "encoders", "regularizers", "datasets", "train"]))
+                type=click.Choice(["selectors", "encoders", "regularizers", "datasets", "train",
+                                   "presets"]))
 def ls(kind) -> None:
-    """List registered parts with their hyperparameters and defaults."""
+    """List registered parts with their hyperparameters and defaults, and the presets."""
     from rich.console import Console
     from rich.table import Table
 
@@ -256,6 +285,8 @@ def ls(kind) -> None:
             for key, default, text in cls.describe_hparams():
                 table.add_row(f"{prefix}.{key}", str(default), text)
         console.print(table)
+    if kind in (None, "presets"):
+        console.print(_presets_table())
     broken = {**REGULARIZERS.broken_plugins, **SELECTORS.broken_plugins,
               **DATASETS.broken_plugins}
     for ep, msg in broken.items():

@@ -115,7 +115,7 @@ def _command(params: dict) -> list[str]:
     args = ["grprune", "sweep"]
     if params["spec"] is not None:
         args += ["--spec", str(params["spec"])]
-    for name in ("selector", "data", "split", "shift", "encoder", "epochs", "seeds"):
+    for name in ("selector", "data", "split", "shift", "encoder", "preset", "epochs", "seeds"):
         if params[name] is not None:
             args += [f"--{name}", str(params[name])]
     for reg in params["reg"]:
@@ -147,7 +147,8 @@ def _grids(params: dict):
         raise GrpruneError(f"config file not found: {params['config_file']}")
     cli = grid_from_options(
         data=params["data"], split=params["split"], shift=params["shift"],
-        selector=params["selector"], encoder=params["encoder"], epochs=params["epochs"],
+        selector=params["selector"], encoder=params["encoder"], preset=params["preset"],
+        epochs=params["epochs"],
         seeds=params["seeds"], reg=params["reg"], hparams=params["overrides"],
         device=params["device"], root=params["root"], download=params["download"],
         config=params["config_file"])
@@ -258,6 +259,8 @@ def _summary(outcome, root: Path, n: int) -> None:
 @option("--shift", default=None, metavar="A[,B...]",
         help="GOOD distribution shifts, comma list (covariate,concept)")
 @option("--encoder", default=None, metavar="A[,B...]", help="GNN encoders, comma list")
+@option("--preset", default=None, metavar="A[,B...]",
+        help="presets, comma list (paper, official, yours; default auto)")
 @option("--epochs", default=None, metavar="N[,N...]", help="training epochs, comma list")
 @option("--seeds", "--seed", "seeds", default=None, metavar="SEEDS",
         help="seeds: a range 1-4 (inclusive), a list 0,2,5, or both: 0-3,7")

@@ -8,28 +8,52 @@ from torch import Tensor, nn
 
 from grprune.batch import GraphBatch, segment_sum
 from grprune.encoders.base import ENCODERS, Encoder, NodeEmbedding, mlp
-from grprune.encoders.layers import WeightedGCNConv, WeightedGINEConv
+from grprune.encoders.layers import EDGE_MASKS, WeightedGCNConv, WeightedGINEConv
+
+
+def xavier_init(module: nn.Module) -> None:
+    """``xavier_uniform_`` weights and zero biases for every ``nn.Linear`` in ``module``
+    (the official PrunE code's ``GIN.weights_init``)."""
+    for m in module.modules():
+        if isinstance(m, nn.Linear):
+            nn.init.xavier_uniform_(m.weight)
+            if m.bias is not None:
+                nn.init.zeros_(m.bias)
 
 
 class _MessagePassingEncoder(Encoder):
     """``layers`` convolutions, each followed by BatchNorm, ReLU (not after the
-    last) and dropout; with ``virtual_node`` a virtual node connected to every
-    node of its graph is added before each layer and updated by an MLP after it
-    (Gilmer et al. 2017; OGB). Returns the last layer's node embeddings.
+    last; none at all with ``layer_relu=False``) and dropout; with ``virtual_node``
+    a virtual node connected to every node of its graph is added before each layer
+    and updated by an MLP after it (Gilmer et al. 2017; OGB). Returns the last
+    layer's node embeddings.
+
+    Options that the official PrunE code (``modelNew/gin.py``, ``conv.py``) sets
+    differently from OGB's GIN, which the paper cites: ``layer_relu=False`` (its GIN
+    has no ReLU between layers: conv, BatchNorm, dropout), ``edge_mask="before-relu"``
+    (:func:`~grprune.encoders.layers.masked_relu`), ``init="xavier"``
+    (``xavier_uniform_`` weights and zero biases in every Linear layer) and
+    ``readout="sum-l2"`` (:meth:`grprune.model.GraphClassifier.encode`).
     """
 
     conv_class: type[nn.Module]
     defaults = {"layers": 4, "hidden": 64, "dropout": 0.5, "virtual_node": False,
-                "readout": "sum", "head_layers": 2}
+                "readout": "sum", "head_layers": 2, "layer_relu": True,
+                "edge_mask": "after-relu", "init": "torch"}
     help = {
         "layers": "number of message-passing layers",
         "hidden": "hidden width D",
         "dropout": "dropout probability after each layer",
         "virtual_node": "add a virtual node per graph (paper: on for ogbg-molbbbp)",
-        "readout": "graph readout (paper: sum)",
-        "head_layers": "layers of the MLP classifier on the readout",
+        "readout": "graph readout (paper: sum; official code: sum divided by its L2 norm)",
+        "head_layers": "layers of the MLP classifier on the readout (official code: 3)",
+        "layer_relu": "ReLU between layers (OGB's GIN; official code: none)",
+        "edge_mask": "edge mask on ReLU(h_u + e_uv) (after-relu, OGB) or inside it "
+                     "(before-relu, official code: a pruned edge gets no gradient)",
+        "init": "Linear initialisation: torch's default, or xavier (official code)",
     }
-    choices = {"readout": ("sum", "mean")}
+    choices = {"readout": ("sum", "mean", "sum-l2"), "edge_mask": EDGE_MASKS,
+               "init": ("torch", "xavier")}
 
     def __init__(self, feature_kind: str = "ogb", node_dim: int = 0, edge_dim: int = 0,
                  **hparams) -> None:
@@ -38,7 +62,8 @@ class _MessagePassingEncoder(Encoder):
         d = self.out_dim = hp["hidden"]
         self.node_embedding = NodeEmbedding(feature_kind, d, node_dim)
         self.convs = nn.ModuleList(
-            self.conv_class(d, feature_kind, edge_dim) for _ in range(hp["layers"]))
+            self.conv_class(d, feature_kind, edge_dim, hp["edge_mask"])
+            for _ in range(hp["layers"]))
         self.norms = nn.ModuleList(nn.BatchNorm1d(d) for _ in range(hp["layers"]))
         if hp["virtual_node"]:
             self.vn_embedding = nn.Embedding(1, d)
@@ -46,6 +71,8 @@ class _MessagePassingEncoder(Encoder):
             self.vn_mlps = nn.ModuleList(
                 nn.Sequential(mlp([d, 2 * d, d]), nn.BatchNorm1d(d), nn.ReLU())
                 for _ in range(hp["layers"] - 1))
+        if hp["init"] == "xavier":
+            xavier_init(self)
 
     def forward(self, batch: GraphBatch, edge_weight: Tensor | None = None) -> Tensor:
         hp = self.hparams
@@ -59,7 +86,7 @@ class _MessagePassingEncoder(Encoder):
                 h = h + vn[batch.node_graph]
             h_in = h
             h = norm(conv(h, batch, edge_weight))
-            if i < last:
+            if i < last and hp["layer_relu"]:
                 h = torch.relu(h)
             h = F.dropout(h, hp["dropout"], self.training)
             if vn is not None and i < last:

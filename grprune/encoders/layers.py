@@ -9,6 +9,26 @@ from grprune.batch import GraphBatch, segment_sum
 from grprune.encoders.base import EdgeEmbedding, mlp
 
 
+#: where the edge mask multiplies a message, ``encoder.edge_mask``
+EDGE_MASKS = ("after-relu", "before-relu")
+
+
+def masked_relu(msg: Tensor, edge_weight: Tensor | None, edge_mask: str) -> Tensor:
+    """``ReLU(msg) * w`` (``after-relu``) or ``ReLU(msg * w)`` (``before-relu``).
+
+    The two are equal for ``w >= 0``; their gradients with respect to ``w`` differ where
+    ``w = 0``: :math:`\\mathrm{ReLU}(x)` after the ReLU, 0 before it (a pruned edge then
+    gets no gradient from the loss). ``before-relu`` is the official PrunE code
+    (``modelNew/conv.py``, ``GINConv.message``).
+
+    Shapes: ``msg (E, D)``, ``edge_weight (E,)`` or None -> ``(E, D)``.
+    """
+    if edge_weight is None:
+        return torch.relu(msg)
+    w = edge_weight.unsqueeze(-1)
+    return torch.relu(msg * w) if edge_mask == "before-relu" else torch.relu(msg) * w
+
+
 class WeightedGINEConv(nn.Module):
     """GIN convolution with bond features and an edge mask (OGB's ``GINConv``).
 
@@ -17,25 +37,27 @@ class WeightedGINEConv(nn.Module):
                \\tilde A_{uv}\\, \\mathrm{ReLU}(h_u + e_{uv})\\Big)
 
     where :math:`\\tilde A_{uv}` is ``edge_weight`` (paper Eq. 2's sampled
-    adjacency) and :math:`e_{uv}` the bond embedding.
+    adjacency) and :math:`e_{uv}` the bond embedding; with ``edge_mask="before-relu"``
+    the message is :math:`\\mathrm{ReLU}(\\tilde A_{uv}(h_u + e_{uv}))` (see
+    :func:`masked_relu`).
 
     Shapes: ``h (N, D)``, ``edge_weight (E,)`` -> ``(N, D)``.
     """
 
-    def __init__(self, dim: int, edge_kind: str, edge_dim: int = 0) -> None:
+    def __init__(self, dim: int, edge_kind: str, edge_dim: int = 0,
+                 edge_mask: str = "after-relu") -> None:
         super().__init__()
         self.edge_embedding = EdgeEmbedding(edge_kind, dim, edge_dim)
         self.mlp = mlp([dim, 2 * dim, dim])
         self.eps = nn.Parameter(torch.zeros(1))
+        self.edge_mask = edge_mask
 
     def forward(self, h: Tensor, batch: GraphBatch, edge_weight: Tensor | None) -> Tensor:
         msg = h[batch.src]
         e = self.edge_embedding(batch.edge_feat)
         if e is not None:
             msg = msg + e
-        msg = torch.relu(msg)
-        if edge_weight is not None:
-            msg = msg * edge_weight.unsqueeze(-1)
+        msg = masked_relu(msg, edge_weight, self.edge_mask)
         agg = segment_sum(msg, batch.dst, h.shape[0])
         return self.mlp((1 + self.eps) * h + agg)
 
@@ -51,20 +73,22 @@ class WeightedGCNConv(nn.Module):
     Shapes: ``h (N, D)``, ``edge_weight (E,)`` -> ``(N, D)``.
     """
 
-    def __init__(self, dim: int, edge_kind: str, edge_dim: int = 0) -> None:
+    def __init__(self, dim: int, edge_kind: str, edge_dim: int = 0,
+                 edge_mask: str = "after-relu") -> None:
         super().__init__()
         self.linear = nn.Linear(dim, dim)
         self.root = nn.Parameter(torch.zeros(1, dim))
         self.edge_embedding = EdgeEmbedding(edge_kind, dim, edge_dim)
+        self.edge_mask = edge_mask
 
     def forward(self, h: Tensor, batch: GraphBatch, edge_weight: Tensor | None) -> Tensor:
         x = self.linear(h)
         w = edge_weight if edge_weight is not None else x.new_ones(batch.src.shape[0])
         deg = 1.0 + segment_sum(w, batch.dst, x.shape[0])
-        norm = w * deg[batch.src].rsqrt() * deg[batch.dst].rsqrt()
         msg = x[batch.src]
         e = self.edge_embedding(batch.edge_feat)
         if e is not None:
             msg = msg + e
-        msg = torch.relu(msg) * norm.unsqueeze(-1)
+        msg = masked_relu(msg, edge_weight, self.edge_mask)
+        msg = msg * (deg[batch.src].rsqrt() * deg[batch.dst].rsqrt()).unsqueeze(-1)
         return segment_sum(msg, batch.dst, x.shape[0]) + torch.relu(x + self.root) / deg.unsqueeze(-1)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from grprune.batch import segment_sum
+from grprune.batch import rank_in_segment, segment_sum
 from grprune.regularizers.base import REGULARIZERS, Regularizer, StepContext
 
 
@@ -66,13 +66,10 @@ class EpsilonAlignment(Regularizer):
             lowest = torch.sort(prob).values[:k]
             target = 1.0 / k if eps == "auto" else float(eps)
             return 0.5 * (lowest - target).abs().sum()
-        # per-graph lowest-K%: sort by (graph, prob), rank inside each graph
-        order = torch.argsort(batch.edge_graph.double() * 2.0 + prob.detach().double())
-        graph_sorted = batch.edge_graph[order]
-        offsets = torch.cumsum(batch.num_edges, 0) - batch.num_edges
-        rank = torch.arange(prob.numel(), device=prob.device) - offsets[graph_sorted]
+        # per-graph lowest-K%
+        rank = rank_in_segment(prob.detach(), batch.edge_graph, batch.num_graphs)
         k_graph = torch.clamp((batch.num_edges.double() * frac + 1e-9).floor().long(), min=1)
-        chosen = order[rank < k_graph[graph_sorted]]
+        chosen = torch.nonzero(rank < k_graph[batch.edge_graph]).squeeze(1)
         g = batch.edge_graph[chosen]
         if eps == "auto":
             target = 1.0 / batch.num_edges[g].to(prob.dtype)

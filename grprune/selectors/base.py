@@ -10,14 +10,16 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from grprune.batch import GraphBatch
+from grprune.batch import GraphBatch, rank_in_segment
 from grprune.hparams import Configurable
 from grprune.registry import Registry
 
 SELECTORS = Registry("selector", entry_point_group="grprune.selectors")
 
 #: evaluation rules for the edge mask, see :meth:`Selector.forward`
-EVAL_MODES = ("threshold", "soft", "sample")
+EVAL_MODES = ("threshold", "soft", "sample", "budget")
+#: what one Gumbel sample covers, ``selector.sample_per``
+SAMPLE_UNITS = ("bond", "edge")
 
 
 @dataclass
@@ -114,7 +116,10 @@ class Selector(nn.Module, Configurable, ABC):
 
     Hyperparameters (``selector.*``): ``tau`` temperature; ``hard``
     straight-through hard samples (PrunE) or soft concrete samples (GSAT);
-    ``eval_mode`` the evaluation rule:
+    ``sample_per``: one sample per undirected bond, shared by its two directed
+    edges (``bond``, default), or one per directed edge (``edge``, the official
+    code's ``F.gumbel_softmax`` over all of ``edge_index``); ``eval_mode`` the
+    evaluation rule:
 
     * ``threshold`` (default): keep an edge iff :math:`p_{ij} > 0.5`, the most
       likely mask under the selector's Bernoulli model. Deterministic.
@@ -122,27 +127,40 @@ class Selector(nn.Module, Configurable, ABC):
     * ``sample``: a fresh hard sample as in training (the official code's
       evaluation); stochastic, so predictions are averaged over
       ``eval_samples`` draws by the trainer.
+    * ``budget``: keep the :math:`\\lceil \\eta\\, U_G \\rceil` most probable
+      bonds of each graph (:math:`U_G` its bonds, :math:`\\eta` =
+      ``eval_budget``, by default the size constraint's ``reg.size.eta``), so that
+      the budget of L_e (Eq. 3) also decides what evaluation keeps.
+      Deterministic (ties: the earlier bond).
     """
 
     #: False for selectors without learned edge scores (e.g. random dropping);
     #: regularizers that require a selector refuse them
     learned: ClassVar[bool] = True
-    defaults = {"tau": 1.0, "hard": True, "eval_mode": "threshold", "eval_samples": 1}
+    defaults = {"tau": 1.0, "hard": True, "sample_per": "bond", "eval_mode": "threshold",
+                "eval_samples": 1, "eval_budget": 0.0}
     help = {
         "tau": "temperature of the Gumbel (binary concrete) relaxation, paper Eq. 2",
         "hard": "straight-through hard samples (true) or soft concrete samples",
-        "eval_mode": "edge mask at evaluation",
+        "sample_per": "one Gumbel sample per bond (both directions) or per directed edge "
+                      "(official code)",
+        "eval_mode": "edge mask at evaluation (official code: sample)",
         "eval_samples": "with eval_mode=sample: predictions averaged over this many draws",
+        "eval_budget": "with eval_mode=budget: fraction of each graph's bonds kept "
+                       "(0 = reg.size.eta)",
     }
-    choices = {"eval_mode": EVAL_MODES}
+    choices = {"eval_mode": EVAL_MODES, "sample_per": SAMPLE_UNITS}
 
     def __init__(self, feature_kind: str = "ogb", node_dim: int = 0, edge_dim: int = 0,
                  **hparams) -> None:
         super().__init__()
         self.hparams = self.resolve_hparams(hparams, prefix="selector.")
+        from grprune.errors import GrpruneError
         if self.hparams["tau"] <= 0:
-            from grprune.errors import GrpruneError
             raise GrpruneError(f"selector.tau must be > 0, got {self.hparams['tau']}")
+        if not 0 <= self.hparams["eval_budget"] <= 1:
+            raise GrpruneError(f"selector.eval_budget is a fraction in [0, 1] (0 = "
+                               f"reg.size.eta), got {self.hparams['eval_budget']}")
 
     @abstractmethod
     def edge_logits(self, batch: GraphBatch) -> Tensor:
@@ -162,11 +180,42 @@ class Selector(nn.Module, Configurable, ABC):
         relaxed = None
         if self.training or mode == "sample":
             hard = self.hparams["hard"]
-            bond_sample, bond_relaxed = concrete_sample(bond_logits, tau, hard)
-            weight, relaxed = bond_sample[batch.bond], bond_relaxed[batch.bond]
+            if self.hparams["sample_per"] == "edge":
+                weight, relaxed = concrete_sample(logits, tau, hard)
+            else:
+                bond_sample, bond_relaxed = concrete_sample(bond_logits, tau, hard)
+                weight, relaxed = bond_sample[batch.bond], bond_relaxed[batch.bond]
         elif mode == "threshold":
             weight = (prob > 0.5).to(prob.dtype)
+        elif mode == "budget":
+            weight = budget_mask(bond_logits, batch, self.hparams["eval_budget"])[batch.bond]
+            weight = weight.to(prob.dtype)
         else:
             weight = prob
         return Selection(edge_logits=logits, edge_prob=prob, edge_weight=weight,
                          relaxed=relaxed, tau=tau)
+
+
+def budget_mask(bond_score: Tensor, batch: GraphBatch, budget: float) -> Tensor:
+    """Keep the :math:`\\lceil \\eta\\, U_G \\rceil` highest-scored bonds of each graph.
+
+    Parameters
+    ----------
+    bond_score : Tensor of shape (U,)
+        A score per bond of the batch (the logit; any increasing function of
+        :math:`p` ranks the same).
+    batch : GraphBatch
+    budget : float
+        :math:`\\eta` in [0, 1].
+
+    Returns
+    -------
+    Tensor of shape (U,), bool
+        True for a kept bond. Ties keep the earlier bond.
+    """
+    bond_graph = batch.edge_graph.new_zeros(bond_score.shape[0]).scatter_(
+        0, batch.bond, batch.edge_graph)
+    rank = rank_in_segment(bond_score, bond_graph, batch.num_graphs, descending=True)
+    per_graph = torch.bincount(bond_graph, minlength=batch.num_graphs)
+    keep = torch.ceil(per_graph.double() * budget - 1e-9).long()
+    return rank < keep[bond_graph]

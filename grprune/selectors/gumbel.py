@@ -18,18 +18,29 @@ class GumbelSelector(Selector):
         w_{ij} = \\tfrac12\\big(\\mathrm{MLP}(h_i \\| h_j \\| h_i{+}h_j)
                  + \\mathrm{MLP}(h_j \\| h_i \\| h_i{+}h_j)\\big)
 
-    (paper Eq. 1; averaging the two directions gives both directions of a bond
-    one logit). The GNN is the registered encoder ``encoder_name`` with its own
-    atom/bond embeddings, ``layers`` layers, ``hidden`` width and no dropout.
+    (paper Eq. 1, ``symmetrize="mean-logit"``: averaging the two directions gives
+    both directions of a bond one logit), or, with ``symmetrize="sum-input"``, the
+    official code's :math:`w_{ij} = \\mathrm{MLP}\\big((h_i \\| h_j \\| h_i{+}h_j) +
+    (h_j \\| h_i \\| h_i{+}h_j)\\big)` (``modelNew/prune.py``, ``learn_edge_weight``;
+    its two-logit softmax is this one logit's sigmoid). The GNN is the registered
+    encoder ``encoder_name`` with its own atom/bond embeddings, ``layers`` layers,
+    ``hidden`` width, ``dropout``, ``layer_relu`` and ``init`` as in the encoder.
     """
 
     encoder_name = "gin"
     defaults = {**Selector.defaults, "layers": 2, "hidden": 64, "dropout": 0.0,
-                "virtual_node": False}
+                "virtual_node": False, "symmetrize": "mean-logit", "layer_relu": True,
+                "init": "torch"}
     help = {**Selector.help, "layers": "GNN layers of the selector (paper: 2 or 3)",
             "hidden": "hidden width of the selector",
             "dropout": "dropout inside the selector GNN",
-            "virtual_node": "virtual node in the selector GNN"}
+            "virtual_node": "virtual node in the selector GNN",
+            "symmetrize": "one logit per bond: mean of the MLP on both orders (paper Eq. 1) "
+                          "or the MLP of their sum (sum-input, official code)",
+            "layer_relu": "ReLU between the selector GNN's layers (official code: none)",
+            "init": "Linear initialisation of the selector GNN: torch or xavier (official)"}
+    choices = {**Selector.choices, "symmetrize": ("mean-logit", "sum-input"),
+               "init": ("torch", "xavier")}
 
     def __init__(self, feature_kind: str = "ogb", node_dim: int = 0, edge_dim: int = 0,
                  **hparams) -> None:
@@ -38,7 +49,8 @@ class GumbelSelector(Selector):
         self.gnn = ENCODERS.make(self.encoder_name, feature_kind=feature_kind,
                                  node_dim=node_dim, edge_dim=edge_dim,
                                  layers=hp["layers"], hidden=hp["hidden"],
-                                 dropout=hp["dropout"], virtual_node=hp["virtual_node"])
+                                 dropout=hp["dropout"], virtual_node=hp["virtual_node"],
+                                 layer_relu=hp["layer_relu"], init=hp["init"])
         d = hp["hidden"]
         self.edge_mlp = nn.Sequential(nn.Linear(3 * d, 2 * d), nn.ReLU(), nn.Linear(2 * d, 1))
 
@@ -55,9 +67,14 @@ class GumbelSelector(Selector):
         h = self.gnn(batch)
         first, act, last = self.edge_mlp
         w_src, w_dst, w_sum = first.weight.chunk(3, dim=1)  # each (2D, D)
-        proj = h @ torch.cat([w_src + w_sum, w_dst + w_sum], dim=0).t()  # (N, 4D)
-        from_src, from_dst = proj.chunk(2, dim=1)
-        z = from_src[batch.src] + from_dst[batch.dst] + first.bias
+        if self.hparams["symmetrize"] == "sum-input":
+            # MLP((h_i||h_j||h_i+h_j) + (h_j||h_i||h_i+h_j)) = MLP(u||u||2u), u = h_i + h_j
+            proj = h @ (w_src + w_dst + 2 * w_sum).t()  # (N, 2D)
+            z = proj[batch.src] + proj[batch.dst] + first.bias
+        else:
+            proj = h @ torch.cat([w_src + w_sum, w_dst + w_sum], dim=0).t()  # (N, 4D)
+            from_src, from_dst = proj.chunk(2, dim=1)
+            z = from_src[batch.src] + from_dst[batch.dst] + first.bias
         return last(act(z)).squeeze(-1)
 
 

@@ -1,6 +1,6 @@
 """Sweep grids: the alternatives of each option, and their expansion into configurations.
 
-A grid maps each *axis* (``data``, ``split``, ``shift``, ``encoder``, ``selector``,
+A grid maps each *axis* (``data``, ``split``, ``shift``, ``encoder``, ``preset``, ``selector``,
 ``reg``, ``epochs``, ``seed`` and every ``-H`` key) to a list of alternatives; its
 configurations are the cartesian product. The same grid comes from the command line
 (comma lists, ``--seeds 1-4``, repeated ``--reg``) or from a YAML spec (a mapping, or a
@@ -31,11 +31,11 @@ from typing import Any, Iterable, Mapping, Sequence
 from grprune.errors import GrpruneError
 
 #: grid axes besides the ``-H`` keys, in expansion order (the seed varies fastest)
-AXES = ("data", "split", "shift", "encoder", "selector", "reg", "epochs", "seed")
+AXES = ("data", "split", "shift", "encoder", "preset", "selector", "reg", "epochs", "seed")
 #: settings that are the same for every configuration of a grid
 FIXED = ("device", "root", "download", "config")
 #: keys of a YAML sweep spec
-SPEC_KEYS = ("data", "split", "shift", "selector", "encoder", "epochs", "reg", "seeds",
+SPEC_KEYS = ("data", "split", "shift", "selector", "encoder", "preset", "epochs", "reg", "seeds",
              "seed", "device", "root", "download", "config", "hparams")
 
 _COMMA = re.compile(r"(?<!\\),")
@@ -213,13 +213,13 @@ class Grid:
 
 
 def grid_from_options(*, data=None, split=None, shift=None, selector=None, encoder=None,
-                      epochs=None, seeds=None, reg=(), hparams=(), device=None, root=None,
+                      preset=None, epochs=None, seeds=None, reg=(), hparams=(), device=None, root=None,
                       download=False, config=None, origin="command line") -> Grid:
     """The grid of the command-line options (``None`` / empty = not given).
 
     Parameters
     ----------
-    data, split, shift, selector, encoder, epochs : str, optional
+    data, split, shift, selector, encoder, preset, epochs : str, optional
         Comma lists.
     seeds : str, optional
         ``"1-4"``, ``"0,2,5"``.
@@ -237,7 +237,7 @@ def grid_from_options(*, data=None, split=None, shift=None, selector=None, encod
     """
     grid = Grid(origin=origin)
     for axis, value in (("data", data), ("split", split), ("shift", shift),
-                        ("selector", selector), ("encoder", encoder)):
+                        ("selector", selector), ("encoder", encoder), ("preset", preset)):
         if value is not None:
             grid.axes[axis] = _unique(split_list(value, f"--{axis}"))
     if epochs is not None:
@@ -310,7 +310,7 @@ def grid_from_mapping(spec: Mapping[str, Any], origin: str) -> Grid:
                                f"Keys: {', '.join(k for k in SPEC_KEYS if k != 'seed')}")
     grid = Grid(origin=origin)
     try:
-        for axis in ("data", "split", "shift", "selector", "encoder"):
+        for axis in ("data", "split", "shift", "selector", "encoder", "preset"):
             if spec.get(axis) is not None:
                 grid.axes[axis] = _alternatives(spec[axis], axis)
         if spec.get("epochs") is not None:
@@ -436,7 +436,8 @@ def _resolve(point: Mapping[str, Any], fixed: Mapping[str, Any],
     flags = {k: v for k, v in flags.items() if v is not None}
     return resolve_config(data=point.get("data"), selector=point.get("selector"),
                           reg=point.get("reg"), encoder=point.get("encoder"), flags=flags,
-                          overrides=overrides, file=fixed.get("config"))
+                          overrides=overrides, file=fixed.get("config"),
+                          preset=point.get("preset"))
 
 
 _MISSING = object()
@@ -482,6 +483,7 @@ def value_of(axis: str, conf: Configuration) -> Any:
     cfg = conf.cfg
     simple = {"data": ("data", "name"), "split": ("data", "split"), "shift": ("data", "shift"),
               "encoder": ("encoder", "name"), "selector": ("selector", "name"),
+              "preset": ("preset", "name"),
               "epochs": ("train", "epochs"), "seed": ("train", "seed")}
     if axis in simple:
         section, key = simple[axis]
@@ -640,7 +642,8 @@ def run_command(conf: Configuration, out: str | Path | None = None) -> list[str]
     """
     args = ["run"]
     p = conf.point
-    for axis in ("selector", "reg", "data", "split", "shift", "encoder", "epochs", "seed"):
+    for axis in ("selector", "reg", "data", "split", "shift", "encoder", "preset", "epochs",
+                 "seed"):
         if axis in p:
             args += [f"--{axis}", str(p[axis])]
     for key in ("device", "root", "config"):

@@ -1,0 +1,74 @@
+"""What a learned selector does, per split and epoch: the spread of its keep probabilities
+and, on data with ground-truth motif edges, whether it ranks the motif above the rest.
+
+Counted over undirected bonds (both directions of a bond share one logit), like
+:mod:`grprune.explain`, whose metric functions this module applies to every graph of a
+split (the paper's Figure 4b restricts the ROC-AUC to correctly predicted graphs;
+``grprune explain`` reports both).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from grprune.batch import GraphBatch
+from grprune.explain import edge_rocauc, ranking_score, spurious_at_k
+
+#: quantiles of p = sigmoid(w) recorded per split and epoch
+QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)
+#: K (percent of each graph's bonds, the lowest-scored) of Precision@K / Recall@K
+PRECISION_K = 50
+
+
+class SelectorStats:
+    """Accumulates one split's bond logits batch by batch; :meth:`result` summarises them."""
+
+    def __init__(self) -> None:
+        self.logits: list[np.ndarray] = []
+        self.gt: list[np.ndarray] = []
+        self.sizes: list[np.ndarray] = []
+
+    def add(self, batch: GraphBatch, edge_logits: torch.Tensor) -> None:
+        """Add one evaluated batch: ``edge_logits`` of shape (E,), equal on both directions."""
+        u = batch.num_bonds
+        bond_logits = edge_logits.new_zeros(u).scatter_(0, batch.bond, edge_logits)
+        bond_graph = batch.edge_graph.new_zeros(u).scatter_(0, batch.bond, batch.edge_graph)
+        self.logits.append(bond_logits.detach().double().cpu().numpy())
+        self.sizes.append(torch.bincount(bond_graph, minlength=batch.num_graphs).cpu().numpy())
+        if batch.edge_gt is not None:
+            gt = batch.edge_gt.new_zeros(u).scatter_(0, batch.bond, batch.edge_gt)
+            self.gt.append(gt.cpu().numpy())
+
+    def result(self) -> dict[str, Any]:
+        """The split's summary.
+
+        Returns
+        -------
+        dict
+            ``bonds``; ``p_quantiles`` (``"0.1"`` ... ``"0.9"`` -> quantile of
+            :math:`p`); ``p_below_0.1`` and ``p_above_0.9`` (fractions of bonds); with
+            ground truth also ``motif_rocauc`` (:func:`~grprune.explain.edge_rocauc`),
+            ``precision@50`` and ``recall@50`` (:func:`~grprune.explain.spurious_at_k`:
+            the share of spurious bonds among each graph's lowest 50 %, and the share of
+            spurious bonds found there), None where undefined.
+        """
+        logits = np.concatenate(self.logits) if self.logits else np.zeros(0)
+        out: dict[str, Any] = {"bonds": int(len(logits))}
+        if not len(logits):
+            return out
+        p = 1.0 / (1.0 + np.exp(-logits))
+        out["p_quantiles"] = {str(q): float(v) for q, v in zip(QUANTILES, np.quantile(p, QUANTILES))}
+        out["p_below_0.1"] = float(np.mean(p < 0.1))
+        out["p_above_0.9"] = float(np.mean(p > 0.9))
+        if self.gt and sum(len(g) for g in self.gt) == len(logits):
+            gt = np.concatenate(self.gt).astype(np.int64)
+            score = ranking_score(logits)
+            ptr = np.concatenate([[0], np.cumsum(np.concatenate(self.sizes))]).astype(np.int64)
+            at = spurious_at_k(ptr, score, gt, ks=(PRECISION_K,))[str(PRECISION_K)]
+            out["motif_rocauc"] = edge_rocauc(score, gt)
+            out[f"precision@{PRECISION_K}"] = at["precision"]
+            out[f"recall@{PRECISION_K}"] = at["recall"]
+        return out
