@@ -116,6 +116,11 @@ class Run:
         return self.config["selector"]["name"]
 
     @property
+    def preset(self) -> str:
+        """The preset the run was resolved with (``paper`` for runs before presets)."""
+        return (self.config.get("preset") or {}).get("name", "paper")
+
+    @property
     def metric(self) -> str:
         return self.summary["metric"]
 
@@ -508,27 +513,31 @@ def _needs_selector(name: str) -> bool:
         return False
 
 
-def method_label(reg: Sequence[str], selector: str) -> str:
+def method_label(reg: Sequence[str], selector: str, preset: str = "paper") -> str:
     """The method's name in tables.
 
     ``ERM`` (no regularizer, no selector), ``PrunE`` (``size`` + ``eps-align``
     with the gumbel-gin selector), ``GSAT``, ``CIGA``, ``IRM``, ``VREx``,
     ``GroupDRO``, ``DropEdge``; otherwise the regularizers joined with ``+``,
     followed by the selector in brackets when it is not the one ``--selector
-    auto`` would pick (gumbel-gin when a regularizer needs one, else none).
+    auto`` would pick (gumbel-gin when a regularizer needs one, else none), and by
+    the preset in parentheses when it is not ``paper``.
 
     >>> method_label(["eps-align", "size"], "gumbel-gin"), method_label([], "none")
     ('PrunE', 'ERM')
     >>> method_label(["size"], "gumbel-gin"), method_label(["size", "eps-align"], "gumbel-gcn")
     ('size', 'PrunE [gumbel-gcn]')
+    >>> method_label(["size", "eps-align"], "gumbel-gin", "official")
+    'PrunE (official)'
     """
     reg = canonical_reg(reg)
+    suffix = "" if preset == "paper" else f" ({preset})"
     label = _METHOD_LABELS.get((selector, reg))
     if label:
-        return label
+        return label + suffix
     auto = "gumbel-gin" if any(_needs_selector(n) for n in reg) else "none"
     base = (_METHOD_LABELS.get((auto, reg)) if reg else None) or "+".join(reg) or "none"
-    return base if selector == auto else f"{base} [{selector}]"
+    return (base if selector == auto else f"{base} [{selector}]") + suffix
 
 
 def ablation_label(reg: Sequence[str], selector: str) -> str:
@@ -546,7 +555,7 @@ def ablation_label(reg: Sequence[str], selector: str) -> str:
 
 
 def _method_rank(label: str) -> tuple:
-    base = label.split(" [")[0]
+    base = label.split(" [")[0].split(" (")[0]
     if base == "PrunE":
         return (2, label)
     if base in _METHOD_ORDER:
@@ -611,6 +620,14 @@ def _kept_text(row: dict) -> str:
     return "–" if kept is None or math.isnan(kept) else f"{kept:.3f}"
 
 
+def _fraction_text(row: dict, key: str) -> str:
+    """``0.863 ± 0.012`` for a fraction-valued column of a row; ``–`` when missing."""
+    mean, std = row.get(f"{key}_mean", math.nan), row.get(f"{key}_std", math.nan)
+    if mean is None or math.isnan(mean):
+        return "–"
+    return f"{mean:.3f}" + ("" if math.isnan(std) else f" ± {std:.3f}")
+
+
 def hparams_text(hparams: dict, short: bool = False) -> str:
     """``"reg.size.eta=0.5, train.lr=0.001"``; ``short`` drops the ``reg.`` prefix."""
     return ", ".join(f"{k[4:] if short and k.startswith('reg.') else k}={_value_text(v)}"
@@ -662,7 +679,7 @@ class Setting:
 
 
 def _group_key(run: Run, free: str | None = None) -> tuple:
-    return (_column_key(run, free), run.reg, run.selector)
+    return (_column_key(run, free), run.reg, run.selector, run.preset)
 
 
 def _groups(runs: Sequence[Run], free: str | None = None) -> dict[tuple, list[Setting]]:
@@ -746,21 +763,22 @@ def aggregate(runs: Sequence[Run], select: str = "valid") -> list[dict]:
                            f"{', '.join(SELECT_RULES)}")
     labels = _column_labels(runs)
     rows = []
-    for (ckey, reg, selector), settings in _groups(runs).items():
+    for (ckey, reg, selector, preset), settings in _groups(runs).items():
         varying = varying_keys(settings)
         by_valid, by_test = _choose(settings, "valid"), _choose(settings, "test")
         chosen = settings if select == "all" else [by_valid if select == "valid" else by_test]
         for s in chosen:
             first = s.runs[0]
             row = {"column": labels[ckey], "dataset": first.dataset, "split": first.split,
-                   "shift": first.shift, "method": method_label(reg, selector),
+                   "shift": first.shift, "method": method_label(reg, selector, preset),
+                   "preset": preset,
                    "ablation": ablation_label(reg, selector), "reg": ",".join(reg),
                    "selector": selector, "metric": first.metric,
                    "selection": {"valid": "valid", "oracle": "oracle",
                                  "all": "all"}[select],
                    "n": len(s.runs), "seeds": [r.seed for r in s.runs]}
             for key in ("test", "valid", "id_valid", "id_test", "kept_edge_fraction",
-                        "motif_edge_rocauc"):
+                        "motif_edge_rocauc", "spurious_precision_at_50"):
                 row[f"{key}_mean"], row[f"{key}_std"], _ = s.stat(key)
             for key in ("wall_time_s", "epoch_time_s_median"):
                 row[f"{key}_mean"] = s.stat(key)[0]
@@ -874,7 +892,8 @@ def to_markdown(rows: Sequence[dict], layout: str = "table", select: str | None 
     lines += [caption, ""]
     if layout == "long":
         head = ["dataset", "method", "reg", "selector", "n", "test", "valid", "ID test",
-                "test edges kept", "hyperparameters", "chosen by"]
+                "test edges kept", "motif ROC-AUC", "Precision@50", "hyperparameters",
+                "chosen by"]
         lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for r in rows:
             chosen = ", ".join(k for k, flag in (("valid", r["valid_choice"]),
@@ -883,7 +902,9 @@ def to_markdown(rows: Sequence[dict], layout: str = "table", select: str | None 
                 r["column"], r["method"], r["reg"] or "none", r["selector"], str(r["n"]),
                 pm(r["test_mean"], r["test_std"]), pm(r["valid_mean"], r["valid_std"]),
                 "–" if math.isnan(r["id_test_mean"]) else pm(r["id_test_mean"], r["id_test_std"]),
-                _kept_text(r), hparams_text(r["hparams"]) or "–", chosen or "–"]) + " |")
+                _kept_text(r), _fraction_text(r, "motif_edge_rocauc"),
+                _fraction_text(r, "spurious_precision_at_50"),
+                hparams_text(r["hparams"]) or "–", chosen or "–"]) + " |")
     else:
         rlabels, columns, cells = _grid(rows, layout, select)
         best = {}
@@ -926,10 +947,11 @@ def to_markdown(rows: Sequence[dict], layout: str = "table", select: str | None 
 
 
 CSV_COLUMNS = ["selection", "dataset", "split", "shift", "column", "method", "reg", "selector",
-               "metric", "n", "seeds", "test_mean", "test_std", "valid_mean", "valid_std",
-               "id_valid_mean", "id_valid_std", "id_test_mean", "id_test_std",
+               "preset", "metric", "n", "seeds", "test_mean", "test_std", "valid_mean",
+               "valid_std", "id_valid_mean", "id_valid_std", "id_test_mean", "id_test_std",
                "kept_edge_fraction_mean", "kept_edge_fraction_std", "motif_edge_rocauc_mean",
-               "motif_edge_rocauc_std", "wall_time_s_mean", "epoch_time_s_median_mean",
+               "motif_edge_rocauc_std", "spurious_precision_at_50_mean",
+               "spurious_precision_at_50_std", "wall_time_s_mean", "epoch_time_s_median_mean",
                "peak_mem_mib_max", "hparams", "varying", "n_settings", "ties", "valid_choice",
                "oracle_choice", "setting", "config_hash", "dirs"]
 
@@ -987,9 +1009,10 @@ def rich_table(rows: Sequence[dict], layout: str = "table", select: str | None =
     table = Table(title=title, show_lines=layout != "long")
     if layout == "long":
         for col in ("dataset", "method", "reg", "n", "test", "valid", "ID test", "kept",
-                    "hyperparameters", "chosen"):
+                    "motif AUC", "P@50", "hyperparameters", "chosen"):
             table.add_column(col, justify="right" if col in ("n", "test", "valid", "ID test",
-                                                             "kept") else "left")
+                                                             "kept", "motif AUC", "P@50")
+                             else "left")
         for r in rows:
             chosen = "/".join(k for k, f in (("valid", r["valid_choice"]),
                                              ("oracle", r["oracle_choice"])) if f)
@@ -998,7 +1021,9 @@ def rich_table(rows: Sequence[dict], layout: str = "table", select: str | None =
             table.add_row(*map(escape, (
                 r["column"], r["method"], r["reg"] or "none", str(r["n"]),
                 pm(r["test_mean"], r["test_std"]), pm(r["valid_mean"], r["valid_std"]), idt,
-                _kept_text(r), hparams_text(r["hparams"]) or "–", chosen or "–")))
+                _kept_text(r), _fraction_text(r, "motif_edge_rocauc"),
+                _fraction_text(r, "spurious_precision_at_50"),
+                hparams_text(r["hparams"]) or "–", chosen or "–")))
         return table
     rlabels, columns, cells = _grid(rows, layout, select)
     table.add_column("method" if layout == "table" else "regularizers")
@@ -1109,7 +1134,7 @@ def sensitivity(runs: Sequence[Run], key: str, select: str = "valid") -> list[di
     labels = _column_labels(runs, free)
     points: list[dict] = []
     entangled: list[str] = []
-    for (ckey, reg, selector), settings in groups.items():
+    for (ckey, reg, selector, preset), settings in groups.items():
         varying = varying_keys(settings)
         if key not in varying:
             continue
@@ -1124,7 +1149,7 @@ def sensitivity(runs: Sequence[Run], key: str, select: str = "valid") -> list[di
         for s in settings:
             contexts.setdefault(context(s), []).append(s)
         if max(len(c) for c in contexts.values()) < 2:
-            entangled.append(f"{labels[ckey]} {method_label(reg, selector)}")
+            entangled.append(f"{labels[ckey]} {method_label(reg, selector, preset)}")
             continue  # key changes only together with other hyperparameters
         chosen = _choose(settings, by)
         ctx = context(chosen)
@@ -1146,7 +1171,7 @@ def sensitivity(runs: Sequence[Run], key: str, select: str = "valid") -> list[di
             s = by_value[json.dumps(value, sort_keys=True, default=str)]
             test_m, test_s, n = s.stat("test")
             valid_m, valid_s, _ = s.stat("valid")
-            points.append({"column": labels[ckey], "method": method_label(reg, selector),
+            points.append({"column": labels[ckey], "method": method_label(reg, selector, preset),
                            "reg": ",".join(reg), "selector": selector, "key": key,
                            "value": value, "n": n, "seeds": [r.seed for r in s.runs],
                            "test_mean": test_m, "test_std": test_s,

@@ -389,6 +389,9 @@ def resolve_config(*, data: str | None = None, selector: str | None = None,
         "train": TrainSettings.resolve_hparams(given["train"], prefix="train."),
     }
     sel = cfg["selector"]
+    if not 0 <= sel.get("eval_budget", 0) <= 1:
+        raise GrpruneError(f"selector.eval_budget is a fraction in [0, 1] (0 = reg.size.eta), "
+                           f"got {sel['eval_budget']}")
     if sel.get("eval_mode") == "budget" and not sel.get("eval_budget"):
         if "size" not in cfg["reg"]:
             raise GrpruneError("selector.eval_mode=budget keeps the eval_budget fraction of "

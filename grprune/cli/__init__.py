@@ -293,10 +293,10 @@ def ls(kind) -> None:
         console.print(f"[yellow]plugin {ep!r} failed to load: {msg}[/yellow]")
 
 
-from grprune.cli.collect import collect as _collect  # noqa: E402  (they use `option` above)
+from grprune.cli.collect import collect as _collect, curves as _curves  # noqa: E402
 from grprune.cli.data import data as _data_group  # noqa: E402
 from grprune.cli.explain import explain as _explain, predict as _predict  # noqa: E402
 from grprune.cli.sweep import sweep as _sweep  # noqa: E402
 
-for _command in (_data_group, _sweep, _collect, _explain, _predict):
+for _command in (_data_group, _sweep, _collect, _curves, _explain, _predict):
     main.add_command(_command)

@@ -97,3 +97,32 @@ def collect(dirs, select, layout, out, sensitivity, plot) -> None:
         click.echo(click.style("Not collected / incomplete:", fg="yellow"), err=True)
         for note in notes:
             click.echo(f"  {note}", err=True)
+
+
+@click.command("curves")
+@click.argument("dirs", nargs=-1, required=True, metavar="DIR...",
+                type=click.Path(path_type=Path))
+@option("--out", type=click.Path(path_type=Path), default=None, metavar="FILE",
+        help="PNG file [default: DIR/curves.png, DIR the first argument]")
+def curves(dirs, out) -> None:
+    """Metrics and selector diagnostics over epochs, one line per method and setting.
+
+    Reads results.jsonl of every finished run under DIR and draws, averaged over seeds:
+    valid and test metric, the fraction of test edges kept at evaluation, quantiles of
+    the keep probability p, the share of bonds with p < 0.1 and p > 0.9, and on data with
+    ground-truth motif edges the motif-edge ROC-AUC (OOD-test, ID-valid) and Precision@50.
+
+    \b
+    Example:
+      grprune curves runs/prune-motif --out curves.png
+    """
+    from grprune import curves as C
+
+    for d in dirs:
+        if not d.is_dir():
+            raise GrpruneError(f"no such directory: {d}")
+    groups = C.series(dirs)
+    path = C.plot(groups, out or dirs[0] / "curves.png")
+    for g in groups:
+        click.echo(f"  {g['label']}: {len(g['runs'])} run(s)", err=True)
+    click.echo(f"grprune: wrote {path}", err=True)

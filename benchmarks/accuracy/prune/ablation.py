@@ -1,0 +1,201 @@
+"""Which of the official code's choices make PrunE prune: ablation in both directions.
+
+Every choice where the official code (``--preset official``) differs from the paper text
+(``--preset paper``) is one row of :data:`CHOICES`: the keys it sets and their official
+values. The ablation takes the official preset and puts one choice back to the paper's
+values (``official - choice``), and takes the paper preset and sets one choice to the
+official values (``paper + choice``).
+
+Usage::
+
+    # write the sweep specs (one per direction), then run them
+    python benchmarks/accuracy/prune/ablation.py spec --direction remove --seeds 0-1 \\
+        --out benchmarks/accuracy/prune/motif-cpu-remove.yaml
+    grprune sweep --spec benchmarks/accuracy/prune/motif-cpu-remove.yaml --out runs/prune-motif --workers 2
+    # the table: one row per setting, mean +- std over seeds, valid and test, diagnostics
+    python benchmarks/accuracy/prune/ablation.py table runs/prune-motif --out benchmarks/accuracy/prune/motif-cpu
+
+The protocol is that of ``motif-cpu-base.yaml`` (:data:`PROTOCOL`). Rows are labelled by
+comparing each run's resolved configuration with the two presets' (same dataset, split
+and regularizers), so a run is named by what it is, not by how it was asked for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+#: choice -> {key: official value}; the paper value is whatever the paper preset resolves to
+CHOICES: dict[str, dict[str, Any]] = {
+    "L_e form": {"reg.size.form": "official"},
+    "L_s form": {"reg.eps-align.form": "official"},
+    "L_s K, lambda2 (90, 0.001)": {"reg.eps-align.k": 90.0, "reg.eps-align.weight": 0.001},
+    "sample per edge": {"selector.sample_per": "edge"},
+    "logit MLP(sum)": {"selector.symmetrize": "sum-input"},
+    "tau 0.2": {"selector.tau": 0.2},
+    "sampled evaluation": {"selector.eval_mode": "sample"},
+    "ReLU((h+e)w)": {"encoder.edge_mask": "before-relu"},
+    "no ReLU between layers": {"encoder.layer_relu": False, "selector.layer_relu": False},
+    "L2-normalised readout": {"encoder.readout": "sum-l2"},
+    "3-layer head": {"encoder.head_layers": 3},
+    "xavier init": {"encoder.init": "xavier", "selector.init": "xavier"},
+    "dropout 0": {"encoder.dropout": 0.0},
+    "weight decay 1e-6": {"train.weight_decay": 1e-6},
+    "warm-up selectable": {"train.select_warmup": True},
+    "model 3 x 128": {"encoder.layers": 3, "encoder.hidden": 128, "selector.hidden": 128},
+}
+
+#: the CPU-sized protocol shared by every run (see motif-cpu-base.yaml)
+PROTOCOL = {"data.limit": 3000, "train.epochs": 30, "train.warmup_epochs": 10,
+            "train.patience": 0, "train.eval_train": False}
+
+
+def _paper_values(data: str, split: str) -> dict[str, Any]:
+    from grprune.config import resolve_config
+    cfg = resolve_config(data=data, reg="size,eps-align", preset="paper",
+                         flags={"data.split": split})
+    return {key: _get(cfg, key) for keys in CHOICES.values() for key in keys}
+
+
+def _get(cfg: dict, key: str) -> Any:
+    section, _, rest = key.partition(".")
+    if section == "reg":
+        name, _, hp = rest.partition(".")
+        return cfg["reg"].get(name, {}).get(hp)
+    return cfg[section].get(rest)
+
+
+def write_spec(direction: str, data: str, splits: list[str], seeds: str, out: Path) -> None:
+    """A sweep spec with one grid per choice."""
+    import yaml
+    grids = []
+    for split in splits:
+        paper = _paper_values(data, split)
+        for name, official in CHOICES.items():
+            if direction == "remove":
+                preset, values = "official", {k: paper[k] for k in official}
+            else:
+                preset, values = "paper", dict(official)
+            grids.append({"data": data, "split": split, "preset": preset,
+                          "reg": ["size,eps-align"], "seeds": seeds,
+                          "hparams": {**PROTOCOL, **values}})
+    head = (f"# {'official - choice' if direction == 'remove' else 'paper + choice'}, one grid "
+            f"per choice of benchmarks/accuracy/prune/ablation.py (written by its `spec` "
+            f"command)\n")
+    out.write_text(head + yaml.safe_dump(grids, sort_keys=False))
+    print(f"wrote {out}: {len(grids)} grids")
+
+
+_IGNORED = {"train.seed", "train.device", "train.progress", "train.loader_workers"}
+
+
+def _flat(cfg: dict) -> dict[str, Any]:
+    """The settings of a config that make one run differ from another (no data, seed)."""
+    out = {f"{s}.{k}": v for s in ("selector", "encoder", "train") for k, v in cfg[s].items()}
+    out.update({f"reg.{n}.{k}": v for n, hp in cfg["reg"].items() for k, v in hp.items()})
+    return {k: v for k, v in out.items() if k not in _IGNORED}
+
+
+def label(cfg: dict) -> str:
+    """The row of a run: ``official``, ``paper``, ``official - CHOICE`` (the choice at the
+    paper's values), ``paper + CHOICE`` (at the official values), ``ERM (official model)``,
+    ``ERM (paper model)``, or ``PRESET with key=value, ...`` for anything else (against the
+    nearer preset)."""
+    from grprune.config import resolve_config
+    reg = ",".join(cfg["reg"]) or "none"
+    flags = {"data.split": cfg["data"].get("split")}
+    overrides = [f"{k}={v}" for k, v in PROTOCOL.items()]
+    refs = {p: _flat(resolve_config(data=cfg["data"]["name"], reg=reg, preset=p, flags=flags,
+                                    overrides=overrides)) for p in ("official", "paper")}
+    run = _flat(cfg)
+    diffs = {p: {k for k in run.keys() | ref.keys() if run.get(k) != ref.get(k)}
+             for p, ref in refs.items()}
+    for preset, diff in diffs.items():
+        if not diff:
+            return f"ERM ({preset} model)" if reg == "none" else preset
+        other = refs["paper" if preset == "official" else "official"]
+        for name, keys in CHOICES.items():
+            if diff == set(keys) and all(run[k] == other[k] for k in keys):
+                return f"{preset} - {name}" if preset == "official" else f"paper + {name}"
+    preset = min(diffs, key=lambda p: len(diffs[p]))
+    return f"{preset} with " + ", ".join(f"{k}={run.get(k)}" for k in sorted(diffs[preset]))
+
+
+def table(dirs: list[Path], out: Path | None) -> None:
+    """Markdown and CSV: one row per (split, label), mean +- sample std over seeds."""
+    import numpy as np
+    import pandas as pd
+
+    from grprune.collect import scan_runs
+    rows = []
+    for run in scan_runs(dirs).runs:
+        s = run.summary
+        diag = (s.get("selector_diagnostics") or {})
+        rows.append({"split": run.split, "label": label(run.config), "seed": run.seed,
+                     "valid": s.get("valid"), "test": s.get("test"), "id_test": s.get("id_test"),
+                     "kept": s.get("kept_edge_fraction"),
+                     "motif_rocauc": s.get("motif_edge_rocauc"),
+                     "p50": s.get("spurious_precision_at_50"),
+                     "id_valid_rocauc": (diag.get("id-valid") or {}).get("motif_rocauc"),
+                     "best_epoch": s.get("best_epoch"), "phase": s.get("selected_phase")})
+    df = pd.DataFrame(rows)
+    if df.empty:
+        sys.exit("no finished runs")
+    df.to_csv(out.with_suffix(".runs.csv") if out else sys.stdout, index=False)
+    metrics = ["valid", "test", "id_test", "kept", "motif_rocauc", "p50", "id_valid_rocauc"]
+
+    def fmt(values, scale):
+        v = [x for x in values if x is not None and not (isinstance(x, float) and math.isnan(x))]
+        if not v:
+            return "–"
+        m = np.mean(v) * scale
+        sd = np.std(v, ddof=1) * scale if len(v) > 1 else float("nan")
+        return f"{m:.2f} ± {sd:.2f}" if scale == 100 else f"{m:.3f} ± {sd:.3f}"
+
+    order = (["ERM (official model)", "ERM (paper model)", "official", "paper"]
+             + [f"official - {n}" for n in CHOICES] + [f"paper + {n}" for n in CHOICES])
+    order += sorted(set(df["label"]) - set(order))
+    lines = []
+    for split, part in df.groupby("split", sort=True):
+        lines += [f"\n### GOOD-Motif {split}\n",
+                  "| setting | seeds | OOD-valid | OOD-test | ID-test | test edges kept | "
+                  "motif ROC-AUC (test) | Precision@50 (test) | motif ROC-AUC (ID-valid) |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for name in order:
+            g = part[part["label"] == name]
+            if g.empty:
+                continue
+            cells = [fmt(g[m], 100 if m in ("valid", "test", "id_test") else 1) for m in metrics]
+            lines.append(f"| {name} | {len(g)} | " + " | ".join(cells) + " |")
+    text = "\n".join(lines) + "\n"
+    if out:
+        out.with_suffix(".md").write_text(text)
+        print(f"wrote {out.with_suffix('.md')} and {out.with_suffix('.runs.csv')}")
+    print(text)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sp = sub.add_parser("spec")
+    sp.add_argument("--direction", choices=("remove", "add"), required=True)
+    sp.add_argument("--data", default="good-motif")
+    sp.add_argument("--splits", default="basis,size")
+    sp.add_argument("--seeds", default="0-3")
+    sp.add_argument("--out", type=Path, required=True)
+    tp = sub.add_parser("table")
+    tp.add_argument("dirs", nargs="+", type=Path)
+    tp.add_argument("--out", type=Path, default=None, help="PREFIX of .md and .runs.csv")
+    args = ap.parse_args()
+    if args.cmd == "spec":
+        write_spec(args.direction, args.data, args.splits.split(","), args.seeds, args.out)
+    else:
+        table(args.dirs, args.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,134 @@
+"""``grprune curves``: metrics and selector diagnostics of runs over epochs, as one picture.
+
+Reads ``results.jsonl`` of finished and unfinished runs (:func:`grprune.collect.scan_runs`
+finds the finished ones; unfinished ones are read as far as they got), groups them like
+``grprune collect`` (dataset column, method, preset, setting) and draws, per group, the
+mean over seeds of each epoch:
+
+* validation and test metric;
+* the fraction of test edges the evaluation mask keeps;
+* quantiles of the keep probability :math:`p` on the test split (median, 10 % - 90 % band);
+* the fractions of test bonds with :math:`p < 0.1` and :math:`p > 0.9`;
+* on data with ground-truth motif edges: motif-edge ROC-AUC on OOD-test and ID-valid, and
+  Precision@50 (the share of spurious bonds among each graph's lowest 50 %).
+
+Warm-up epochs have no selector diagnostics; their panels start after them.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Sequence
+
+from grprune import results as R
+from grprune.errors import GrpruneError
+
+#: (panel title, function of one record -> value or None, y range)
+PANELS: list[tuple[str, Any, tuple[float, float] | None]] = [
+    ("OOD-valid metric", lambda r, m: r.get("valid", {}).get(m), None),
+    ("OOD-test metric", lambda r, m: r.get("test", {}).get(m), None),
+    ("test edges kept (evaluation mask)",
+     lambda r, m: r.get("test", {}).get("kept_edge_fraction"), (0, 1.02)),
+    ("median p (test); band: 10-90 %",
+     lambda r, m: (_sel(r, "test", "p_quantiles") or {}).get("0.5"), (0, 1.02)),
+    ("test bonds with p < 0.1 (solid), p > 0.9 (dashed)",
+     lambda r, m: _sel(r, "test", "p_below_0.1"), (0, 1.02)),
+    ("motif ROC-AUC: OOD-test (solid), ID-valid (dashed)",
+     lambda r, m: _sel(r, "test", "motif_rocauc"), (0, 1.02)),
+    ("Precision@50 (test)", lambda r, m: _sel(r, "test", "precision@50"), (0, 1.02)),
+]
+#: second lines drawn dashed in a panel: panel index -> function
+DASHED = {4: lambda r, m: _sel(r, "test", "p_above_0.9"),
+          5: lambda r, m: _sel(r, "id-valid", "motif_rocauc")}
+
+
+def _sel(record: dict, split: str, key: str) -> Any:
+    return ((record.get(split) or {}).get("selector") or {}).get(key)
+
+
+def _mean(values: Sequence[Any]) -> float:
+    v = [x for x in values if isinstance(x, (int, float)) and not math.isnan(x)]
+    return sum(v) / len(v) if v else math.nan
+
+
+def series(dirs: Sequence[str | Path]) -> list[dict]:
+    """One entry per group of runs: ``label``, ``metric``, ``runs`` and ``records`` (a list
+    per run).
+
+    Raises
+    ------
+    GrpruneError
+        If no run with records is found.
+    """
+    from grprune.collect import _column_labels, _group_key, method_label, scan_runs
+    scan = scan_runs(dirs)
+    runs = list(scan.runs)
+    groups: dict[tuple, list] = {}
+    for run in runs:
+        groups.setdefault((_group_key(run), run.setting_id), []).append(run)
+    labels = _column_labels(runs)
+    settings_per_group: dict[tuple, set] = {}
+    for (gkey, sid) in groups:
+        settings_per_group.setdefault(gkey, set()).add(sid)
+    out = []
+    for (gkey, sid), members in sorted(groups.items(), key=lambda kv: str(kv[0])):
+        ckey, reg, selector, preset = gkey
+        label = f"{labels[ckey]} {method_label(reg, selector, preset)}"
+        if len(settings_per_group[gkey]) > 1:
+            label += f" [{sid[:6]}]"
+        records = [R.read_records(r.path / R.RESULTS) for r in members]
+        out.append({"label": label, "metric": members[0].metric,
+                    "runs": [str(r.path) for r in members], "records": records})
+    if not out:
+        raise GrpruneError(f"no finished runs under {', '.join(map(str, dirs))}")
+    return out
+
+
+def plot(groups: Sequence[dict], path: str | Path) -> Path:
+    """Draw :data:`PANELS` for every group into a PNG at ``path``; returns the path."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    n = len(PANELS)
+    cols = 4
+    rows = math.ceil(n / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for gi, g in enumerate(groups):
+        color = colors[gi % len(colors)]
+        epochs = max(len(r) for r in g["records"])
+        xs = list(range(epochs))
+
+        def curve(fn):
+            return [_mean([fn(rs[e], g["metric"]) if e < len(rs) else None
+                           for rs in g["records"]]) for e in xs]
+
+        for i, (title, fn, ylim) in enumerate(PANELS):
+            ax = axes[i // cols][i % cols]
+            ax.plot(xs, curve(fn), color=color, label=g["label"] if i == 0 else None, lw=1.4)
+            if i in DASHED:
+                ax.plot(xs, curve(DASHED[i]), color=color, ls="--", lw=1.2)
+            if i == 3:
+                lo = curve(lambda r, m: (_sel(r, "test", "p_quantiles") or {}).get("0.1"))
+                hi = curve(lambda r, m: (_sel(r, "test", "p_quantiles") or {}).get("0.9"))
+                ax.fill_between(xs, lo, hi, color=color, alpha=0.15, lw=0)
+            ax.set_title(title, fontsize=9)
+            ax.set_xlabel("epoch", fontsize=8)
+            if ylim:
+                ax.set_ylim(*ylim)
+            ax.grid(alpha=0.3)
+    for j in range(n, rows * cols):
+        axes[j // cols][j % cols].axis("off")
+    handles, names = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="lower right", fontsize=8, frameon=False,
+               bbox_to_anchor=(0.98, 0.04))
+    fig.tight_layout()
+    path = Path(path)
+    import io
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    plt.close(fig)
+    R.atomic_write_bytes(path, buf.getvalue())
+    return path
