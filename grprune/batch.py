@@ -51,6 +51,9 @@ class GraphBatch:
         Index of each graph in its dataset.
     edge_gt : Tensor of shape (E,) or None
         Ground-truth edge label (1 = edge of the invariant motif), synthetic data only.
+    bonds : int or None
+        ``U`` as a host integer, when the batch was built knowing it (then
+        :attr:`num_bonds` does not ask the device).
     """
 
     src: Tensor
@@ -66,6 +69,7 @@ class GraphBatch:
     env: Tensor
     index: Tensor
     edge_gt: Tensor | None = None
+    bonds: int | None = None
 
     @property
     def num_graphs(self) -> int:
@@ -75,6 +79,8 @@ class GraphBatch:
     @property
     def num_bonds(self) -> int:
         """``U``, the number of undirected bonds."""
+        if self.bonds is not None:
+            return self.bonds
         return int(self.bond.max().item()) + 1 if self.bond.numel() else 0
 
     @property
@@ -145,15 +151,17 @@ def collate(samples: Sequence[tuple]) -> GraphBatch:
     else:
         edge_feat = torch.zeros(g.num_edges(), 0)
     edge_gt = g.edata["edge_gt"] if "edge_gt" in g.edata else None
+    bond = bond_ids(src, dst, n)
     return GraphBatch(
         src=src, dst=dst, node_feat=g.ndata["feat"], edge_feat=edge_feat,
         node_graph=node_graph, edge_graph=edge_graph,
         num_nodes=num_nodes, num_edges=num_edges,
-        bond=bond_ids(src, dst, n),
+        bond=bond,
         y=torch.as_tensor(labels, dtype=torch.long),
         env=torch.as_tensor(envs, dtype=torch.long),
         index=torch.as_tensor(index, dtype=torch.long),
         edge_gt=edge_gt,
+        bonds=int(bond.max()) + 1 if bond.numel() else 0,
     )
 
 
@@ -186,6 +194,9 @@ def rank_in_segment(values: Tensor, segment: Tensor, num_segments: int,
     -------
     Tensor of shape (M,), int64, values in ``[0, size of the segment)``
 
+    No step waits for the device (segment sizes come from ``index_add_``, not
+    ``bincount``, whose CUDA kernel reads the data to size its output).
+
     Examples
     --------
     >>> rank_in_segment(torch.tensor([.5, .1, .9, .3]), torch.tensor([0, 0, 1, 1]), 2).tolist()
@@ -193,7 +204,7 @@ def rank_in_segment(values: Tensor, segment: Tensor, num_segments: int,
     """
     order = torch.argsort(values, descending=descending, stable=True)
     order = order[torch.argsort(segment[order], stable=True)]
-    counts = torch.bincount(segment, minlength=num_segments)
+    counts = segment.new_zeros(num_segments).index_add_(0, segment, torch.ones_like(segment))
     offsets = torch.cumsum(counts, 0) - counts
     rank = torch.empty_like(order)
     rank[order] = torch.arange(order.numel(), device=order.device) - offsets[segment[order]]

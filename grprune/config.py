@@ -74,8 +74,8 @@ class TrainSettings(Configurable):
         "device": "auto (CUDA when present), cpu, cuda or cuda:N",
         "eval_train": "also evaluate the training split every epoch",
         "progress": "auto (rich on a terminal, plain lines otherwise), rich, plain or none",
-        "loader_workers": "processes that batch the training split while the model trains "
-                          "(0 = batch in the training process; same batches either way)",
+        "loader_workers": "no effect (kept so that older configurations load): batches are "
+                          "gathered from the dataset's tensors in the training process",
         "deterministic": "same seed, same numbers on a busy machine: one CPU thread, "
                          "deterministic CUDA kernels; see grprune.determinism",
         "select_warmup": "let the best-validation rule pick an ERM warm-up epoch too (official "

@@ -23,9 +23,10 @@ import torch
 
 from grprune import determinism
 from grprune import results as R
-from grprune.batch import GraphBatch, collate
+from grprune.batch import GraphBatch
 from grprune.compat import dgl  # noqa: F401  (DGL import order)
 from grprune.config import parse_milestones
+from grprune.data.store import GraphStore
 from grprune.diagnostics import SelectorStats
 from grprune.encoders import ENCODERS
 from grprune.errors import GrpruneError
@@ -177,8 +178,8 @@ class Trainer:
         self.metric = dataset.metric
         self.splits = self._splits()
         self.loader_gen = torch.Generator().manual_seed(self.tc["seed"])
-        self.train_loader = self._train_loader()
-        # evaluation batches are the same every epoch: batched and moved once, then reused
+        self.store = self._store()
+        # evaluation batches are the same every epoch: batched once, then reused
         self._eval_batches: dict[str, list[GraphBatch]] = {}
 
     # -- data ---------------------------------------------------------------
@@ -192,38 +193,50 @@ class Trainer:
             out[name] = idx[:limit] if limit else idx
         return out
 
-    def _train_loader(self):
-        """The shuffled training loader; its shuffles come from ``self.loader_gen`` alone."""
-        from dgl.dataloading import GraphDataLoader
-        subset = torch.utils.data.Subset(self.dataset, self.splits["train"].tolist())
-        # Workers are started anew each pass (not persistent): every new iterator draws
-        # one seed from the generator before shuffling, and a reused persistent iterator
-        # would skip it and shuffle differently from loader_workers = 0.
-        return GraphDataLoader(subset, batch_size=self.tc["batch_size"], shuffle=True,
-                               collate_fn=collate, generator=self.loader_gen,
-                               pin_memory=self.device.type == "cuda",
-                               num_workers=self.tc["loader_workers"])
+    def _store(self) -> GraphStore:
+        """The dataset as tensors (:class:`~grprune.data.store.GraphStore`), on the training
+        device when it fits in a quarter of the device's free memory, else on the CPU
+        (batches are then moved one by one)."""
+        store = GraphStore.from_dataset(self.dataset)
+        if self.device.type == "cuda":
+            free, _ = torch.cuda.mem_get_info(self.device)
+            if store.nbytes() < free / 4:
+                store = store.to(self.device)
+        return store
+
+    def train_order(self) -> np.ndarray:
+        """This epoch's order of the training split (positions into it).
+
+        Drawn from ``self.loader_gen`` exactly as ``torch.utils.data.DataLoader`` with a
+        ``RandomSampler`` draws it (one int64 for the iterator's worker seed, the
+        permutation, and an empty remainder permutation when the pass ends), so runs
+        shuffle as they did when batches came from a DataLoader.
+        """
+        n = len(self.splits["train"])
+        torch.empty((), dtype=torch.int64).random_(generator=self.loader_gen)
+        order = torch.randperm(n, generator=self.loader_gen)
+        torch.randperm(n, generator=self.loader_gen)
+        return order.numpy()
 
     def _batches(self, split: str, train: bool = False):
         """The split's batches on the device.
 
-        ``train=True``: the training split, reshuffled and re-batched every pass (in
-        ``train.loader_workers`` processes when set). Otherwise the split in its stored
-        order, batched and moved on first use and kept: evaluation neither re-batches nor
-        draws random numbers, so it never moves the random streams that training uses
-        (a resumed run, whose cache starts empty, then continues exactly as an
-        uninterrupted one).
+        ``train=True``: the training split, reshuffled every pass (:meth:`train_order`).
+        Otherwise the split in its stored order, batched on first use and kept:
+        evaluation neither re-batches nor draws random numbers, so it never moves the
+        random streams that training uses (a resumed run, whose cache starts empty, then
+        continues exactly as an uninterrupted one).
         """
+        size = self.tc["batch_size"]
         if train:
-            for batch in self.train_loader:
-                yield batch.to(self.device, non_blocking=True)
+            idx = self.splits["train"][self.train_order()]
+            for k in range(0, len(idx), size):
+                yield self.store.batch(idx[k:k + size]).to(self.device, non_blocking=True)
             return
         if split not in self._eval_batches:
-            idx = self.splits[split].tolist()
-            size = self.tc["batch_size"]
-            self._eval_batches[split] = [
-                collate([self.dataset[i] for i in idx[k:k + size]]).to(self.device)
-                for k in range(0, len(idx), size)]
+            idx = self.splits[split]
+            self._eval_batches[split] = [self.store.batch(idx[k:k + size]).to(self.device)
+                                         for k in range(0, len(idx), size)]
         yield from self._eval_batches[split]
 
     # -- one epoch ---------------------------------------------------------

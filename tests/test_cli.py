@@ -223,9 +223,9 @@ def test_synthetic_run_scores_the_motif_edges(tmp_path):
     assert json.loads(res.output[res.output.index("{"):])["motif_edge_rocauc"] is None
 
 
-def test_loader_workers_give_the_same_numbers_and_hash(tmp_path):
-    """Batching the training split in worker processes changes speed, not results;
-    valid/test batches reused across epochs give the same numbers as re-batching."""
+def test_loader_workers_of_older_configs_load_and_change_nothing(tmp_path):
+    """train.loader_workers no longer does anything (batches are gathered from tensors in
+    the training process); configurations that set it still load, to the same run."""
     flags = {"train.epochs": 3, "data.limit": 64, "train.batch_size": 16, "train.device": "cpu"}
     cfg = resolve_config(reg="size,eps-align", flags=flags)
     cfg_workers = resolve_config(reg="size,eps-align", flags={**flags, "train.loader_workers": 2})

@@ -16,8 +16,9 @@ timed. Reported per method:
 * ``train_epoch_s``: median wall time of one pass over the training split (forward,
   backward, Adam), CUDA synchronised; ``graphs_per_s`` = training graphs / that;
 * ``eval_s``: median time to evaluate the valid and test splits once;
-* ``collate_s``: median time to iterate the training loader alone (DGL batching and
-  tensor extraction); ``copy_s``: the same plus moving every batch to the device;
+* ``collate_s``: median time to form the training batches alone (gathered from the
+  dataset's tensors, :class:`grprune.data.store.GraphStore`); ``copy_s``: the same plus
+  moving every batch to the device (nothing to move when the store lives there);
 * ``peak_mem_mib``: on CUDA the peak memory allocated by torch during training; on the
   CPU the peak resident memory above the resident memory after loading (a 5 ms sampler),
   so imported libraries (~600 MiB) are not counted;
@@ -108,7 +109,10 @@ def measure(data: str, method: str, device: str, epochs: int, limit: int, thread
         return time.perf_counter() - t
 
     def iterate(move: bool) -> None:
-        for batch in trainer.train_loader:
+        idx = trainer.splits["train"][trainer.train_order()]
+        size = cfg["train"]["batch_size"]
+        for k in range(0, len(idx), size):
+            batch = trainer.store.batch(idx[k:k + size])
             if move:
                 batch.to(dev, non_blocking=True)
 

@@ -216,6 +216,7 @@ def budget_mask(bond_score: Tensor, batch: GraphBatch, budget: float) -> Tensor:
     bond_graph = batch.edge_graph.new_zeros(bond_score.shape[0]).scatter_(
         0, batch.bond, batch.edge_graph)
     rank = rank_in_segment(bond_score, bond_graph, batch.num_graphs, descending=True)
-    per_graph = torch.bincount(bond_graph, minlength=batch.num_graphs)
+    per_graph = bond_graph.new_zeros(batch.num_graphs).index_add_(
+        0, bond_graph, torch.ones_like(bond_graph))
     keep = torch.ceil(per_graph.double() * budget - 1e-9).long()
     return rank < keep[bond_graph]

@@ -8,10 +8,10 @@ official values (``paper + choice``).
 
 Usage::
 
-    # write the sweep specs (one per direction), then run them
-    python benchmarks/accuracy/prune/ablation.py spec --direction remove --seeds 0-1 \\
-        --out benchmarks/accuracy/prune/motif-cpu-remove.yaml
-    grprune sweep --spec benchmarks/accuracy/prune/motif-cpu-remove.yaml --out runs/prune-motif --workers 2
+    # write the sweep specs (one per direction and split), then run them
+    python benchmarks/accuracy/prune/ablation.py spec --direction remove --splits basis \\
+        --seeds 0-1 --out benchmarks/accuracy/prune/motif-cpu-remove-basis.yaml
+    grprune sweep --spec benchmarks/accuracy/prune/motif-cpu-remove-basis.yaml --out runs/prune-motif --workers 2
     # the table: one row per setting, mean +- std over seeds, valid and test, diagnostics
     python benchmarks/accuracy/prune/ablation.py table runs/prune-motif --out benchmarks/accuracy/prune/motif-cpu
 
