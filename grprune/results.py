@@ -14,6 +14,7 @@ A run directory holds::
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from pathlib import Path
@@ -47,9 +48,45 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
         raise
 
 
+#: key added to a JSON object whose NaN or infinite numbers were written as null
+NON_FINITE = "non_finite"
+
+
+def _finite(obj: Any, path: str, found: dict[str, str]) -> Any:
+    if isinstance(obj, float) and not math.isfinite(obj):
+        found[path or "."] = "nan" if math.isnan(obj) else ("inf" if obj > 0 else "-inf")
+        return None
+    if isinstance(obj, dict):
+        return {k: _finite(v, f"{path}.{k}" if path else str(k), found) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v, f"{path}[{i}]", found) for i, v in enumerate(obj)]
+    return obj
+
+
+def to_json(obj: Any, indent: int | None = 2) -> str:
+    """Strict JSON (RFC 8259) text of ``obj``: NaN and infinities become ``null``.
+
+    A JSON object with such values gets the key ``non_finite``: the path of each
+    (``"train"``, ``"last.valid"``, ``"valid.selector.p_quantiles.0.5"``) and what it was
+    (``"nan"``, ``"inf"``, ``"-inf"``). NaN marks a metric that was not computed (the
+    training split when ``train.eval_train`` is off) or is undefined (ROC-AUC of a split
+    with one class).
+
+    Examples
+    --------
+    >>> to_json({"test": 0.5, "train": float("nan")}, indent=None)
+    '{"test": 0.5, "train": null, "non_finite": {"train": "nan"}}'
+    """
+    found: dict[str, str] = {}
+    clean = _finite(obj, "", found)
+    if found and isinstance(clean, dict):
+        clean[NON_FINITE] = found
+    return json.dumps(clean, indent=indent, allow_nan=False)
+
+
 def atomic_write_json(path: str | Path, obj: Any) -> None:
-    """Atomically write ``obj`` as indented JSON."""
-    atomic_write_bytes(path, (json.dumps(obj, indent=2, sort_keys=False) + "\n").encode())
+    """Atomically write ``obj`` as indented strict JSON (:func:`to_json`)."""
+    atomic_write_bytes(path, (to_json(obj) + "\n").encode())
 
 
 def atomic_save(path: str | Path, save_fn) -> None:
@@ -62,7 +99,7 @@ def atomic_save(path: str | Path, save_fn) -> None:
 
 def write_records(path: str | Path, records: Iterable[dict]) -> None:
     """Atomically (re)write a JSON-lines file."""
-    text = "".join(json.dumps(r, sort_keys=False) + "\n" for r in records)
+    text = "".join(to_json(r, indent=None) + "\n" for r in records)
     atomic_write_bytes(path, text.encode())
 
 

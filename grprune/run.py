@@ -54,6 +54,9 @@ def prepare_run_dir(cfg: dict, run_dir: Path, force: bool = False) -> tuple[str,
         raise GrpruneError(f"--out {run_dir} exists and is not a directory")
     old_cfg = R.read_json(run_dir / R.CONFIG)
     if run_dir.is_dir() and old_cfg is None and any(run_dir.iterdir()):
+        if (run_dir / R.CONFIG).exists():
+            raise GrpruneError(f"--out {run_dir}: its {R.CONFIG} is corrupt (not readable "
+                               f"JSON); move the directory away or choose another --out")
         raise GrpruneError(f"--out {run_dir} is a non-empty directory that is not a grprune "
                            f"run directory (no {R.CONFIG}); choose another --out")
     summary = R.read_json(run_dir / R.SUMMARY)

@@ -233,3 +233,43 @@ def test_loader_workers_of_older_configs_load_and_change_nothing(tmp_path):
     execute(cfg, tmp_path / "inline", log=lambda m: None)
     execute(cfg_workers, tmp_path / "workers", log=lambda m: None)
     assert_same_numbers(tmp_path / "inline", tmp_path / "workers")
+
+
+def test_every_json_file_a_run_writes_is_strict_json(tmp_path):
+    """NaN (here: the training metric, not evaluated) is written as null and named."""
+    def strict(text):
+        return json.loads(text, parse_constant=lambda c: pytest.fail(f"non-strict JSON: {c}"))
+
+    out = tmp_path / "run"
+    res = _run([*SMALL, "-H", "train.eval_train=false", "--json"], out)
+    assert res.exit_code == 0, res.output
+    printed = strict(res.output[res.output.index("{"):])
+    summary = strict((out / R.SUMMARY).read_text())
+    assert summary["train"] is None and summary["non_finite"]["train"] == "nan"
+    assert printed["train"] is None
+    strict((out / R.CONFIG).read_text())
+    for line in (out / R.RESULTS).read_text().splitlines():
+        strict(line)
+
+
+def test_file_system_errors_and_a_corrupt_config_get_one_line_each(tmp_path):
+    def one_line(args):
+        proc = subprocess.run([sys.executable, "-m", "grprune", "run", *args, "--progress", "none"],
+                              text=True,
+                              capture_output=True, stdin=subprocess.DEVNULL)
+        lines = [x for x in proc.stderr.splitlines() if x.strip()]
+        assert proc.returncode == 2 and len(lines) == 1, proc.stderr
+        assert "Traceback" not in proc.stderr
+        return lines[0]
+
+    assert "/proc/forbidden" in one_line([*SMALL, "--out", "/proc/forbidden/run"])
+    (tmp_path / "file").write_text("x")
+    assert "Not a directory" in one_line([*SMALL, "--out", str(tmp_path / "file" / "run")])
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / R.CONFIG).write_text("{not json")
+    assert "config.json is corrupt" in one_line([*SMALL, "--out", str(bad)])
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    assert "no config.json" in one_line([*SMALL, "--out", str(other)])

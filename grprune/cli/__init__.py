@@ -30,6 +30,11 @@ class GrpruneGroup(click.Group):
         except GrpruneError as exc:
             click.echo(f"grprune: error: {exc}", err=True)
             ctx.exit(2)
+        except OSError as exc:  # a path that cannot be created, read or written; a full disk
+            where = " -> ".join(str(f) for f in (exc.filename, exc.filename2) if f)
+            click.echo(f"grprune: error: {exc.strerror or exc}" + (f": {where}" if where else ""),
+                       err=True)
+            ctx.exit(2)
         except KeyboardInterrupt:
             click.echo("grprune: interrupted; run the same command again to resume", err=True)
             ctx.exit(130)
@@ -207,7 +212,8 @@ def run(selector, reg, data, split, shift, encoder, preset, epochs, seed, device
         click.echo(f"grprune: {run_dir} already holds this finished run; nothing to do "
                    f"(use --force to re-run)", err=True)
     if as_json:
-        click.echo(json.dumps(summary, indent=2))
+        from grprune.results import to_json
+        click.echo(to_json(summary))
     else:
         print_summary(summary, run_dir, status)
 

@@ -1,0 +1,124 @@
+"""grprune against a plain PyTorch Geometric implementation of the same model, side by side.
+
+Usage::
+
+    pip install torch_geometric        # the reference only; grprune does not need it
+    python benchmarks/speed/versus_pyg.py --out benchmarks/speed/versus-pyg-cpu-2core.jsonl
+
+ogbg-molbbbp scaffold (1631 training graphs), the model of ``pyg_reference.py``: 4-layer
+GIN, hidden 64, no virtual node, dropout 0.5, batch 64, Adam 1e-3; PrunE with a 2-layer
+GIN selector, tau 1, eta 0.85, K 50, lambda 10 / 0.01, the paper's L_e and L_s. grprune
+runs it as ``-H selector.symmetrize=sum-input -H selector.sample_per=edge`` (the edge logit
+and sampling of the reference); ``prune-paper`` is grprune's default PrunE (mean of the
+MLP on both orders, one sample per bond) for comparison.
+
+Each measurement is one process (``--worker``): data and model built, ``--epochs`` + 1
+training passes, the first dropped, the median reported. Implementations and methods
+alternate inside every round, so drifts of the machine hit all alike. Threads:
+``--threads`` for every process (grprune's ``train.deterministic`` trains on one thread,
+so its runs use one whatever ``--threads`` says; the reference uses ``--threads``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+GRPRUNE_METHODS = {
+    "erm": ("none", []),
+    "prune": ("size,eps-align", ["selector.symmetrize=sum-input", "selector.sample_per=edge"]),
+    "prune-paper": ("size,eps-align", []),
+}
+MODEL = ["encoder.layers=4", "encoder.hidden=64", "encoder.virtual_node=false",
+         "train.batch_size=64"]
+
+
+def time_grprune(method: str, epochs: int) -> list[float]:
+    from grprune.config import resolve_config
+    from grprune.run import load_config_dataset
+    from grprune.train import Trainer
+    reg, extra = GRPRUNE_METHODS[method]
+    cfg = resolve_config(data="ogbg-molbbbp", reg=reg, preset="paper",
+                         flags={"train.device": "cpu", "train.progress": "none"},
+                         overrides=MODEL + extra)
+    trainer = Trainer(cfg, load_config_dataset(cfg), Path("/nonexistent"))
+    out = []
+    for e in range(epochs + 1):
+        t = time.perf_counter()
+        trainer.train_epoch(e)
+        out.append(time.perf_counter() - t)
+    return out
+
+
+def time_pyg(method: str, epochs: int) -> list[float]:
+    import torch
+    from torch_geometric.loader import DataLoader
+
+    from grprune.data import load_dataset
+    sys.path.insert(0, str(Path(__file__).parent))
+    import pyg_reference as P
+    torch.manual_seed(0)
+    ds = load_dataset("ogbg-molbbbp")
+    data = P.pyg_data(ds)
+    loader = DataLoader([data[i] for i in ds.splits["train"]], batch_size=64, shuffle=True)
+    model = P.Model(prune=method != "erm")
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    out = []
+    for _ in range(epochs + 1):
+        t = time.perf_counter()
+        P.train_epoch(model, loader, optimizer)
+        out.append(time.perf_counter() - t)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--epochs", type=int, default=6, help="timed passes (one more is dropped)")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--worker", nargs=2, metavar=("IMPL", "METHOD"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        import torch
+        torch.set_num_threads(args.threads)
+        impl, method = args.worker
+        times = (time_grprune if impl == "grprune" else time_pyg)(method, args.epochs)
+        import torch as _t
+        print(json.dumps({"impl": impl, "method": method, "epoch_s": times[1:],
+                          "median_s": statistics.median(times[1:]),
+                          "threads": _t.get_num_threads(), "torch": _t.__version__}))
+        return
+    jobs = [("grprune", m) for m in GRPRUNE_METHODS] + [("pyg", "erm"), ("pyg", "prune")]
+    env = {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
+    records = []
+    for rnd in range(args.rounds):
+        for impl, method in jobs:
+            cmd = [sys.executable, __file__, "--worker", impl, method, "--epochs",
+                   str(args.epochs), "--threads", str(args.threads), "--out", os.devnull]
+            out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True)
+            rec = {**json.loads(out.stdout.strip().splitlines()[-1]), "round": rnd}
+            records.append(rec)
+            with open(args.out, "a") as fh:
+                fh.write(json.dumps(rec) + "\n")
+            print(f"round {rnd} {impl:8s} {method:12s} {rec['median_s']:.3f} s/epoch "
+                  f"({rec['threads']} thread(s))", flush=True)
+    med = {(i, m): statistics.median(r["median_s"] for r in records
+                                     if r["impl"] == i and r["method"] == m) for i, m in jobs}
+    print("\n| implementation | ERM s/epoch | PrunE s/epoch | PrunE / ERM |")
+    print("|---|---|---|---|")
+    for impl, prune in (("pyg", "prune"), ("grprune", "prune"), ("grprune", "prune-paper")):
+        e, p = med[(impl, "erm")], med[(impl, prune)]
+        print(f"| {impl} {prune} | {e:.3f} | {p:.3f} | {p / e:.2f} |")
+    print(f"\ngrprune PrunE / PyG PrunE: {med[('grprune', 'prune')] / med[('pyg', 'prune')]:.2f}; "
+          f"grprune ERM / PyG ERM: {med[('grprune', 'erm')] / med[('pyg', 'erm')]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
