@@ -27,7 +27,6 @@ with two decimals ("70.32 ± 1.73"). The CSV keeps the fractions.
 from __future__ import annotations
 
 import csv
-import difflib
 import hashlib
 import io
 import json
@@ -41,7 +40,9 @@ from typing import Any, Iterable, Iterator, Sequence
 
 from grprune import results as R
 from grprune.config import SECTIONS, VOLATILE_KEYS
-from grprune.errors import GrpruneError
+from grprune.errors import GrpruneError, did_you_mean
+from grprune.naming import (ablation_label, ablation_rank, canonical_reg,
+                             method_label, method_rank)
 from grprune.sweep.plan import ERROR as ERROR_FILE, PLAN as SWEEP_FILE
 
 SELECT_RULES = ("valid", "oracle", "all")
@@ -52,19 +53,6 @@ METRIC_NAMES = {"rocauc": "ROC-AUC", "accuracy": "accuracy"}
 #: the paper's names of PrunE's hyperparameters (Figure 3b)
 PAPER_SYMBOLS = {"reg.size.eta": "η", "reg.size.weight": "λ1", "reg.eps-align.k": "K",
                  "reg.eps-align.weight": "λ2", "selector.tau": "τ"}
-
-# Paper names of the registered methods, and the order of Table 1 (PrunE last).
-_METHOD_LABELS = {("gumbel-gin", ("size", "eps-align")): "PrunE",
-                  ("gumbel-gin", ("gsat",)): "GSAT", ("gumbel-gin", ("ciga",)): "CIGA",
-                  ("none", ()): "ERM", ("none", ("irm",)): "IRM",
-                  ("none", ("groupdro",)): "GroupDRO", ("none", ("vrex",)): "VREx",
-                  ("drop-edge", ()): "DropEdge"}
-_METHOD_ORDER = ["ERM", "IRM", "GroupDRO", "VREx", "DropEdge", "GSAT", "CIGA"]
-_REG_ORDER = ["size", "eps-align", "gsat", "ciga", "irm", "vrex", "groupdro"]
-_SELECTOR_REGS = {"size", "eps-align", "gsat", "ciga"}
-#: rows of the ablation layout (paper Figure 3a), in this order, then any others
-ABLATION_ROWS = ("size,eps-align", "size", "eps-align", "none")
-
 
 # ---------------------------------------------------------------------------
 # Reading run directories
@@ -166,16 +154,6 @@ class Scan:
 
     def __iter__(self) -> Iterator:
         return iter((self.runs, self.problems))
-
-
-def canonical_reg(reg: Iterable[str]) -> tuple[str, ...]:
-    """Regularizer names in a fixed order: PrunE's first, then known ones, then A-Z.
-
-    >>> canonical_reg(["eps-align", "size"])
-    ('size', 'eps-align')
-    """
-    rank = {n: i for i, n in enumerate(_REG_ORDER)}
-    return tuple(sorted(reg, key=lambda n: (rank.get(n, len(rank)), n)))
 
 
 def flatten_config(cfg: dict) -> dict[str, Any]:
@@ -503,73 +481,6 @@ def sweep_report(scan: Scan) -> list[dict]:
 # Groups, settings and model selection
 # ---------------------------------------------------------------------------
 
-def _needs_selector(name: str) -> bool:
-    if name in _SELECTOR_REGS:
-        return True
-    try:
-        from grprune.regularizers import REGULARIZERS
-        return "selector" in getattr(REGULARIZERS.get(name), "requires", ())
-    except Exception:
-        return False
-
-
-def method_label(reg: Sequence[str], selector: str, preset: str = "paper") -> str:
-    """The method's name in tables.
-
-    ``ERM`` (no regularizer, no selector), ``PrunE`` (``size`` + ``eps-align``
-    with the gumbel-gin selector), ``GSAT``, ``CIGA``, ``IRM``, ``VREx``,
-    ``GroupDRO``, ``DropEdge``; otherwise the regularizers joined with ``+``,
-    followed by the selector in brackets when it is not the one ``--selector
-    auto`` would pick (gumbel-gin when a regularizer needs one, else none), and by
-    the preset in parentheses when it is not ``paper``.
-
-    >>> method_label(["eps-align", "size"], "gumbel-gin"), method_label([], "none")
-    ('PrunE', 'ERM')
-    >>> method_label(["size"], "gumbel-gin"), method_label(["size", "eps-align"], "gumbel-gcn")
-    ('size', 'PrunE [gumbel-gcn]')
-    >>> method_label(["size", "eps-align"], "gumbel-gin", "official")
-    'PrunE (official)'
-    """
-    reg = canonical_reg(reg)
-    suffix = "" if preset == "paper" else f" ({preset})"
-    label = _METHOD_LABELS.get((selector, reg))
-    if label:
-        return label + suffix
-    auto = "gumbel-gin" if any(_needs_selector(n) for n in reg) else "none"
-    base = (_METHOD_LABELS.get((auto, reg)) if reg else None) or "+".join(reg) or "none"
-    return (base if selector == auto else f"{base} [{selector}]") + suffix
-
-
-def ablation_label(reg: Sequence[str], selector: str) -> str:
-    """The row name in the ablation layout: ``size,eps-align``, ``size``, ``none``, ...
-
-    The selector is added in brackets when it is not the default for the set.
-
-    >>> ablation_label(["eps-align", "size"], "gumbel-gin"), ablation_label([], "none")
-    ('size,eps-align', 'none')
-    """
-    reg = canonical_reg(reg)
-    auto = "gumbel-gin" if any(_needs_selector(n) for n in reg) else "none"
-    base = ",".join(reg) or "none"
-    return base if selector == auto else f"{base} [{selector}]"
-
-
-def _method_rank(label: str) -> tuple:
-    base = label.split(" [")[0].split(" (")[0]
-    if base == "PrunE":
-        return (2, label)
-    if base in _METHOD_ORDER:
-        return (0, _METHOD_ORDER.index(base), label)
-    return (1, label)
-
-
-def _ablation_rank(label: str) -> tuple:
-    base, _, rest = label.partition(" [")
-    if base in ABLATION_ROWS:
-        return (0, ABLATION_ROWS.index(base), rest, label)
-    return (1, label)
-
-
 def mean_std(values: Iterable[float | None]) -> tuple[float, float, int]:
     """Mean and sample standard deviation (``ddof=1``; 0 for one value).
 
@@ -796,8 +707,8 @@ def aggregate(runs: Sequence[Run], select: str = "valid") -> list[dict]:
             row["setting"] = first.setting_id
             row["config_hash"] = first.config.get("hash")
             row["dirs"] = [str(r.path) for r in s.runs]
-            row["_order"] = (row["column"], _method_rank(row["method"]),
-                             _ablation_rank(row["ablation"]))
+            row["_order"] = (row["column"], method_rank(row["method"]),
+                             ablation_rank(row["ablation"]))
             rows.append(row)
     rows.sort(key=lambda r: (r["_order"], -_nan_low(r["valid_mean"]), r["setting"]))
     for row in rows:
@@ -832,7 +743,7 @@ def _row_label(row: dict, layout: str, select: str) -> str:
 def _grid(rows: Sequence[dict], layout: str, select: str):
     """Row labels, column labels and ``{(row, column): row dict}`` for a wide layout."""
     columns = sorted({r["column"] for r in rows})
-    rank = _ablation_rank if layout == "ablation" else _method_rank
+    rank = ablation_rank if layout == "ablation" else method_rank
     rlabels: dict[str, tuple] = {}
     cells: dict[tuple[str, str], dict] = {}
     for r in rows:
@@ -1127,8 +1038,7 @@ def sensitivity(runs: Sequence[Run], key: str, select: str = "valid") -> list[di
                             if k.startswith("data.")})
     known = sorted({k for r in runs for k in r.hparams})
     if key not in known:
-        near = difflib.get_close_matches(key, known, n=1)
-        hint = f" Did you mean {near[0]!r}?" if near else ""
+        hint = did_you_mean(key, known, cutoff=0.6)
         raise GrpruneError(f"no run has hyperparameter {key!r}.{hint} Keys that vary: "
                            f"{', '.join(all_varying) or 'none'}")
     labels = _column_labels(runs, free)
@@ -1188,7 +1098,7 @@ def sensitivity(runs: Sequence[Run], key: str, select: str = "valid") -> list[di
         raise GrpruneError(f"{key} does not vary within any dataset and method (values "
                            f"seen: {', '.join(values)}). Keys that vary: "
                            f"{', '.join(all_varying) or 'none'}")
-    points.sort(key=lambda p: (p["column"], _method_rank(p["method"])))
+    points.sort(key=lambda p: (p["column"], method_rank(p["method"])))
     return points
 
 

@@ -13,3 +13,21 @@ class GrpruneError(Exception):
 
 class DataError(GrpruneError):
     """A missing, corrupt or malformed data file."""
+
+
+def did_you_mean(name: object, choices, cutoff: float = 0.5) -> str:
+    """`` Did you mean 'x'?`` for the choice closest to ``name``, or ``""`` if none is close.
+
+    One hint for every "unknown name" message (registries, splits, presets, sweep spec
+    keys, hyperparameter keys); :func:`difflib.get_close_matches` decides.
+
+    Examples
+    --------
+    >>> did_you_mean("ofical", ["paper", "official"])
+    " Did you mean 'official'?"
+    >>> did_you_mean("zzz", ["paper"])
+    ''
+    """
+    import difflib
+    close = difflib.get_close_matches(str(name), [str(c) for c in choices], n=1, cutoff=cutoff)
+    return f" Did you mean {close[0]!r}?" if close else ""

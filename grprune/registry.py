@@ -21,14 +21,13 @@ Example
 
 from __future__ import annotations
 
-import difflib
 import fnmatch
 import sys
 import warnings
 from importlib import metadata
 from typing import Any, Callable, Iterable, TypeVar
 
-from grprune.errors import GrpruneError
+from grprune.errors import GrpruneError, did_you_mean
 
 T = TypeVar("T")
 
@@ -153,8 +152,7 @@ class Registry:
         if norm in self._keys:
             return self._keys[norm]
         choices = self.names()
-        close = difflib.get_close_matches(str(name), choices, n=1, cutoff=0.5)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
+        hint = did_you_mean(name, choices)
         broken = ""
         if str(name) in self.broken_plugins:
             broken = f" (plugin {name!r} failed to load: {self.broken_plugins[str(name)]})"

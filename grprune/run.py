@@ -28,10 +28,9 @@ def load_config_dataset(cfg: dict):
 
 def default_run_dir(cfg: dict, root: str | Path = "runs") -> Path:
     """``runs/<dataset>/<method>-seed<seed>-<hash>`` for a resolved config."""
-    method = "+".join(cfg["reg"]) or "erm"
-    if cfg["selector"]["name"] != "none" and not cfg["reg"]:
-        method = f"{cfg['selector']['name']}-noreg"
-    return Path(root) / cfg["data"]["name"] / f"{method}-seed{cfg['train']['seed']}-{cfg['hash']}"
+    from grprune.naming import method_slug
+    return (Path(root) / cfg["data"]["name"]
+            / f"{method_slug(cfg)}-seed{cfg['train']['seed']}-{cfg['hash']}")
 
 
 def prepare_run_dir(cfg: dict, run_dir: Path, force: bool = False) -> tuple[str, Any]:

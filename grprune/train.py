@@ -460,6 +460,7 @@ class Trainer:
         summary = {
             "dataset": self.cfg["data"]["name"], "split": self.cfg["data"].get("split"),
             "selector": self.cfg["selector"]["name"], "reg": list(self.cfg["reg"]),
+            "preset": (self.cfg.get("preset") or {}).get("name", "paper"),
             "seed": self.tc["seed"], "metric": self.metric,
             "best_epoch": best["epoch"], "valid": best["valid"] if best["epoch"] >= 0 else None,
             "test": ev.metric, "train": best["train"],

@@ -9,7 +9,6 @@ can cause end with one message on stderr and exit code 2.
 from __future__ import annotations
 
 import functools
-import json
 import math
 import sys
 from pathlib import Path
@@ -115,7 +114,9 @@ def print_summary(summary: dict, run_dir: Path, status: str) -> None:
                   show_header=True)
     table.add_column("field")
     table.add_column("value", justify="right")
-    rows = [("method", "+".join(summary["reg"]) or "erm"),
+    from grprune.naming import method_label
+    rows = [("method", method_label(summary["reg"], summary["selector"],
+                                    summary.get("preset") or "paper")),
             ("selector", summary["selector"]), ("seed", summary["seed"]),
             ("best epoch", summary["best_epoch"]), (f"valid {m}", summary["valid"]),
             (f"test {m}", summary["test"])]
@@ -193,7 +194,8 @@ def run(selector, reg, data, split, shift, encoder, preset, epochs, seed, device
     cfg = resolve_config(data=data, selector=selector, reg=reg, encoder=encoder, flags=flags,
                          overrides=overrides, file=config_file, preset=preset)
     run_dir = out or default_run_dir(cfg)
-    method = "+".join(cfg["reg"]) or "erm"
+    from grprune.naming import method_label
+    method = method_label(list(cfg["reg"]), cfg["selector"]["name"], cfg["preset"]["name"])
     title = f"{cfg['data']['name']} {method} seed {cfg['train']['seed']}"
     printer = EpochPrinter(cfg["train"]["progress"], "?", cfg["train"]["epochs"], title)
     if printer.mode != "none":

@@ -20,12 +20,11 @@ Other packages register through the ``grprune.datasets`` entry-point group.
 
 from __future__ import annotations
 
-import difflib
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from grprune.errors import GrpruneError
+from grprune.errors import GrpruneError, did_you_mean
 from grprune.hparams import Configurable
 from grprune.registry import Registry, normalize
 
@@ -89,8 +88,7 @@ class DatasetSource(Configurable):
         for name in cls.splits:
             if normalize(name) == normalize(split):
                 return name
-        close = difflib.get_close_matches(str(split), cls.splits, n=1, cutoff=0.5)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
+        hint = did_you_mean(split, cls.splits)
         raise GrpruneError(
             f"unknown split {split!r} for dataset {cls.registered_name or cls.__name__}.{hint} "
             f"Choices: {', '.join(cls.splits)}"

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from grprune.errors import GrpruneError
+from grprune.errors import GrpruneError, did_you_mean
 
 BUILTIN_DIR = Path(__file__).parent
 DEFAULTS_FILE = BUILTIN_DIR / "defaults.yaml"
@@ -166,9 +166,7 @@ def load(name: str) -> Preset:
         return parse(path)
     names = available()
     if text not in names:
-        import difflib
-        close = difflib.get_close_matches(text, list(names) + [AUTO], n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
+        hint = did_you_mean(text, [*names, AUTO], cutoff=0.6)
         raise GrpruneError(f"unknown preset {text!r}.{hint} Choices: "
                            f"{', '.join([AUTO, *names])}, or a preset file")
     return parse(names[text], text)

@@ -20,7 +20,6 @@ Example
 
 from __future__ import annotations
 
-import difflib
 import itertools
 import json
 import re
@@ -28,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from grprune.errors import GrpruneError
+from grprune.errors import GrpruneError, did_you_mean
 
 #: grid axes besides the ``-H`` keys, in expansion order (the seed varies fastest)
 AXES = ("data", "split", "shift", "encoder", "preset", "selector", "reg", "epochs", "seed")
@@ -304,8 +303,7 @@ def grid_from_mapping(spec: Mapping[str, Any], origin: str) -> Grid:
                            f"hparams, ...), got {type(spec).__name__}")
     for key in spec:
         if key not in SPEC_KEYS:
-            close = difflib.get_close_matches(str(key), SPEC_KEYS, n=1, cutoff=0.5)
-            hint = f" Did you mean {close[0]!r}?" if close else ""
+            hint = did_you_mean(key, SPEC_KEYS)
             raise GrpruneError(f"unknown key {key!r} in {origin}.{hint} "
                                f"Keys: {', '.join(k for k in SPEC_KEYS if k != 'seed')}")
     grid = Grid(origin=origin)
