@@ -33,7 +33,6 @@ import json
 import math
 import os
 import re
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
@@ -41,6 +40,7 @@ from typing import Any, Iterable, Iterator, Sequence
 from grprune import results as R
 from grprune.config import SECTIONS, VOLATILE_KEYS
 from grprune.errors import GrpruneError, did_you_mean
+from grprune.results.rundir import load_json
 from grprune.naming import (ablation_label, ablation_rank, canonical_reg,
                              method_label, method_rank)
 from grprune.sweep.plan import ERROR as ERROR_FILE, PLAN as SWEEP_FILE
@@ -184,95 +184,8 @@ def _digest(obj: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
-def _one_line(text: Any, limit: int = 200) -> str:
-    line = " ".join(str(text).split())
-    return line if len(line) <= limit else line[:limit - 1] + "…"
-
-
-def _load(path: Path) -> tuple[Any, str | None]:
-    """Parsed JSON or ``(None, reason)``."""
-    try:
-        return json.loads(path.read_text()), None
-    except OSError as exc:
-        return None, f"cannot read {path.name}: {exc.strerror or exc}"
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        return None, f"{path.name} is not valid JSON ({_one_line(exc, 80)})"
-
-
-def _check_config(cfg: Any) -> str | None:
-    if not isinstance(cfg, dict):
-        return "config.json is not a JSON object"
-    for section in ("data", "selector", "train"):
-        if not isinstance(cfg.get(section), dict):
-            return f"config.json has no {section!r} section (not a grprune run config)"
-    if not isinstance(cfg.get("reg"), dict):
-        return "config.json has no 'reg' section (not a grprune run config)"
-    if "name" not in cfg["data"] or "name" not in cfg["selector"]:
-        return "config.json lacks data.name or selector.name (not a grprune run config)"
-    return None
-
-
-def _check_summary(summary: Any, cfg: dict) -> str | None:
-    if not isinstance(summary, dict):
-        return "summary.json is not a JSON object"
-    if summary.get("metric") is None:
-        return "summary.json has no 'metric'"
-    if "test" not in summary:
-        return "summary.json has no 'test' value"
-    for key in ("test", "valid", "id_valid", "id_test"):
-        value = summary.get(key)
-        if value is not None and not isinstance(value, (int, float)):
-            return f"summary.json: {key!r} is not a number ({value!r})"
-    hashes = summary.get("config_hash"), cfg.get("hash")
-    if None not in hashes and hashes[0] != hashes[1]:
-        return (f"summary.json belongs to another configuration (config hash {hashes[0]}, "
-                f"config.json has {hashes[1]})")
-    if summary.get("dataset") not in (None, cfg["data"]["name"]):
-        return (f"summary.json is for dataset {summary['dataset']!r} but config.json "
-                f"for {cfg['data']['name']!r}")
-    return None
-
-
-def _unfinished_reason(run_dir: Path, cfg: dict | None) -> str:
-    """``"3/100 epochs, state.pt (resumable), last written 2 min ago"``."""
-    records = R.read_records(run_dir / R.RESULTS)
-    epochs = (cfg or {}).get("train", {}).get("epochs", "?")
-    parts = [f"{len(records)}/{epochs} epochs"]
-    if (run_dir / R.STATE).is_file():
-        parts.append("state.pt present: interrupted (run the same command to resume) "
-                     "or still running")
-    else:
-        parts.append("no summary.json: still running or stopped")
-    mtimes = [p.stat().st_mtime for p in run_dir.iterdir() if p.is_file()]
-    if mtimes:
-        age = time.time() - max(mtimes)
-        parts.append(f"last written {_age(age)} ago")
-    return "; ".join(parts)
-
-
-def _age(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    if seconds < 2 * 86400:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 86400:.0f} days"
-
-
-def _read_error(path: Path) -> str:
-    data, why = _load(path)
-    if why is not None:
-        return f"failed ({why})"
-    if isinstance(data, dict):
-        msg = data.get("message") or json.dumps(data)
-    else:
-        msg = data
-    return _one_line(msg)
-
-
 def read_run(run_dir: str | Path) -> Run | Problem:
-    """Read one run directory.
+    """Read one run directory, judged by :meth:`grprune.results.RunDir.status`.
 
     Parameters
     ----------
@@ -283,35 +196,17 @@ def read_run(run_dir: str | Path) -> Run | Problem:
     -------
     Run or Problem
         A :class:`Run` when the run finished and its files are sound, otherwise a
-        :class:`Problem` saying why not (corrupt, foreign, failed, unfinished).
+        :class:`Problem` saying why not: ``corrupt``, ``foreign``, ``failed``,
+        ``unfinished`` (interrupted) or ``running`` (another process holds its lock).
     """
     run_dir = Path(run_dir)
-    cfg_path, sum_path = run_dir / R.CONFIG, run_dir / R.SUMMARY
-    err_path = run_dir / ERROR_FILE
-    if not cfg_path.is_file():
-        if sum_path.is_file():
-            return Problem(run_dir, "foreign", "summary.json without config.json")
-        if err_path.is_file():
-            return Problem(run_dir, "failed", _read_error(err_path))
-        return Problem(run_dir, "foreign", "no config.json")
-    cfg, why = _load(cfg_path)
-    if why is not None:
-        return Problem(run_dir, "corrupt", why)
-    why = _check_config(cfg)
-    if why is not None:
-        return Problem(run_dir, "foreign", why)
-    if not sum_path.is_file():
-        if err_path.is_file():
-            return Problem(run_dir, "failed", _read_error(err_path))
-        return Problem(run_dir, "unfinished", _unfinished_reason(run_dir, cfg))
-    summary, why = _load(sum_path)
-    if why is not None:
-        return Problem(run_dir, "corrupt", why)
-    why = _check_summary(summary, cfg)
-    if why is not None:
-        return Problem(run_dir, "corrupt", why)
-    return Run(path=run_dir, config=cfg, summary=summary, hparams=flatten_config(cfg),
-               seed=cfg["train"].get("seed"))
+    st = R.RunDir(run_dir).status()
+    if st.state == "finished":
+        cfg = st.config
+        return Run(path=run_dir, config=cfg, summary=st.summary, hparams=flatten_config(cfg),
+                   seed=cfg["train"].get("seed"))
+    kind = {"interrupted": "unfinished", "empty": "foreign"}.get(st.state, st.state)
+    return Problem(run_dir, kind, st.reason or "an empty directory")
 
 
 _RUN_MARKERS = (R.CONFIG, R.SUMMARY, ERROR_FILE, R.STATE)
@@ -422,7 +317,7 @@ def sweep_report(scan: Scan) -> list[dict]:
     out = []
     for sweep_path in scan.sweeps:
         root = sweep_path.parent
-        data, why = _load(sweep_path)
+        data, why = load_json(sweep_path)
         entries = None
         if isinstance(data, dict):
             entries = data.get("configs")
@@ -969,7 +864,7 @@ def notes_for(scan: Scan, sweeps: Sequence[dict]) -> list[str]:
         seeds = (f"; seeds done {_seed_list(g['seeds_done'])} of "
                  f"{_seed_list(g['seeds_planned'])}" if g["seeds_planned"] else "")
         notes.append(f"incomplete: {g['group']} ({g['sweep']}): {', '.join(parts)}{seeds}")
-    order = ("failed", "unfinished", "not started", "corrupt", "foreign", "duplicate")
+    order = ("failed", "running", "unfinished", "not started", "corrupt", "foreign", "duplicate")
     for p in sorted(scan.problems, key=lambda p: (order.index(p.kind)
                                                   if p.kind in order else 99, str(p.path))):
         notes.append(f"{p.kind}: {p.path}: {p.reason}")

@@ -378,14 +378,16 @@ def load_run(run_dir: str | Path, device: str = "cpu") -> Run:
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise GrpruneError(f"run directory {run_dir} does not exist")
-    cfg = R.read_json(run_dir / R.CONFIG)
-    if not isinstance(cfg, dict) or "data" not in cfg:
-        raise GrpruneError(f"{run_dir} is not a grprune run directory (no readable {R.CONFIG})")
-    summary = R.read_json(run_dir / R.SUMMARY)
-    if not isinstance(summary, dict):
+    status = R.RunDir(run_dir).status()
+    if status.state in ("interrupted", "running", "failed"):
         raise GrpruneError(
-            f"{run_dir} holds an unfinished run (no {R.SUMMARY}); finish it first with "
+            f"{run_dir} holds an unfinished run ({status}); finish it first with "
             f"`grprune run --config {run_dir / R.CONFIG} --out {run_dir}`")
+    if status.state != "finished":
+        what = {"corrupt": "holds a corrupt run", "empty": "is empty"}.get(
+            status.state, "is not a grprune run directory")
+        raise GrpruneError(f"{run_dir} {what} ({status.reason or status.state})")
+    cfg, summary = status.config, status.summary
     ckpt = run_dir / R.CHECKPOINT
     if not ckpt.is_file():
         raise GrpruneError(f"{run_dir} has no {R.CHECKPOINT}; re-run it with "

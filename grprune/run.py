@@ -11,7 +11,6 @@ from typing import Any, Callable
 import torch
 
 from grprune import results as R
-from grprune.config import same_run
 from grprune.errors import GrpruneError
 
 RUN_FILES = (R.RESULTS, R.STATE, R.CHECKPOINT, R.LAST_CHECKPOINT, R.EDGE_PROBS, R.SUMMARY)
@@ -33,42 +32,46 @@ def default_run_dir(cfg: dict, root: str | Path = "runs") -> Path:
             / f"{method_slug(cfg)}-seed{cfg['train']['seed']}-{cfg['hash']}")
 
 
-def prepare_run_dir(cfg: dict, run_dir: Path, force: bool = False) -> tuple[str, Any]:
-    """Decide what to do with ``run_dir``.
+def prepare_run_dir(cfg: dict, run_dir: Path, force: bool = False,
+                    held: bool = False) -> tuple[str, Any]:
+    """Decide what to do with ``run_dir`` (:meth:`grprune.results.RunDir.status`);
+    ``held``: the caller holds the run's lock.
 
     Returns
     -------
     (status, payload)
         ``("finished", summary)`` when the same configuration already finished;
-        ``("resume", state)`` when an interrupted run of it can continue;
-        ``("fresh", None)`` otherwise (old run files are removed).
+        ``("resume", state)`` when an interrupted (or failed) run of it can continue
+        from its ``state.pt``; ``("fresh", None)`` otherwise (old run files are removed).
 
     Raises
     ------
     GrpruneError
-        If the directory holds a finished run of another configuration (without
-        ``force``) or is a non-empty directory that is not a run directory.
+        If the directory is not a run directory (``foreign``), its ``config.json`` or
+        ``summary.json`` is corrupt, it holds a run of another configuration, or another
+        process is running it; ``force`` starts over in the first three cases (never
+        while another process runs it).
     """
-    if run_dir.exists() and not run_dir.is_dir():
-        raise GrpruneError(f"--out {run_dir} exists and is not a directory")
-    old_cfg = R.read_json(run_dir / R.CONFIG)
-    if run_dir.is_dir() and old_cfg is None and any(run_dir.iterdir()):
-        if (run_dir / R.CONFIG).exists():
-            raise GrpruneError(f"--out {run_dir}: its {R.CONFIG} is corrupt (not readable "
-                               f"JSON); move the directory away or choose another --out")
-        raise GrpruneError(f"--out {run_dir} is a non-empty directory that is not a grprune "
-                           f"run directory (no {R.CONFIG}); choose another --out")
-    summary = R.read_json(run_dir / R.SUMMARY)
-    if old_cfg is not None and not force:
-        if summary is not None:
-            if same_run(old_cfg, cfg):
-                return "finished", summary
-            raise GrpruneError(f"{run_dir} holds a finished run of a different configuration "
-                               f"(hash {old_cfg.get('hash')} vs {cfg['hash']}); "
-                               f"choose another --out, or --force to overwrite it")
-        state_path = run_dir / R.STATE
-        if same_run(old_cfg, cfg) and state_path.is_file():
-            return "resume", load_state(state_path)
+    status = R.RunDir(run_dir).status(cfg, held=held)
+    state = status.state
+    if state == "running":
+        raise GrpruneError(f"{run_dir} is being run by another process; wait for it, or "
+                           f"choose another --out")
+    if state == "foreign":  # not even --force deletes what grprune did not write
+        raise GrpruneError(f"--out {run_dir} is not a grprune run directory "
+                           f"({status.reason}); choose another --out")
+    if state == "corrupt" and not force:
+        raise GrpruneError(f"--out {run_dir}: {status.reason}; move the directory away, or "
+                           f"--force to start this run over")
+    if state == "other-config" and not force:
+        done = "finished" if (run_dir / R.SUMMARY).is_file() else "unfinished"
+        raise GrpruneError(f"{run_dir} holds a {done} run of a different configuration "
+                           f"(hash {status.config.get('hash')} vs {cfg['hash']}); choose "
+                           f"another --out, or --force to overwrite it")
+    if state == "finished" and not force:
+        return "finished", status.summary
+    if state in ("interrupted", "failed") and (run_dir / R.STATE).is_file() and not force:
+        return "resume", load_state(run_dir / R.STATE)
     for name in RUN_FILES:
         (run_dir / name).unlink(missing_ok=True)
     return "fresh", None
@@ -115,13 +118,19 @@ def execute(cfg: dict, run_dir: str | Path, *, force: bool = False,
 
     ``status`` is ``"finished"`` (nothing done), ``"resumed"`` or ``"completed"``.
     """
+    run_dir = Path(run_dir)
+    if run_dir.exists() and not run_dir.is_dir():
+        raise GrpruneError(f"--out {run_dir} exists and is not a directory")
+    with R.RunDir(run_dir).lock():  # one process per run directory
+        return _execute_locked(cfg, run_dir, force, on_epoch, log)
+
+
+def _execute_locked(cfg: dict, run_dir: Path, force: bool, on_epoch, log) -> tuple[str, dict]:
     from grprune.train import Trainer
 
-    run_dir = Path(run_dir)
-    status, payload = prepare_run_dir(cfg, run_dir, force)
+    status, payload = prepare_run_dir(cfg, run_dir, force, held=True)
     if status == "finished":
         return "finished", payload
-    run_dir.mkdir(parents=True, exist_ok=True)
     R.atomic_write_json(run_dir / R.CONFIG, cfg)
     t0 = time.perf_counter()
     dataset = load_config_dataset(cfg)

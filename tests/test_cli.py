@@ -272,4 +272,4 @@ def test_file_system_errors_and_a_corrupt_config_get_one_line_each(tmp_path):
     other = tmp_path / "other"
     other.mkdir()
     (other / "notes.txt").write_text("mine")
-    assert "no config.json" in one_line([*SMALL, "--out", str(other)])
+    assert "without config.json" in one_line([*SMALL, "--out", str(other)])

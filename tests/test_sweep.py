@@ -250,7 +250,9 @@ def test_run_status(tmp_path):
     assert run_status(conf.cfg, d)[0] == "interrupted"  # volatile keys do not count
     R.atomic_write_json(d / ERROR, {"message": "boom"})
     assert run_status(conf.cfg, d) == ("failed", "boom")
-    R.atomic_write_json(d / R.SUMMARY, {"test": 0.5})
+    R.atomic_write_json(d / R.SUMMARY, {"test": 0.5})  # no metric: corrupt, left alone
+    assert run_status(conf.cfg, d) == ("foreign", "summary.json has no 'metric'")
+    R.atomic_write_json(d / R.SUMMARY, {"metric": "rocauc", "test": 0.5})
     assert run_status(conf.cfg, d)[0] == "finished"
 
 
@@ -390,7 +392,7 @@ def test_foreign_directory_is_reported_and_left_alone(mini):
     assert sorted(p.name for p in foreign.iterdir()) == ["notes.txt"]
     rel = foreign.relative_to(mini["root"]).as_posix()
     assert f"not run: {rel}: a non-empty directory without config.json" in mini["second"].output
-    assert "1 not run (foreign directory)" in mini["second"].output
+    assert "1 not run (foreign, or running elsewhere)" in mini["second"].output
 
 
 def test_plan_is_the_union_of_both_sweeps(mini):

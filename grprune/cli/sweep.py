@@ -17,7 +17,7 @@ from grprune.cli import option
 from grprune.errors import GrpruneError
 
 _STATUS_STYLE = {"finished": "green", "failed": "red", "interrupted": "yellow",
-                 "pending": "", "foreign": "magenta"}
+                 "pending": "", "running": "cyan", "foreign": "magenta"}
 
 
 class SweepDisplay:
@@ -215,7 +215,7 @@ def print_plan(expansion, root: Path, show_commands: bool) -> None:
     console.print(table)
     click.echo("status: " + ", ".join(f"{counts[s]} {s}" for s in
                                       ("finished", "failed", "interrupted", "pending",
-                                       "foreign") if s in counts))
+                                       "running", "foreign") if s in counts))
     for note in notes:
         click.echo(f"  {note}")
     if show_commands:
@@ -234,7 +234,7 @@ def _summary(outcome, root: Path, n: int) -> None:
     click.echo(f"sweep: {n} configuration{'s' * (n != 1)} in {root}: {len(outcome.done)} done, "
                f"{len(outcome.skipped)} skipped (already finished), "
                f"{len(outcome.failed)} failed"
-               + (f", {len(outcome.foreign)} not run (foreign directory)"
+               + (f", {len(outcome.foreign)} not run (foreign, or running elsewhere)"
                   if outcome.foreign else ""))
     for run_dir, message in outcome.failed:
         click.echo(f"  failed: {rel(run_dir)}: {message} (log: {run_dir / 'sweep.log'})")
@@ -342,7 +342,7 @@ def sweep(ctx, **params) -> None:
         raise GrpruneError(f"--out {params['out']} exists and is not a directory")
     write_plan(root, expansion, _command(params))
     statuses = [run_status(c.cfg, run_dir_of(c, root))[0] for c in expansion.configs]
-    todo = sum(s not in ("finished", "foreign") for s in statuses)
+    todo = sum(s not in ("finished", "foreign", "running") for s in statuses)
     mode = params["progress"] or "auto"
     n = len(expansion.configs)
     if mode != "none":
@@ -352,12 +352,14 @@ def sweep(ctx, **params) -> None:
                    + (f" ({', '.join(parts)})" if parts else "")
                    + f", {statuses.count('finished')} already finished"
                    + (f", {statuses.count('foreign')} foreign" if "foreign" in statuses else "")
+                   + (f", {statuses.count('running')} running elsewhere"
+                      if "running" in statuses else "")
                    + f" ({params['launcher']} launcher, {workers} worker"
                      f"{'s' * (workers != 1)})", err=True)
     for conf, status in zip(expansion.configs, statuses):
-        if status == "foreign":
+        if status in ("foreign", "running"):
             _, detail = run_status(conf.cfg, run_dir_of(conf, root))
-            click.echo(f"sweep: warning: {run_dir_of(conf, root)} {detail}; not touching it, "
+            click.echo(f"sweep: warning: {run_dir_of(conf, root)}: {detail}; not touching it, "
                        f"this configuration is skipped", err=True)
 
     if params["launcher"] == "ray":

@@ -20,13 +20,14 @@ from grprune.config import same_run
 from grprune.errors import GrpruneError
 from grprune.sweep.grid import Configuration, Expansion
 
-PLAN, ERROR, LOG = "sweep.json", "error.json", "sweep.log"
+PLAN = "sweep.json"
+ERROR, LOG = R.ERROR, R.LOG
 PLAN_VERSION = 1
 #: files the sweep itself writes into a run directory
 SWEEP_FILES = (ERROR, LOG)
 #: lines of the child's stderr kept in error.json
 TAIL_LINES = 50
-STATUSES = ("finished", "failed", "interrupted", "pending", "foreign")
+STATUSES = ("finished", "failed", "interrupted", "pending", "running", "foreign")
 
 
 def now() -> str:
@@ -35,53 +36,23 @@ def now() -> str:
 
 
 def run_status(cfg: dict, run_dir: Path) -> tuple[str, str]:
-    """The status of a configuration's run directory.
+    """The status of a configuration's run directory, as a sweep acts on it.
 
-    Parameters
-    ----------
-    cfg : dict
-        The resolved configuration.
-    run_dir : Path
-        Its run directory.
+    From :meth:`grprune.results.RunDir.status`: ``empty`` is ``"pending"``; ``finished``,
+    ``failed``, ``interrupted`` and ``running`` (another process holds the run's lock) are
+    themselves; ``foreign``, ``corrupt`` and ``other-config`` are ``"foreign"``: left alone.
 
     Returns
     -------
     (status, detail)
-        ``status`` is one of
-
-        - ``"finished"``: ``summary.json`` and a ``config.json`` of the same config hash;
-        - ``"failed"``: an ``error.json`` written by a sweep (``detail``: its message);
-        - ``"interrupted"``: ``config.json`` but no summary (stopped, or running in
-          another process);
-        - ``"pending"``: no directory, or one holding only the sweep's own files;
-        - ``"foreign"``: a file, a non-empty directory without ``config.json``, a corrupt
-          ``config.json`` or one of another configuration (``detail`` says which).
+        One of :data:`STATUSES`, and the reason (empty for ``pending`` and ``finished``).
     """
-    if run_dir.exists() and not run_dir.is_dir():
-        return "foreign", "exists and is not a directory"
-    if not run_dir.is_dir():
+    st = R.RunDir(run_dir).status(cfg)
+    if st.state == "empty":
         return "pending", ""
-    config_path = run_dir / R.CONFIG
-    if not config_path.exists():
-        others = [p.name for p in run_dir.iterdir() if p.name not in SWEEP_FILES]
-        if others:
-            return "foreign", f"a non-empty directory without {R.CONFIG} ({others[0]}, ...)"
-        return "pending", ""
-    old = R.read_json(config_path)
-    if not isinstance(old, dict) or "hash" not in old:
-        return "foreign", f"its {R.CONFIG} is not a grprune configuration"
-    try:
-        same = same_run(old, cfg)
-    except Exception:  # a mapping without the sections
-        return "foreign", f"its {R.CONFIG} is not a grprune configuration"
-    if not same:
-        return "foreign", f"holds another configuration (hash {old.get('hash')})"
-    if (run_dir / R.SUMMARY).is_file() and R.read_json(run_dir / R.SUMMARY) is not None:
-        return "finished", ""
-    error = R.read_json(run_dir / ERROR)
-    if error is not None:
-        return "failed", str(error.get("message", "")) if isinstance(error, dict) else ""
-    return "interrupted", ""
+    if st.state in ("foreign", "corrupt", "other-config"):
+        return "foreign", st.reason
+    return st.state, st.reason if st.state in ("failed", "running") else ""
 
 
 def read_plan(root: Path) -> dict | None:
@@ -360,7 +331,8 @@ class Outcome:
     failed : list of (Path, str)
         Run directories whose run failed, with the one-line error.
     foreign : list of (Path, str)
-        Planned run directories occupied by something else; not run.
+        Planned run directories occupied by something else, or run by another process
+        now; not run.
     """
 
     done: list[Path] = field(default_factory=list)
@@ -406,7 +378,7 @@ def run_sweep(expansion: Expansion, root: Path, launch: Launch, *, env: dict[str
         status, detail = run_status(conf.cfg, run_dir)
         if status == "finished":
             outcome.skipped.append(run_dir)
-        elif status == "foreign":
+        elif status in ("foreign", "running"):
             outcome.foreign.append((run_dir, detail))
         else:
             jobs.append(conf)

@@ -26,6 +26,8 @@ os.umask(_UMASK)
 CONFIG, RESULTS, SUMMARY = "config.json", "results.jsonl", "summary.json"
 STATE, CHECKPOINT, EDGE_PROBS = "state.pt", "checkpoint.pt", "edge_probs.npz"
 LAST_CHECKPOINT = "checkpoint-last.pt"
+#: a sweep's files in a run directory: the failure record and the child's log
+ERROR, LOG = "error.json", "sweep.log"
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
@@ -123,3 +125,6 @@ def read_json(path: str | Path) -> Any | None:
         return json.loads(Path(path).read_text())
     except (OSError, json.JSONDecodeError):
         return None
+
+
+from grprune.results.rundir import STATES, RunDir, Status  # noqa: E402, F401  (re-exported)
