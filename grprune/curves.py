@@ -61,7 +61,8 @@ def series(dirs: Sequence[str | Path]) -> list[dict]:
     GrpruneError
         If no run with records is found.
     """
-    from grprune.collect import _column_labels, _group_key, method_label, scan_runs
+    from grprune.collect.selection import _column_labels, _group_key
+    from grprune.collect import method_label, scan_runs
     scan = scan_runs(dirs)
     runs = list(scan.runs)
     groups: dict[tuple, list] = {}

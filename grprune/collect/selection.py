@@ -1,0 +1,214 @@
+"""Groups, settings and model selection (DomainBed's rules: by validation, oracle, all)."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from grprune.collect.common import _MISSING, SELECT_RULES, _value_text
+from grprune.collect.reading import Run
+from grprune.errors import GrpruneError
+from grprune.naming import ablation_label, ablation_rank, method_label, method_rank
+
+# ---------------------------------------------------------------------------
+# Groups, settings and model selection
+# ---------------------------------------------------------------------------
+
+def mean_std(values: Iterable[float | None]) -> tuple[float, float, int]:
+    """Mean and sample standard deviation (``ddof=1``; 0 for one value).
+
+    ``None`` entries are left out; NaN propagates.
+
+    Returns
+    -------
+    (mean, std, n)
+        ``(nan, nan, 0)`` when there is no value.
+
+    >>> [round(x, 12) for x in mean_std([0.70, 0.72, 0.74])]
+    [0.72, 0.02, 3]
+    """
+    vals = [float(v) for v in values if v is not None]
+    n = len(vals)
+    if n == 0:
+        return math.nan, math.nan, 0
+    mean = math.fsum(vals) / n
+    if n == 1:
+        return mean, 0.0, 1
+    var = math.fsum((v - mean) ** 2 for v in vals) / (n - 1)
+    return mean, math.sqrt(var), n
+
+
+def _column_key(run: Run, free: str | None = None) -> str:
+    data = {k: v for k, v in run.hparams.items() if k.startswith("data.") and k != free}
+    return json.dumps(data, sort_keys=True, default=str)
+
+
+def _column_labels(runs: Sequence[Run], free: str | None = None) -> dict[str, str]:
+    """Column key -> ``"dataset/split"`` (+ ``/shift`` and data parameters that differ)."""
+    by_base: dict[tuple, dict[str, dict]] = {}
+    for run in runs:
+        base = (run.dataset, run.split, run.shift)
+        by_base.setdefault(base, {})[_column_key(run, free)] = {
+            k: v for k, v in run.hparams.items()
+            if k.startswith("data.") and k not in ("data.name", "data.split", "data.shift")
+            and k != free}
+    labels = {}
+    shifts = {(r.dataset, r.split) for r in runs if r.shift not in (None, "covariate")}
+    for (dataset, split, shift), variants in by_base.items():
+        text = dataset if split is None else f"{dataset}/{split}"
+        if shift is not None and (shift != "covariate" or (dataset, split) in shifts):
+            text += f"/{shift}"
+        keys = sorted({k for d in variants.values() for k in d})
+        differ = [k for k in keys
+                  if len({json.dumps(d.get(k, _MISSING), default=str)
+                          for d in variants.values()}) > 1]
+        for ckey, d in variants.items():
+            extra = ", ".join(f"{k[5:]}={_value_text(d.get(k, _MISSING))}" for k in differ)
+            labels[ckey] = f"{text} ({extra})" if extra else text
+    return labels
+
+
+@dataclass
+class Setting:
+    """The seeds of one configuration, aggregated (see :func:`aggregate`)."""
+
+    runs: list[Run]
+    hparams: dict            # all hyperparameters of the setting (no seed)
+
+    def stat(self, key: str) -> tuple[float, float, int]:
+        return mean_std(r.summary.get(key) for r in self.runs)
+
+
+def _group_key(run: Run, free: str | None = None) -> tuple:
+    return (_column_key(run, free), run.reg, run.selector, run.preset)
+
+
+def _groups(runs: Sequence[Run], free: str | None = None) -> dict[tuple, list[Setting]]:
+    """Group key -> settings (ordered by setting id); ``free`` is left out of the key."""
+    groups: dict[tuple, dict[str, list[Run]]] = {}
+    for run in runs:
+        groups.setdefault(_group_key(run, free), {}).setdefault(run.setting_id, []).append(run)
+    out = {}
+    for key, settings in groups.items():
+        out[key] = [Setting(runs=sorted(rs, key=_seed_order),
+                            hparams=rs[0].hparams)
+                    for _, rs in sorted(settings.items())]
+    return out
+
+
+def _seed_order(run: Run) -> tuple:
+    numeric = isinstance(run.seed, int) and not isinstance(run.seed, bool)
+    return (0, run.seed, "") if numeric else (1, 0, str(run.seed))
+
+
+def varying_keys(settings: Sequence[Setting]) -> list[str]:
+    """The hyperparameter keys whose value differs between the settings (sorted)."""
+    keys = sorted({k for s in settings for k in s.hparams})
+    return [k for k in keys
+            if len({json.dumps(s.hparams.get(k, _MISSING), sort_keys=True, default=str)
+                    for s in settings}) > 1]
+
+
+def _score(setting: Setting, by: str) -> float:
+    mean = setting.stat(by)[0]
+    return -math.inf if math.isnan(mean) else mean
+
+
+def _choose(settings: Sequence[Setting], by: str) -> Setting:
+    """Highest mean ``by`` (valid or test); ties: more seeds, then smaller setting id."""
+    return min(settings, key=lambda s: (-_score(s, by), -len(s.runs), s.runs[0].setting_id))
+
+
+def aggregate(runs: Sequence[Run], select: str = "valid") -> list[dict]:
+    """Aggregate seeds and apply model selection.
+
+    Runs are grouped by dataset column (dataset, split, shift, data parameters)
+    and method (regularizer set, selector). In a group, runs that differ only
+    in ``train.seed`` (and volatile keys) form a setting; its seeds give
+    mean ± sample std (``ddof=1``) of every metric.
+
+    Parameters
+    ----------
+    runs : sequence of Run
+        Finished runs (:func:`scan_runs`).
+    select : {"valid", "oracle", "all"}
+        ``"valid"``: per group, the setting with the highest mean validation
+        metric; ``"oracle"``: the highest mean *test* metric (optimistic; the
+        rows say ``selection="oracle"``); ``"all"``: every setting. Ties go to
+        the setting with more seeds, then to the smaller setting id.
+
+    Returns
+    -------
+    list of dict
+        One row per group (or per setting with ``"all"``), sorted by dataset
+        column and method. Keys: ``column`` (``"ogbg-molbbbp/scaffold"``),
+        ``dataset``, ``split``, ``shift``, ``method`` (``"PrunE"``), ``ablation``
+        (``"size,eps-align"``), ``reg`` (``"size,eps-align"`` or ``""``),
+        ``selector``, ``metric``, ``selection``, ``n`` (seeds), ``seeds``,
+        ``test_mean``/``test_std`` and the same for ``valid``, ``id_valid``,
+        ``id_test``, ``kept_edge_fraction``, ``motif_edge_rocauc``;
+        ``wall_time_s_mean``, ``epoch_time_s_median_mean``, ``peak_mem_mib_max``;
+        ``hparams`` (the group's varying keys and this setting's values),
+        ``varying``, ``n_settings``, ``ties`` (other settings with the same mean
+        score under the rule), ``valid_choice``/``oracle_choice`` (whether
+        the setting is the one each rule picks), ``setting``, ``config_hash``
+        and ``dirs``.
+
+    Raises
+    ------
+    GrpruneError
+        On an unknown ``select``.
+    """
+    if select not in SELECT_RULES:
+        raise GrpruneError(f"unknown selection rule {select!r}. Choices: "
+                           f"{', '.join(SELECT_RULES)}")
+    labels = _column_labels(runs)
+    rows = []
+    for (ckey, reg, selector, preset), settings in _groups(runs).items():
+        varying = varying_keys(settings)
+        by_valid, by_test = _choose(settings, "valid"), _choose(settings, "test")
+        chosen = settings if select == "all" else [by_valid if select == "valid" else by_test]
+        for s in chosen:
+            first = s.runs[0]
+            row = {"column": labels[ckey], "dataset": first.dataset, "split": first.split,
+                   "shift": first.shift, "method": method_label(reg, selector, preset),
+                   "preset": preset,
+                   "ablation": ablation_label(reg, selector), "reg": ",".join(reg),
+                   "selector": selector, "metric": first.metric,
+                   "selection": {"valid": "valid", "oracle": "oracle",
+                                 "all": "all"}[select],
+                   "n": len(s.runs), "seeds": [r.seed for r in s.runs]}
+            for key in ("test", "valid", "id_valid", "id_test", "kept_edge_fraction",
+                        "motif_edge_rocauc", "spurious_precision_at_50"):
+                row[f"{key}_mean"], row[f"{key}_std"], _ = s.stat(key)
+            for key in ("wall_time_s", "epoch_time_s_median"):
+                row[f"{key}_mean"] = s.stat(key)[0]
+            mems = [r.summary.get("peak_mem_mib") for r in s.runs
+                    if isinstance(r.summary.get("peak_mem_mib"), (int, float))]
+            row["peak_mem_mib_max"] = max(mems) if mems else math.nan
+            row["hparams"] = {k: s.hparams.get(k, _MISSING) for k in varying}
+            row["varying"] = varying
+            row["n_settings"] = len(settings)
+            rule = "test" if select == "oracle" else "valid"
+            row["ties"] = sum(1 for o in settings
+                              if o is not s and _score(o, rule) == _score(s, rule))
+            row["valid_choice"] = s is by_valid
+            row["oracle_choice"] = s is by_test
+            row["setting"] = first.setting_id
+            row["config_hash"] = first.config.get("hash")
+            row["dirs"] = [str(r.path) for r in s.runs]
+            row["_order"] = (row["column"], method_rank(row["method"]),
+                             ablation_rank(row["ablation"]))
+            rows.append(row)
+    rows.sort(key=lambda r: (r["_order"], -_nan_low(r["valid_mean"]), r["setting"]))
+    for row in rows:
+        del row["_order"]
+    return rows
+
+
+def _nan_low(x: float) -> float:
+    return -math.inf if x is None or math.isnan(x) else x
+
+

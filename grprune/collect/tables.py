@@ -1,0 +1,256 @@
+"""Result tables: Markdown, CSV and rich."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from pathlib import Path
+from typing import Sequence
+
+from grprune import results as R
+from grprune.collect.common import (
+    LAYOUTS,
+    METRIC_NAMES,
+    _fraction_text,
+    _kept_text,
+    hparams_text,
+    pm,
+)
+from grprune.errors import GrpruneError
+from grprune.naming import ablation_rank, method_rank
+
+# ---------------------------------------------------------------------------
+# Output: Markdown, CSV, rich
+# ---------------------------------------------------------------------------
+
+SELECTION_TEXT = {
+    "valid": "model selection: per method and dataset, the setting with the best mean "
+             "validation score",
+    "oracle": "ORACLE selection: per method and dataset, the setting with the best mean "
+              "TEST score (optimistic; not a valid model selection)",
+    "all": "every setting listed (no model selection)",
+}
+
+
+def _row_label(row: dict, layout: str, select: str) -> str:
+    base = row["ablation"] if layout == "ablation" else row["method"]
+    if select == "all" and row["hparams"]:
+        return f"{base} · {hparams_text(row['hparams'])}"
+    return base
+
+
+def _grid(rows: Sequence[dict], layout: str, select: str):
+    """Row labels, column labels and ``{(row, column): row dict}`` for a wide layout."""
+    columns = sorted({r["column"] for r in rows})
+    rank = ablation_rank if layout == "ablation" else method_rank
+    rlabels: dict[str, tuple] = {}
+    cells: dict[tuple[str, str], dict] = {}
+    for r in rows:
+        label = _row_label(r, layout, select)
+        rlabels.setdefault(label, (rank(r["ablation"] if layout == "ablation"
+                                        else r["method"]), label))
+        cells[(label, r["column"])] = r
+    return sorted(rlabels, key=rlabels.get), columns, cells
+
+
+def _metric_text(rows: Sequence[dict]) -> str:
+    names = sorted({METRIC_NAMES.get(r["metric"], r["metric"]) for r in rows})
+    return " / ".join(names)
+
+
+def _title(select: str, layout: str) -> str:
+    what = {"table": "Test performance", "ablation": "Ablation of the regularizers",
+            "long": "All results"}[layout]
+    return f"{what} (ORACLE selection by test score)" if select == "oracle" else what
+
+
+def to_markdown(rows: Sequence[dict], layout: str = "table", select: str | None = None,
+                notes: Sequence[str] = ()) -> str:
+    """Paper-style Markdown: a caption, a table and the selected hyperparameters.
+
+    Parameters
+    ----------
+    rows : sequence of dict
+        Rows of :func:`aggregate`.
+    layout : {"table", "ablation", "long"}
+        ``"table"``: methods x dataset columns (paper Table 1); ``"ablation"``:
+        regularizer sets (``size,eps-align``, ``size``, ``eps-align``, ``none``,
+        then others) x dataset columns (paper Figure 3a); ``"long"``: one line
+        per row with every number.
+    select : str, optional
+        The selection rule of the rows (default: read from the rows).
+    notes : sequence of str
+        Extra lines for a "Notes" section (missing, failed, unfinished runs).
+
+    Returns
+    -------
+    str
+        Markdown text. Cells show the test metric x100 as "mean ± std" (sample
+        std over seeds); the best mean of a column is bold.
+    """
+    if layout not in LAYOUTS:
+        raise GrpruneError(f"unknown layout {layout!r}. Choices: {', '.join(LAYOUTS)}")
+    select = select or (rows[0]["selection"] if rows else "valid")
+    ns = sorted({r["n"] for r in rows})
+    seeds = (f"{ns[0]} seed{'s' if ns[0] != 1 else ''}" if len(ns) == 1
+             else "n seeds as marked")
+    lines = [f"## {_title(select, layout)}", ""]
+    caption = (f"Test {_metric_text(rows)} (%), mean ± std (sample std) over {seeds}; "
+               f"{SELECTION_TEXT[select]}.")
+    if select == "oracle":
+        caption = f"**{caption}**"
+    lines += [caption, ""]
+    if layout == "long":
+        head = ["dataset", "method", "reg", "selector", "n", "test", "valid", "ID test",
+                "test edges kept", "motif ROC-AUC", "Precision@50", "hyperparameters",
+                "chosen by"]
+        lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for r in rows:
+            chosen = ", ".join(k for k, flag in (("valid", r["valid_choice"]),
+                                                 ("oracle", r["oracle_choice"])) if flag)
+            lines.append("| " + " | ".join([
+                r["column"], r["method"], r["reg"] or "none", r["selector"], str(r["n"]),
+                pm(r["test_mean"], r["test_std"]), pm(r["valid_mean"], r["valid_std"]),
+                "–" if math.isnan(r["id_test_mean"]) else pm(r["id_test_mean"], r["id_test_std"]),
+                _kept_text(r), _fraction_text(r, "motif_edge_rocauc"),
+                _fraction_text(r, "spurious_precision_at_50"),
+                hparams_text(r["hparams"]) or "–", chosen or "–"]) + " |")
+    else:
+        rlabels, columns, cells = _grid(rows, layout, select)
+        best = {}
+        for c in columns:
+            means = [cells[(rl, c)]["test_mean"] for rl in rlabels if (rl, c) in cells]
+            means = [m for m in means if not math.isnan(m)]
+            best[c] = max(means) if len(means) > 1 else None
+        head = "Method" if layout == "table" else "Regularizers"
+        lines += ["| " + " | ".join([head, *columns]) + " |",
+                  "|" + "---|" + "---:|" * len(columns)]
+        for rl in rlabels:
+            out = [rl]
+            for c in columns:
+                r = cells.get((rl, c))
+                if r is None:
+                    out.append("–")
+                    continue
+                text = pm(r["test_mean"], r["test_std"])
+                if len(ns) > 1:
+                    text += f" (n={r['n']})"
+                if best[c] is not None and r["test_mean"] == best[c]:
+                    text = f"**{text}**"
+                out.append(text)
+            lines.append("| " + " | ".join(out) + " |")
+        chosen = [r for r in rows if r["varying"]] if select != "all" else []
+        if chosen:
+            how = "ORACLE, by test score" if select == "oracle" else "by validation score"
+            lines += ["", f"Selected hyperparameters ({how}; only keys that vary within a "
+                          f"method and dataset):", ""]
+            for r in chosen:
+                name = r["ablation"] if layout == "ablation" else r["method"]
+                tie = (f"; tied with {r['ties']} other setting{'s' if r['ties'] > 1 else ''}"
+                       f", broken by more seeds, then by setting id" if r["ties"] else "")
+                lines.append(f"- {name}, {r['column']}: {hparams_text(r['hparams'])} "
+                             f"(chosen from {r['n_settings']} settings; valid "
+                             f"{pm(r['valid_mean'], r['valid_std'])}{tie})")
+    if notes:
+        lines += ["", "Notes:", ""] + [f"- {n}" for n in notes]
+    return "\n".join(lines) + "\n"
+
+
+CSV_COLUMNS = ["selection", "dataset", "split", "shift", "column", "method", "reg", "selector",
+               "preset", "metric", "n", "seeds", "test_mean", "test_std", "valid_mean",
+               "valid_std", "id_valid_mean", "id_valid_std", "id_test_mean", "id_test_std",
+               "kept_edge_fraction_mean", "kept_edge_fraction_std", "motif_edge_rocauc_mean",
+               "motif_edge_rocauc_std", "spurious_precision_at_50_mean",
+               "spurious_precision_at_50_std", "wall_time_s_mean", "epoch_time_s_median_mean",
+               "peak_mem_mib_max", "hparams", "varying", "n_settings", "ties", "valid_choice",
+               "oracle_choice", "setting", "config_hash", "dirs"]
+
+
+def to_csv(rows: Sequence[dict]) -> str:
+    """Long-format CSV: one line per row of :func:`aggregate`, every number.
+
+    Metrics are fractions as in ``summary.json`` (not x100); empty cells are
+    missing values. ``selection`` is ``valid``, ``oracle`` or ``all`` on every
+    line; ``hparams`` is JSON (``{"reg.size.eta": 0.5}``); ``seeds`` and
+    ``dirs`` are ``;``-separated.
+    """
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for r in rows:
+        out = []
+        for col in CSV_COLUMNS:
+            v = r.get(col)
+            if col in ("seeds", "dirs", "varying"):
+                v = ";".join(map(str, v))
+            elif col == "hparams":
+                v = json.dumps(v, sort_keys=True)
+            elif isinstance(v, float):
+                v = "" if math.isnan(v) else repr(v)
+            elif v is None:
+                v = ""
+            out.append(v)
+        writer.writerow(out)
+    return buf.getvalue()
+
+
+def write_outputs(rows: Sequence[dict], prefix: str | Path, layout: str = "table",
+                  select: str | None = None, notes: Sequence[str] = ()) -> tuple[Path, Path]:
+    """Write ``PREFIX.md`` and ``PREFIX.csv`` atomically; returns both paths."""
+    prefix = Path(prefix)
+    md = prefix.with_name(prefix.name + ".md")
+    cs = prefix.with_name(prefix.name + ".csv")
+    R.atomic_write_bytes(md, to_markdown(rows, layout, select, notes).encode())
+    R.atomic_write_bytes(cs, to_csv(rows).encode())
+    return md, cs
+
+
+def rich_table(rows: Sequence[dict], layout: str = "table", select: str | None = None):
+    """The rows as a :class:`rich.table.Table` (test ×100, mean ± std; n and hparams dim).
+
+    The selection rule is in the title only when it is the oracle; print
+    ``SELECTION_TEXT[select]`` under the table to state it in full.
+    """
+    from rich.markup import escape
+    from rich.table import Table
+
+    select = select or (rows[0]["selection"] if rows else "valid")
+    title = f"{_title(select, layout)}: test {_metric_text(rows)} (%)"
+    table = Table(title=title, show_lines=layout != "long")
+    if layout == "long":
+        for col in ("dataset", "method", "reg", "n", "test", "valid", "ID test", "kept",
+                    "motif AUC", "P@50", "hyperparameters", "chosen"):
+            table.add_column(col, justify="right" if col in ("n", "test", "valid", "ID test",
+                                                             "kept", "motif AUC", "P@50")
+                             else "left")
+        for r in rows:
+            chosen = "/".join(k for k, f in (("valid", r["valid_choice"]),
+                                             ("oracle", r["oracle_choice"])) if f)
+            idt = (pm(r["id_test_mean"], r["id_test_std"])
+                   if not math.isnan(r["id_test_mean"]) else "–")
+            table.add_row(*map(escape, (
+                r["column"], r["method"], r["reg"] or "none", str(r["n"]),
+                pm(r["test_mean"], r["test_std"]), pm(r["valid_mean"], r["valid_std"]), idt,
+                _kept_text(r), _fraction_text(r, "motif_edge_rocauc"),
+                _fraction_text(r, "spurious_precision_at_50"),
+                hparams_text(r["hparams"]) or "–", chosen or "–")))
+        return table
+    rlabels, columns, cells = _grid(rows, layout, select)
+    table.add_column("method" if layout == "table" else "regularizers")
+    for c in columns:
+        table.add_column(escape(c), justify="right")
+    for rl in rlabels:
+        out = [escape(rl)]
+        for c in columns:
+            r = cells.get((rl, c))
+            if r is None:
+                out.append("–")
+                continue
+            extra = f"n={r['n']}"
+            if r["hparams"] and select != "all":
+                extra += f" · {hparams_text(r['hparams'], short=True)}"
+            out.append(f"{pm(r['test_mean'], r['test_std'])}\n[dim]{escape(extra)}[/dim]")
+        table.add_row(*out)
+    return table
