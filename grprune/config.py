@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -259,14 +260,53 @@ def resolve_config(*, data: str | None = None, selector: str | None = None,
     GrpruneError
         On unknown names, sections, keys or bad values.
     """
-    # imported here so that ``grprune.config`` stays importable on its own
+    file_cfg = load_config_file(file) if file else {}
+    parts = _pick_parts(file_cfg, data=data, selector=selector, reg=reg, encoder=encoder)
+    chosen, requested, from_preset = _preset(preset, file_cfg, parts)
+    items: list[tuple[str, Any]] = list(getattr(parts.source, "recommended", {}).items())
+    items += list(from_preset.items())
+    items += _flatten(file_cfg, str(file)) if file else []
+    items += list((flags or {}).items())
+    items += [parse_override(o) for o in overrides]
+    given, reg_given = _split_items(items, parts.reg)
+
+    from grprune.encoders import ENCODERS
+    cfg = {
+        "version": 1,
+        "data": _data_section(parts, given["data"]),
+        "selector": _selector_section(parts, given["selector"]),
+        "encoder": {"name": parts.encoder,
+                    **ENCODERS.get(parts.encoder).resolve_hparams(given["encoder"],
+                                                                  prefix="encoder.")},
+        "reg": {n: cls.resolve_hparams(reg_given[n], prefix=f"reg.{n}.")
+                for n, cls in parts.reg.items()},
+        "train": TrainSettings.resolve_hparams(given["train"], prefix="train."),
+    }
+    _resolve_eval_budget(cfg)
+    cfg["preset"] = {"name": chosen.name, "requested": requested,
+                     "source": chosen.source or str(chosen.path), "values": from_preset}
+    cfg["hash"] = config_hash(cfg)
+    return cfg
+
+
+@dataclass
+class _Parts:
+    """The parts a run is made of, by canonical name, and the dataset's source class."""
+
+    data: str
+    encoder: str
+    selector: str
+    reg: dict[str, Any]  # name -> regularizer class, in --reg order
+    source: Any
+
+
+def _pick_parts(file_cfg: Mapping[str, Any], *, data, selector, reg, encoder) -> _Parts:
+    """Part names from the flags, else the config file, else the defaults; ``--selector
+    auto`` becomes gumbel-gin when a regularizer needs a selector, none otherwise."""
     from grprune.data import DATASETS
     from grprune.encoders import ENCODERS
     from grprune.regularizers import REGULARIZERS
     from grprune.selectors import SELECTORS
-
-    file_cfg = load_config_file(file) if file else {}
-    file_items = _flatten(file_cfg, str(file)) if file else []
 
     def pick(section: str, cli_value: str | None, default: str) -> str:
         if cli_value is not None:
@@ -277,7 +317,6 @@ def resolve_config(*, data: str | None = None, selector: str | None = None,
         return default
 
     data_name = DATASETS.canonical(pick("data", data, "ogbg-molbbbp"))
-    encoder_name = ENCODERS.canonical(pick("encoder", encoder, "gin"))
     if reg is None and isinstance(file_cfg.get("reg"), Mapping):
         reg = ",".join(file_cfg["reg"]) or "none"
     reg_names = REGULARIZERS.split(reg if reg is not None else "size,eps-align")
@@ -286,28 +325,35 @@ def resolve_config(*, data: str | None = None, selector: str | None = None,
     if selector_name.lower() == "auto":
         needs = any("selector" in getattr(c, "requires", ()) for c in reg_classes.values())
         selector_name = "gumbel-gin" if needs else "none"
-    if selector_name.lower() != "none":
-        selector_name = SELECTORS.canonical(selector_name)
-    else:
-        selector_name = "none"
-    source = DATASETS.get(data_name)
+    selector_name = ("none" if selector_name.lower() == "none"
+                     else SELECTORS.canonical(selector_name))
+    return _Parts(data=data_name, encoder=ENCODERS.canonical(pick("encoder", encoder, "gin")),
+                  selector=selector_name, reg=reg_classes, source=DATASETS.get(data_name))
 
+
+def _preset(preset: str | None, file_cfg: Mapping[str, Any], parts: _Parts):
+    """The preset asked for (a config file's recorded one when none is given), and the
+    keys of it that apply to this run (:func:`preset_items`)."""
     from grprune import presets as P
     recorded = file_cfg.get("preset") if isinstance(file_cfg.get("preset"), Mapping) else {}
     requested = preset or recorded.get("name") or P.AUTO
-    preset_name = P.default_for(data_name) if requested == P.AUTO else requested
-    chosen = P.load(preset_name)
-    from_preset = preset_items(chosen, data_name, source, encoder_name, selector_name,
-                               reg_classes)
+    chosen = P.load(P.default_for(parts.data) if requested == P.AUTO else requested)
+    return chosen, requested, preset_items(chosen, parts.data, parts.source, parts.encoder,
+                                           parts.selector, parts.reg)
 
-    items: list[tuple[str, Any]] = list(getattr(source, "recommended", {}).items())
-    items += list(from_preset.items())
-    items += file_items
-    items += list((flags or {}).items())
-    items += [parse_override(o) for o in overrides]
 
+def _split_items(items, reg_classes: Mapping[str, Any]):
+    """``[("section.key", value)]`` -> ``{section: {key: value}}`` and ``{reg: {key:
+    value}}``; later items win; ``*.name`` keys are skipped (names were picked already).
+
+    Raises
+    ------
+    GrpruneError
+        On ``reg.NAME.key`` for a regularizer that is not in ``--reg``.
+    """
+    from grprune.regularizers import REGULARIZERS
     given: dict[str, dict[str, Any]] = {s: {} for s in SECTIONS if s != "reg"}
-    reg_given: dict[str, dict[str, Any]] = {n: {} for n in reg_names}
+    reg_given: dict[str, dict[str, Any]] = {n: {} for n in reg_classes}
     for key, value in items:
         section, _, rest = key.partition(".")
         if section == "reg":
@@ -318,33 +364,45 @@ def resolve_config(*, data: str | None = None, selector: str | None = None,
             if canonical not in reg_given:
                 raise GrpruneError(
                     f"{key} is set but regularizer {canonical!r} is not in --reg "
-                    f"({','.join(reg_names) or 'none'})")
+                    f"({','.join(reg_classes) or 'none'})")
             reg_given[canonical][hp] = value
-        elif rest == "name":
-            continue  # names were picked above
-        else:
+        elif rest != "name":
             given[section][rest] = value
+    return given, reg_given
 
-    # data: generic settings + the dataset's own hyperparameters
+
+def _data_section(parts: _Parts, given: Mapping[str, Any]) -> dict[str, Any]:
+    """``data``: the generic settings and the dataset's own hyperparameters."""
     data_keys = dict(DataSettings.defaults)
-    ds_defaults = dict(getattr(source, "defaults", {}))
-    unknown = set(given["data"]) - set(data_keys) - set(ds_defaults) - {"shift"}
+    ds_defaults = dict(getattr(parts.source, "defaults", {}))
+    unknown = set(given) - set(data_keys) - set(ds_defaults) - {"shift"}
     if unknown:
         raise GrpruneError(
-            f"unknown hyperparameter data.{sorted(unknown)[0]}. Known for {data_name}: "
+            f"unknown hyperparameter data.{sorted(unknown)[0]}. Known for {parts.data}: "
             f"{', '.join(sorted(set(data_keys) | set(ds_defaults)))}")
-    data_cfg = {"name": data_name}
-    data_cfg.update(DataSettings.resolve_hparams(
-        {k: v for k, v in given["data"].items() if k in data_keys}, prefix="data."))
-    data_cfg.update(source.resolve_params(
-        {k: v for k, v in given["data"].items() if k not in data_keys}))
+    out = {"name": parts.data}
+    out.update(DataSettings.resolve_hparams(
+        {k: v for k, v in given.items() if k in data_keys}, prefix="data."))
+    out.update(parts.source.resolve_params(
+        {k: v for k, v in given.items() if k not in data_keys}))
+    return out
 
-    # selector settings the chosen regularizers' sources use (GSAT: soft samples),
-    # unless the user set them
+
+def _selector_section(parts: _Parts, given: Mapping[str, Any]) -> dict[str, Any]:
+    """``selector``: the regularizers' ``selector_defaults`` (GSAT's soft samples) unless
+    the user set those keys, then the given keys.
+
+    Raises
+    ------
+    GrpruneError
+        If two regularizers need different values of one key, a regularizer needs a
+        (learned) selector the run lacks, or selector keys are set without a selector.
+    """
+    from grprune.selectors import SELECTORS
     reg_selector: dict[str, Any] = {}
-    for name, cls in reg_classes.items():
+    for name, cls in parts.reg.items():
         for key, value in getattr(cls, "selector_defaults", {}).items():
-            if key in given["selector"]:
+            if key in given:
                 continue
             if key in reg_selector and reg_selector[key][1] != value:
                 other = reg_selector[key][0]
@@ -354,40 +412,38 @@ def resolve_config(*, data: str | None = None, selector: str | None = None,
                     f"-H selector.{key}=VALUE")
             reg_selector[key] = (name, value)
     learned = [n for n in SELECTORS.names() if getattr(SELECTORS.get(n), "learned", True)]
-    for name, cls in reg_classes.items():
+    for name, cls in parts.reg.items():
         if "selector" not in getattr(cls, "requires", ()):
             continue
-        if selector_name == "none":
+        if parts.selector == "none":
             raise GrpruneError(
                 f"regularizer {name!r} needs a subgraph selector, but the selector is "
                 f"'none'; use --selector {learned[0]} (or another of {', '.join(learned)})")
-        if not getattr(SELECTORS.get(selector_name), "learned", True):
+        if not getattr(SELECTORS.get(parts.selector), "learned", True):
             raise GrpruneError(
                 f"regularizer {name!r} needs a learned subgraph selector (edge logits), but "
-                f"selector {selector_name!r} has none; use one of {', '.join(learned)}")
-    if selector_name == "none":
-        if given["selector"]:
+                f"selector {parts.selector!r} has none; use one of {', '.join(learned)}")
+    if parts.selector == "none":
+        if given:
             raise GrpruneError(
-                f"selector.{next(iter(given['selector']))} is set but no selector is used "
+                f"selector.{next(iter(given))} is set but no selector is used "
                 f"(--selector none, or --reg none with --selector auto)")
-        selector_cfg: dict[str, Any] = {"name": "none"}
-    else:
-        sel_cls = SELECTORS.get(selector_name)
-        sel_given = {k: v for k, (_, v) in reg_selector.items() if k in sel_cls.defaults}
-        sel_given.update(given["selector"])
-        selector_cfg = {"name": selector_name,
-                        **sel_cls.resolve_hparams(sel_given, prefix="selector.")}
-    cfg = {
-        "version": 1,
-        "data": data_cfg,
-        "selector": selector_cfg,
-        "encoder": {"name": encoder_name,
-                    **ENCODERS.get(encoder_name).resolve_hparams(given["encoder"],
-                                                                 prefix="encoder.")},
-        "reg": {n: cls.resolve_hparams(reg_given[n], prefix=f"reg.{n}.")
-                for n, cls in reg_classes.items()},
-        "train": TrainSettings.resolve_hparams(given["train"], prefix="train."),
-    }
+        return {"name": "none"}
+    sel_cls = SELECTORS.get(parts.selector)
+    sel_given = {k: v for k, (_, v) in reg_selector.items() if k in sel_cls.defaults}
+    sel_given.update(given)
+    return {"name": parts.selector, **sel_cls.resolve_hparams(sel_given, prefix="selector.")}
+
+
+def _resolve_eval_budget(cfg: dict) -> None:
+    """``selector.eval_budget``: a fraction in [0, 1]; 0 with ``eval_mode=budget`` takes
+    ``reg.size.eta``.
+
+    Raises
+    ------
+    GrpruneError
+        If it is outside [0, 1], or 0 with ``eval_mode=budget`` and no size constraint.
+    """
     sel = cfg["selector"]
     if not 0 <= sel.get("eval_budget", 0) <= 1:
         raise GrpruneError(f"selector.eval_budget is a fraction in [0, 1] (0 = reg.size.eta), "
@@ -398,11 +454,6 @@ def resolve_config(*, data: str | None = None, selector: str | None = None,
                                "each graph's bonds: set -H selector.eval_budget=FRACTION, or "
                                "use the size regularizer, whose reg.size.eta it then takes")
         sel["eval_budget"] = float(cfg["reg"]["size"]["eta"])
-    cfg["preset"] = {"name": chosen.name, "requested": requested,
-                     "source": chosen.source or str(chosen.path),
-                     "values": {k: v for k, v in from_preset.items()}}
-    cfg["hash"] = config_hash(cfg)
-    return cfg
 
 
 def config_hash(cfg: Mapping[str, Any]) -> str:
