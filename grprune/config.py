@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from grprune.errors import GrpruneError
-from grprune.hparams import Configurable
+from grprune.hparams import Configurable, Param
 
 SECTIONS = ("data", "selector", "encoder", "reg", "train")
 #: top-level keys of a resolved config that are records, not settings
@@ -56,48 +56,49 @@ def parse_milestones(text: str) -> tuple[int, ...]:
 class TrainSettings(Configurable):
     """Trainer hyperparameters (``train.*``); paper Appendix "Detailed experiment setting"."""
 
-    defaults = {"epochs": 100, "batch_size": 64, "lr": 1e-3, "weight_decay": 0.0,
-                "warmup_epochs": 0, "patience": 0, "seed": 0, "device": "auto",
-                "eval_train": True, "progress": "auto", "loader_workers": 0,
-                "deterministic": True, "select_warmup": False, "lr_milestones": "",
-                "lr_gamma": 0.1, "save_last": False}
-    parsers = {"lr_milestones": lambda text: ",".join(map(str, parse_milestones(text)))}
-    help = {
-        "epochs": "training epochs (paper: 100)",
-        "batch_size": "graphs per batch (paper: 64)",
-        "lr": "Adam learning rate (paper: 1e-3)",
-        "weight_decay": "Adam weight decay",
-        "warmup_epochs": "ERM epochs before the selector and regularizers switch on "
-                         "(paper: 10 for GOOD and DrugOOD, 0 for molbbbp)",
-        "patience": "early stopping: epochs without a better validation metric "
-                    "after warm-up; 0 = off (paper: 10 for GOOD-Motif and DrugOOD)",
-        "seed": "random seed (same seed, same numbers on CPU)",
-        "device": "auto (CUDA when present), cpu, cuda or cuda:N",
-        "eval_train": "also evaluate the training split every epoch",
-        "progress": "auto (rich on a terminal, plain lines otherwise), rich, plain or none",
-        "loader_workers": "no effect (kept so that older configurations load): batches are "
-                          "gathered from the dataset's tensors in the training process",
-        "deterministic": "same seed, same numbers on a busy machine: one CPU thread, "
-                         "deterministic CUDA kernels; see grprune.determinism",
-        "select_warmup": "let the best-validation rule pick an ERM warm-up epoch too (official "
-                         "code: yes; paper: the reported metric is after warm-up)",
-        "lr_milestones": "epochs (comma list) at which the learning rate is multiplied by "
-                         "lr_gamma; empty = constant (paper, and the official code, whose "
-                         "ReduceLROnPlateau has min_lr = lr)",
-        "lr_gamma": "factor of the learning rate at each milestone",
-        "save_last": "also save the last epoch's model as checkpoint-last.pt",
+    params = {
+        "epochs": Param(100, "training epochs (paper: 100)", low=1),
+        "batch_size": Param(64, "graphs per batch (paper: 64)", low=1),
+        "lr": Param(1e-3, "Adam learning rate (paper: 1e-3)", low=0.0, low_open=True),
+        "weight_decay": Param(0.0, "Adam weight decay", low=0.0),
+        "warmup_epochs": Param(0, "ERM epochs before the selector and regularizers switch on "
+                                  "(paper: 10 for GOOD and DrugOOD, 0 for molbbbp)", low=0),
+        "patience": Param(0, "early stopping: epochs without a better validation metric "
+                             "after warm-up; 0 = off (paper: 10 for GOOD-Motif and DrugOOD)",
+                          low=0),
+        "seed": Param(0, "random seed (same seed, same numbers)", low=0),
+        "device": Param("auto", "auto (CUDA when present), cpu, cuda or cuda:N"),
+        "eval_train": Param(True, "also evaluate the training split every epoch"),
+        "progress": Param("auto", "auto (rich on a terminal, plain lines otherwise), rich, "
+                                  "plain or none", choices=("auto", "rich", "plain", "none")),
+        "loader_workers": Param(0, "no effect (kept so that older configurations load): "
+                                   "batches are gathered from the dataset's tensors", low=0),
+        "deterministic": Param(True, "same seed, same numbers on a busy machine: one CPU "
+                                     "thread, deterministic CUDA kernels; see "
+                                     "grprune.determinism"),
+        "select_warmup": Param(False, "let the best-validation rule pick an ERM warm-up "
+                                      "epoch too (official code: yes; paper: the reported "
+                                      "metric is after warm-up)"),
+        "lr_milestones": Param("", "epochs (comma list) at which the learning rate is "
+                                   "multiplied by lr_gamma; empty = constant (paper, and the "
+                                   "official code, whose ReduceLROnPlateau has min_lr = lr)",
+                               parser=lambda text: ",".join(map(str, parse_milestones(text)))),
+        "lr_gamma": Param(0.1, "factor of the learning rate at each milestone",
+                          low=0.0, low_open=True),
+        "save_last": Param(False, "also save the last epoch's model as checkpoint-last.pt"),
     }
-    choices = {"progress": ("auto", "rich", "plain", "none")}
 
 
 class DataSettings(Configurable):
     """Dataset-independent data settings (``data.*``)."""
 
-    defaults = {"root": "", "download": False, "limit": 0}
-    help = {"root": "data root for caches and OGB folders (default $GRPRUNE_DATA_ROOT "
-                    "or ~/.cache/grprune/data)",
-            "download": "use OGB's download route (needs network)",
-            "limit": "keep only the first N graphs of each split (0 = all; for smoke tests)"}
+    params = {
+        "root": Param("", "data root for caches and OGB folders (default $GRPRUNE_DATA_ROOT "
+                          "or ~/.cache/grprune/data)"),
+        "download": Param(False, "use OGB's download route (needs network)"),
+        "limit": Param(0, "keep only the first N graphs of each split (0 = all; for smoke "
+                          "tests)", low=0),
+    }
 
 
 def _flatten(cfg: Mapping[str, Any], origin: str) -> list[tuple[str, Any]]:
@@ -436,18 +437,14 @@ def _selector_section(parts: _Parts, given: Mapping[str, Any]) -> dict[str, Any]
 
 
 def _resolve_eval_budget(cfg: dict) -> None:
-    """``selector.eval_budget``: a fraction in [0, 1]; 0 with ``eval_mode=budget`` takes
-    ``reg.size.eta``.
+    """``selector.eval_budget`` 0 with ``eval_mode=budget`` takes ``reg.size.eta``.
 
     Raises
     ------
     GrpruneError
-        If it is outside [0, 1], or 0 with ``eval_mode=budget`` and no size constraint.
+        If it is 0 with ``eval_mode=budget`` and there is no size constraint.
     """
     sel = cfg["selector"]
-    if not 0 <= sel.get("eval_budget", 0) <= 1:
-        raise GrpruneError(f"selector.eval_budget is a fraction in [0, 1] (0 = reg.size.eta), "
-                           f"got {sel['eval_budget']}")
     if sel.get("eval_mode") == "budget" and not sel.get("eval_budget"):
         if "size" not in cfg["reg"]:
             raise GrpruneError("selector.eval_mode=budget keeps the eval_budget fraction of "

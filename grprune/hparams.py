@@ -1,22 +1,31 @@
 """Hyperparameters declared next to the code that uses them.
 
 Every part (selector, encoder, regularizer, dataset, the trainer) is a
-:class:`Configurable`: its class attribute ``defaults`` maps each hyperparameter
-to its default value, ``help`` explains it and ``choices`` restricts it. Values
-given as text (``-H reg.size.eta=0.75``, config files) are coerced to the type
-of the default by :func:`coerce`.
+:class:`Configurable`: its class attribute ``params`` maps each hyperparameter to one
+:class:`Param` (default, help, domain). Values given as text (``-H reg.size.eta=0.75``,
+config files) are coerced to the type of the default by :func:`coerce` and checked
+against the domain, so a bad value is refused before anything runs, with one message
+that names the key, the value and the domain.
+
+The older form, ``defaults`` / ``help`` / ``choices`` / ``parsers`` dicts, still works
+(plugins written for it load unchanged): each form is derived from the other.
 
 Example
 -------
 >>> class Part(Configurable):
-...     defaults = {"eta": 0.85, "form": "paper"}
-...     choices = {"form": ("paper", "official")}
+...     params = {"eta": Param(0.85, "edge budget", low=0.0, high=1.0),
+...               "form": Param("paper", "which loss", choices=("paper", "official"))}
 >>> Part.resolve_hparams({"eta": "0.5"})
 {'eta': 0.5, 'form': 'paper'}
+>>> Part.resolve_hparams({"eta": "1.5"})
+Traceback (most recent call last):
+grprune.errors.GrpruneError: bad value '1.5' for eta: expected a number in [0, 1]
 """
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass, replace
 from typing import Any, Callable, ClassVar, Mapping
 
 from grprune.errors import GrpruneError
@@ -81,25 +90,122 @@ def coerce(key: str, value: Any, default: Any, choices: tuple | None = None,
     return out
 
 
+def _num(x: float) -> str:
+    return "inf" if x == math.inf else ("-inf" if x == -math.inf else f"{x:g}")
+
+
+@dataclass(frozen=True)
+class Param:
+    """One hyperparameter: its default, meaning and domain.
+
+    Attributes
+    ----------
+    default : Any
+        The default value; its type is the hyperparameter's (bool, int, float, str).
+    help : str
+        One line for ``grprune ls`` and the docs.
+    choices : tuple, optional
+        The allowed values.
+    low, high : float, optional
+        Bounds of a number (inclusive unless ``low_open`` / ``high_open``).
+    low_open, high_open : bool
+        Exclude the bound itself (``low=0, low_open=True`` is "> 0").
+    parser : callable, optional
+        Parses text when the type is mixed (``"auto"`` or a number).
+    search : tuple
+        Values a search over this key tries (``grprune sweep``; the paper's grid).
+    """
+
+    default: Any
+    help: str = ""
+    choices: tuple | None = None
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+    parser: Callable[[str], Any] | None = None
+    search: tuple = ()
+
+    def domain(self) -> str:
+        """The domain in words: ``a number in (0, 1]``, ``an integer >= 1``, ``one of
+        sum, mean``.
+
+        Examples
+        --------
+        >>> Param(1, low=1).domain(), Param(0.5, low=0.0, high=1.0, high_open=True).domain()
+        ('an integer >= 1', 'a number in [0, 1)')
+        """
+        if self.choices:
+            return "one of " + ", ".join(map(str, self.choices))
+        if isinstance(self.default, bool):
+            return "true or false"
+        kind = "an integer" if isinstance(self.default, int) else "a number"
+        if isinstance(self.default, (int, float)):
+            lo, hi = self.low, self.high
+            if lo is not None and hi is not None:
+                return (f"{kind} in {'(' if self.low_open else '['}{_num(lo)}, {_num(hi)}"
+                        f"{')' if self.high_open else ']'}")
+            if lo is not None:
+                return f"{kind} {'>' if self.low_open else '>='} {_num(lo)}"
+            if hi is not None:
+                return f"{kind} {'<' if self.high_open else '<='} {_num(hi)}"
+            return kind
+        return "a string" if isinstance(self.default, str) else type(self.default).__name__
+
+    def contains(self, value: Any) -> bool:
+        """Whether a coerced ``value`` lies in the domain: numbers must be finite and within
+        the bounds; ``choices`` are checked by :func:`coerce`; other values have none."""
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return True
+        if not math.isfinite(value):  # no hyperparameter here is NaN or infinite
+            return False
+        if self.low is not None and (value < self.low or (self.low_open and value == self.low)):
+            return False
+        if self.high is not None and (value > self.high
+                                      or (self.high_open and value == self.high)):
+            return False
+        return True
+
+
 class Configurable:
     """Mixin for parts whose hyperparameters are declared on the class.
 
     Attributes
     ----------
-    defaults : dict
-        Hyperparameter name -> default value (the paper's where one exists).
-    help : dict
-        Hyperparameter name -> one-line description.
-    choices : dict
-        Hyperparameter name -> tuple of allowed values.
-    parsers : dict
-        Hyperparameter name -> parser for text values (when the type is mixed).
+    params : dict
+        Hyperparameter name -> :class:`Param` (the declaration).
+    defaults, help, choices, parsers : dict
+        Views of ``params`` (name -> default, description, allowed values, text parser);
+        a class may declare these instead of ``params`` (the older form).
     """
 
+    params: ClassVar[dict[str, Param]] = {}
     defaults: ClassVar[dict[str, Any]] = {}
     help: ClassVar[dict[str, str]] = {}
     choices: ClassVar[dict[str, tuple]] = {}
     parsers: ClassVar[dict[str, Callable[[str], Any]]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__
+        if "params" in own:
+            cls.params = dict(own["params"])
+        elif any(n in own for n in ("defaults", "help", "choices", "parsers")):
+            # the older form: build the Params, keeping the domains a base class declared
+            inherited = getattr(super(cls, cls), "params", {})
+            cls.params = {}
+            for key, default in cls.defaults.items():
+                base = inherited.get(key) or Param(default)
+                cls.params[key] = replace(base, default=default,
+                                          help=cls.help.get(key, base.help),
+                                          choices=cls.choices.get(key, base.choices),
+                                          parser=cls.parsers.get(key, base.parser))
+        else:
+            return
+        cls.defaults = {k: p.default for k, p in cls.params.items()}
+        cls.help = {k: p.help for k, p in cls.params.items()}
+        cls.choices = {k: p.choices for k, p in cls.params.items() if p.choices}
+        cls.parsers = {k: p.parser for k, p in cls.params.items() if p.parser}
 
     @classmethod
     def resolve_hparams(cls, given: Mapping[str, Any] | None = None,
@@ -119,17 +225,14 @@ class Configurable:
                     f"unknown hyperparameter {prefix}{key}. Known for "
                     f"{prefix.rstrip('.') or cls.__name__}: {known}"
                 )
-            out[key] = coerce(prefix + key, value, cls.defaults[key],
-                              cls.choices.get(key), cls.parsers.get(key))
+            param = cls.params[key]
+            out[key] = coerce(prefix + key, value, param.default, param.choices, param.parser)
+            if not param.contains(out[key]):
+                raise GrpruneError(f"bad value {value!r} for {prefix}{key}: expected "
+                                   f"{param.domain()}")
         return out
 
     @classmethod
-    def describe_hparams(cls) -> list[tuple[str, Any, str]]:
-        """``(name, default, help)`` for each hyperparameter, for ``grprune ls``."""
-        rows = []
-        for key, default in cls.defaults.items():
-            text = cls.help.get(key, "")
-            if key in cls.choices:
-                text = f"{text} [{'|'.join(map(str, cls.choices[key]))}]".strip()
-            rows.append((key, default, text))
-        return rows
+    def describe_hparams(cls) -> list[tuple[str, Any, str, str]]:
+        """``(name, default, help, domain)`` for each hyperparameter, for ``grprune ls``."""
+        return [(key, p.default, p.help, p.domain()) for key, p in cls.params.items()]

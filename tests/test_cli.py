@@ -273,3 +273,25 @@ def test_file_system_errors_and_a_corrupt_config_get_one_line_each(tmp_path):
     other.mkdir()
     (other / "notes.txt").write_text("mine")
     assert "without config.json" in one_line([*SMALL, "--out", str(other)])
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--epochs", "-1"], "bad value -1 for train.epochs: expected an integer >= 1"),
+    (["-H", "data.limit=-5"], "for data.limit: expected an integer >= 0"),
+    (["-H", "reg.size.eta=1.5"], "for reg.size.eta: expected a number in [0, 1]"),
+    (["-H", "encoder.layers=0"], "for encoder.layers: expected an integer >= 1"),
+    (["-H", "train.lr=-1"], "for train.lr: expected a number > 0"),
+    (["-H", "train.batch_size=0"], "for train.batch_size: expected an integer >= 1"),
+    (["-H", "encoder.hidden=-3"], "for encoder.hidden: expected an integer >= 1"),
+    (["-H", "encoder.dropout=2"], "for encoder.dropout: expected a number in [0, 1)"),
+    (["--out", "/proc/forbidden/run"], "/proc/forbidden"),
+])
+def test_the_inputs_that_once_passed_or_crashed_now_exit_2_with_one_line(args, message, tmp_path):
+    """The ten bad inputs of the reliability issue (the tenth, a NaN in summary.json, is
+    test_every_json_file_a_run_writes_is_strict_json)."""
+    out = [] if "--out" in args else ["--out", str(tmp_path / "x")]
+    proc = subprocess.run([sys.executable, "-m", "grprune", "run", *args, *out, "--progress",
+                           "none"], capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    lines = [x for x in proc.stderr.splitlines() if x.strip()]
+    assert proc.returncode == 2 and len(lines) == 1 and message in lines[0], proc.stderr
+    assert not (tmp_path / "x").exists()

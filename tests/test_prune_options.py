@@ -233,7 +233,7 @@ def test_a_preset_of_your_own_by_directory_or_file(tmp_path, monkeypatch):
     (["-H", "selector.symmetrize=max"], "Choices: mean-logit, sum-input"),
     (["-H", "encoder.edge_mask=inside"], "Choices: after-relu, before-relu"),
     (["-H", "encoder.readout=max"], "Choices: sum, mean, sum-l2"),
-    (["-H", "selector.eval_budget=1.5"], "selector.eval_budget is a fraction in [0, 1]"),
+    (["-H", "selector.eval_budget=1.5"], "for selector.eval_budget: expected a number in [0, 1]"),
     (["-H", "train.lr_milestones=ten"], "bad value 'ten' for train.lr_milestones"),
     (["--reg", "eps-align", "-H", "selector.eval_mode=budget"], "set -H selector.eval_budget"),
 ])

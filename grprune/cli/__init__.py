@@ -251,6 +251,7 @@ def _presets_table():
 def ls(kind) -> None:
     """List registered parts with their hyperparameters and defaults, and the presets."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from grprune.config import DataSettings, TrainSettings
@@ -259,39 +260,40 @@ def ls(kind) -> None:
     from grprune.regularizers import REGULARIZERS
     from grprune.selectors import SELECTORS
 
-    console = Console(width=120)
+    console = Console(width=140)
     groups = {"selectors": ("selector", SELECTORS), "encoders": ("encoder", ENCODERS),
               "regularizers": ("reg.NAME", REGULARIZERS), "datasets": ("data", DATASETS)}
+
+    def new_table(title: str, first: tuple[str, ...]) -> Table:
+        table = Table(title=title, show_lines=False)
+        for col in (*first, "default", "domain", "description"):
+            table.add_column(col)
+        return table
+
+    def add_rows(table: Table, cls, prefix: str, lead: tuple[str, ...]) -> None:
+        for key, default, text, domain in cls.describe_hparams():
+            if prefix == "data" and key == "split":
+                domain = "one of " + ", ".join(getattr(cls, "splits", ()))
+            table.add_row(*lead, f"{prefix}.{key}", escape(str(default)), escape(domain),
+                          escape(text))
+
     for name, (prefix, registry) in groups.items():
         if kind not in (None, name):
             continue
-        table = Table(title=name, show_lines=False)
-        for col in ("name", "hyperparameter", "default", "description"):
-            table.add_column(col)
+        table = new_table(name, ("name", "hyperparameter"))
         for part in registry.names():
             cls = registry.get(part)
             doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
             if name == "datasets":
-                doc = getattr(cls, "description", doc)
-                splits = ", ".join(getattr(cls, "splits", ()))
-                table.add_row(part, "", "", f"{doc}. Splits: {splits}.")
-                for key, default, text in cls.describe_hparams():
-                    if key == "split":
-                        text = f"{text} [{'|'.join(cls.splits)}]".strip()
-                    table.add_row("", f"data.{key}", str(default), text)
-                continue
-            table.add_row(part, "", "", doc)
-            for key, default, text in cls.describe_hparams():
-                p = prefix.replace("NAME", part)
-                table.add_row("", f"{p}.{key}", str(default), text)
+                doc = f"{getattr(cls, 'description', doc)}. Splits: " \
+                      f"{', '.join(getattr(cls, 'splits', ()))}."
+            table.add_row(part, "", "", "", escape(doc))
+            add_rows(table, cls, prefix.replace("NAME", part), ("",))
         console.print(table)
     if kind in (None, "train"):
-        table = Table(title="train and data settings")
-        for col in ("hyperparameter", "default", "description"):
-            table.add_column(col)
+        table = new_table("train and data settings", ("hyperparameter",))
         for prefix, cls in (("train", TrainSettings), ("data", DataSettings)):
-            for key, default, text in cls.describe_hparams():
-                table.add_row(f"{prefix}.{key}", str(default), text)
+            add_rows(table, cls, prefix, ())
         console.print(table)
     if kind in (None, "presets"):
         console.print(_presets_table())

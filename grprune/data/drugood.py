@@ -84,6 +84,7 @@ from grprune.data.cache import CACHE_DIRNAME, load_or_build
 from grprune.data.dataset import GraphDataset
 from grprune.data.molecules import featurize_smiles, file_sha256
 from grprune.data.packed import PackedGraphs
+from grprune.hparams import Param
 from grprune.data.registry import DATASETS, DatasetSource
 from grprune.errors import DataError
 
@@ -417,11 +418,10 @@ class DrugoodEc50(DatasetSource):
 
     splits = ("assay", "scaffold", "size")
     parts = ("train", "valid", "test", "id-valid", "id-test")
-    defaults = {"split": "assay", "path": ""}
-    help = {
-        "split": "domain that defines the shift: assay, scaffold or size",
-        "path": "your own DrugOOD curation: a lbap_core_ec50_<split>.json[.gz] file or a "
-                "folder holding one; empty = the bundled ChEMBL-29 curation",
+    params = {
+        "split": Param("assay", "domain that defines the shift: assay, scaffold or size"),
+        "path": Param("", "your own DrugOOD curation: a lbap_core_ec50_<split>.json[.gz] file "
+                          "or a folder holding one; empty = the bundled ChEMBL-29 curation"),
     }
     metric = "rocauc"
     num_classes = 2

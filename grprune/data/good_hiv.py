@@ -140,6 +140,7 @@ from grprune.data.cache import CACHE_DIRNAME, cached_strings
 from grprune.data.dataset import GraphDataset
 from grprune.data.molecules import file_sha256, lenient_mol
 from grprune.data.packed import graph_sizes
+from grprune.hparams import Param
 from grprune.data.registry import DATASETS, DatasetSource
 from grprune.errors import DataError, GrpruneError
 
@@ -654,13 +655,13 @@ class GoodHiv(DatasetSource):
 
     splits = DOMAINS
     parts = ("train", "valid", "test", "id-valid", "id-test")
-    defaults = {"split": "scaffold", "shift": "covariate", "seed": 123}
-    choices = {"shift": SHIFTS}
-    help = {
-        "split": "domain: scaffold (Bemis-Murcko scaffold) or size (atoms; largest in train)",
-        "shift": "covariate (unseen domains in valid/test) or concept (label-domain bias)",
-        "seed": "seed of GOOD's random stream (ID carve-out, environments, concept "
-                "sampling); GOOD's default random_seed is 123",
+    params = {
+        "split": Param("scaffold", "domain: scaffold (Bemis-Murcko scaffold) or size (atoms; "
+                                   "largest in train)"),
+        "shift": Param("covariate", "covariate (unseen domains in valid/test) or concept "
+                                    "(label-domain bias)", choices=SHIFTS),
+        "seed": Param(123, "seed of GOOD's random stream (ID carve-out, environments, concept "
+                           "sampling); GOOD's default random_seed is 123", low=0),
     }
     metric = "rocauc"
     num_classes = 2

@@ -45,6 +45,7 @@ from grprune.data.molecules import (
     read_molecule_csv,
 )
 from grprune.data.packed import graph_sizes
+from grprune.hparams import Param
 from grprune.data.registry import DATASETS, DatasetSource
 from grprune.data.splits import (
     check_split,
@@ -86,9 +87,9 @@ class OgbMoleculeSource(DatasetSource):
     smiles_column: str = "smiles"
     label_column: str = ""
     splits = ("scaffold", "size")
-    defaults = {"split": "scaffold", "split_seed": 0}
-    help = {"split": "scaffold (OGB's split) or size (largest molecules in train)",
-            "split_seed": "seed of the size split's valid/test shuffle"}
+    params = {"split": Param("scaffold", "scaffold (OGB's split) or size (largest molecules "
+                                         "in train)"),
+              "split_seed": Param(0, "seed of the size split's valid/test shuffle", low=0)}
     metric = "rocauc"
     num_classes = 2
 

@@ -8,6 +8,7 @@ from torch import Tensor, nn
 
 from grprune.batch import GraphBatch, segment_sum
 from grprune.encoders.base import ENCODERS, Encoder, NodeEmbedding, mlp
+from grprune.hparams import Param
 from grprune.encoders.layers import EDGE_MASKS, WeightedGCNConv, WeightedGINEConv
 
 
@@ -37,23 +38,24 @@ class _MessagePassingEncoder(Encoder):
     """
 
     conv_class: type[nn.Module]
-    defaults = {"layers": 4, "hidden": 64, "dropout": 0.5, "virtual_node": False,
-                "readout": "sum", "head_layers": 2, "layer_relu": True,
-                "edge_mask": "after-relu", "init": "torch"}
-    help = {
-        "layers": "number of message-passing layers",
-        "hidden": "hidden width D",
-        "dropout": "dropout probability after each layer",
-        "virtual_node": "add a virtual node per graph (paper: on for ogbg-molbbbp)",
-        "readout": "graph readout (paper: sum; official code: sum divided by its L2 norm)",
-        "head_layers": "layers of the MLP classifier on the readout (official code: 3)",
-        "layer_relu": "ReLU between layers (OGB's GIN; official code: none)",
-        "edge_mask": "edge mask on ReLU(h_u + e_uv) (after-relu, OGB) or inside it "
-                     "(before-relu, official code: a pruned edge gets no gradient)",
-        "init": "Linear initialisation: torch's default, or xavier (official code)",
+    params = {
+        "layers": Param(4, "number of message-passing layers", low=1),
+        "hidden": Param(64, "hidden width D", low=1),
+        "dropout": Param(0.5, "dropout probability after each layer", low=0.0, high=1.0,
+                         high_open=True),
+        "virtual_node": Param(False, "add a virtual node per graph (paper: on for "
+                                     "ogbg-molbbbp)"),
+        "readout": Param("sum", "graph readout (paper: sum; official code: sum divided by "
+                                "its L2 norm)", choices=("sum", "mean", "sum-l2")),
+        "head_layers": Param(2, "layers of the MLP classifier on the readout (official "
+                                "code: 3)", low=1),
+        "layer_relu": Param(True, "ReLU between layers (OGB's GIN; official code: none)"),
+        "edge_mask": Param("after-relu", "edge mask on ReLU(h_u + e_uv) (after-relu, OGB) or "
+                                         "inside it (before-relu, official code: a pruned "
+                                         "edge gets no gradient)", choices=EDGE_MASKS),
+        "init": Param("torch", "Linear initialisation: torch's default, or xavier (official "
+                               "code)", choices=("torch", "xavier")),
     }
-    choices = {"readout": ("sum", "mean", "sum-l2"), "edge_mask": EDGE_MASKS,
-               "init": ("torch", "xavier")}
 
     def __init__(self, feature_kind: str = "ogb", node_dim: int = 0, edge_dim: int = 0,
                  **hparams) -> None:

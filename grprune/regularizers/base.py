@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from torch import Tensor, nn
 
 from grprune.batch import GraphBatch
-from grprune.hparams import Configurable
+from grprune.hparams import Configurable, Param
 from grprune.registry import Registry
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ class StepContext:
 class Regularizer(nn.Module, Configurable, ABC):
     """A penalty added to the classification loss, weighted by ``weight``.
 
-    Subclasses declare ``defaults`` (including ``weight``, the paper's
+    Subclasses declare ``params`` (including ``weight``, the paper's
     :math:`\\lambda`) and implement :meth:`loss`. ``requires`` names what the
     regularizer needs: ``"selector"`` (a learned subgraph selector's output:
     edge logits, probabilities and samples) or ``"env"`` (environment ids from
@@ -82,8 +82,7 @@ class Regularizer(nn.Module, Configurable, ABC):
     head) are trained with the model.
     """
 
-    defaults: ClassVar[dict[str, Any]] = {"weight": 1.0}
-    help: ClassVar[dict[str, str]] = {"weight": "weight lambda of this term in the loss"}
+    params = {"weight": Param(1.0, "weight lambda of this term in the loss", low=0.0)}
     requires: ClassVar[frozenset[str]] = frozenset()
     selector_defaults: ClassVar[dict[str, Any]] = {}
 

@@ -24,6 +24,7 @@ from torch.nn.parameter import UninitializedParameter
 
 from grprune.errors import GrpruneError
 from grprune.losses import cross_entropy
+from grprune.hparams import Param
 from grprune.regularizers.base import REGULARIZERS, Regularizer, StepContext
 
 
@@ -256,28 +257,25 @@ class CIGA(Regularizer):
     """
 
     requires = frozenset({"selector"})
-    defaults = {"weight": 1.0, "ratio": 0.8, "temperature": 1.0, "normalize": True,
-                "causal_ce": 1.0, "spurious_weight": 0.0, "spurious_detach": False}
-    help = {"weight": "alpha, weight of the supervised contrastive loss (CIGA --contrast)",
-            "ratio": "r: fraction of each graph's bonds in the causal subgraph (CIGA --r)",
-            "temperature": "temperature of the contrastive loss (CIGA --contrast_t)",
-            "normalize": "L2-normalise the representations before contrasting",
-            "causal_ce": "gamma: weight of the cross-entropy on the causal subgraph "
-                         "(CIGA trains its classifier on it; 0 = off)",
-            "spurious_weight": "beta: weight of the CIGAv2 hinge on the spurious subgraph "
-                               "(CIGA --spu_coe; 0 = CIGAv1)",
-            "spurious_detach": "detach the spurious representation: the hinge then only "
-                               "trains the spurious head (CIGA -s_rep rep)"}
+    params = {
+        "weight": Param(1.0, "alpha, weight of the supervised contrastive loss (CIGA "
+                             "--contrast)", low=0.0),
+        "ratio": Param(0.8, "r: fraction of each graph's bonds in the causal subgraph (CIGA "
+                            "--r)", low=0.0, high=1.0, low_open=True),
+        "temperature": Param(1.0, "temperature of the contrastive loss (CIGA --contrast_t)",
+                             low=0.0, low_open=True),
+        "normalize": Param(True, "L2-normalise the representations before contrasting"),
+        "causal_ce": Param(1.0, "gamma: weight of the cross-entropy on the causal subgraph "
+                                "(CIGA trains its classifier on it; 0 = off)", low=0.0),
+        "spurious_weight": Param(0.0, "beta: weight of the CIGAv2 hinge on the spurious "
+                                      "subgraph (CIGA --spu_coe; 0 = CIGAv1)", low=0.0),
+        "spurious_detach": Param(False, "detach the spurious representation: the hinge then "
+                                        "only trains the spurious head (CIGA -s_rep rep)"),
+    }
 
     def __init__(self, **hparams: Any) -> None:
         super().__init__(**hparams)
         hp = self.hparams
-        if not 0 < hp["ratio"] <= 1:
-            raise GrpruneError(f"reg.ciga.ratio is a fraction in (0, 1], got {hp['ratio']}")
-        if hp["temperature"] <= 0:
-            raise GrpruneError(f"reg.ciga.temperature must be > 0, got {hp['temperature']}")
-        if hp["spurious_weight"] < 0 or hp["causal_ce"] < 0:
-            raise GrpruneError("reg.ciga.spurious_weight and causal_ce must be >= 0")
         if hp["weight"] == 0 and (hp["spurious_weight"] > 0 or hp["causal_ce"] > 0):
             raise GrpruneError(
                 "reg.ciga.weight (alpha) is 0 but causal_ce or spurious_weight is not: the "

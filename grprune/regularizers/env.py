@@ -28,8 +28,8 @@ import torch
 from torch import Tensor
 
 from grprune.batch import segment_sum
-from grprune.errors import GrpruneError
 from grprune.losses import cross_entropy
+from grprune.hparams import Param
 from grprune.regularizers.base import REGULARIZERS, Regularizer, StepContext
 
 
@@ -79,17 +79,15 @@ class AnnealedPenalty(Regularizer):
     the weight of the current step.
     """
 
-    defaults = {"weight": 1.0, "anneal_steps": 500, "anneal_weight": 1.0}
-    help = {"weight": "weight lambda of this term in the loss",
-            "anneal_steps": "first training steps weighted anneal_weight instead of weight "
-                            "(DomainBed: 500; 0 = off)",
-            "anneal_weight": "weight during the anneal steps (DomainBed: 1.0)"}
+    params = {
+        "weight": Param(1.0, "weight lambda of this term in the loss", low=0.0),
+        "anneal_steps": Param(500, "first training steps weighted anneal_weight instead of "
+                                   "weight (DomainBed: 500; 0 = off)", low=0),
+        "anneal_weight": Param(1.0, "weight during the anneal steps (DomainBed: 1.0)", low=0.0),
+    }
 
     def __init__(self, **hparams: Any) -> None:
         super().__init__(**hparams)
-        if self.hparams["anneal_steps"] < 0:
-            raise GrpruneError(f"reg.{self.registered_name}.anneal_steps must be >= 0, "
-                               f"got {self.hparams['anneal_steps']}")
         self.steps = 0  # training steps seen; a Python int, so no device sync per step
         self._annealing = self.hparams["anneal_steps"] > 0
 
@@ -144,11 +142,13 @@ class IRMPenalty(AnnealedPenalty):
     """
 
     requires = frozenset({"env"})
-    defaults = {**AnnealedPenalty.defaults, "weight": 100.0, "estimator": "full"}
-    help = {**AnnealedPenalty.help, "weight": "IRM penalty weight (DomainBed irm_lambda: 100)",
-            "estimator": "full: squared gradient per environment (GOOD); halves: product of "
-                         "the gradients on two halves (DomainBed, unbiased)"}
-    choices = {"estimator": ("full", "halves")}
+    params = {
+        **AnnealedPenalty.params,
+        "weight": Param(100.0, "IRM penalty weight (DomainBed irm_lambda: 100)", low=0.0),
+        "estimator": Param("full", "full: squared gradient per environment (GOOD); halves: "
+                                   "product of the gradients on two halves (DomainBed, "
+                                   "unbiased)", choices=("full", "halves")),
+    }
 
     def penalty(self, ctx: StepContext) -> Tensor:
         logits, y, _, group, counts = env_groups(ctx)
@@ -196,8 +196,8 @@ class VRExPenalty(AnnealedPenalty):
     """
 
     requires = frozenset({"env"})
-    defaults = {**AnnealedPenalty.defaults, "weight": 10.0}
-    help = {**AnnealedPenalty.help, "weight": "V-REx penalty weight (DomainBed vrex_lambda: 10)"}
+    params = {**AnnealedPenalty.params,
+              "weight": Param(10.0, "V-REx penalty weight (DomainBed vrex_lambda: 10)", low=0.0)}
 
     def penalty(self, ctx: StepContext) -> Tensor:
         logits, y, _, group, counts = env_groups(ctx)
@@ -240,9 +240,12 @@ class GroupDRO(Regularizer):
     """
 
     requires = frozenset({"env"})
-    defaults = {"weight": 1.0, "step_size": 0.01}
-    help = {"weight": "weight of the q-weighted risk, added to the CE (see docs)",
-            "step_size": "eta of the exponentiated-gradient update of q (DomainBed: 0.01)"}
+    params = {
+        "weight": Param(1.0, "weight of the q-weighted risk, added to the CE (see docs)",
+                        low=0.0),
+        "step_size": Param(0.01, "eta of the exponentiated-gradient update of q (DomainBed: "
+                                 "0.01; 0 = the mean of the environments' risks)", low=0.0),
+    }
 
     def __init__(self, **hparams: Any) -> None:
         super().__init__(**hparams)

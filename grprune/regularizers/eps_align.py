@@ -6,6 +6,7 @@ import torch
 from torch import Tensor
 
 from grprune.batch import rank_in_segment, segment_sum
+from grprune.hparams import Param
 from grprune.regularizers.base import REGULARIZERS, Regularizer, StepContext
 
 
@@ -39,20 +40,15 @@ class EpsilonAlignment(Regularizer):
     """
 
     requires = frozenset({"selector"})
-    defaults = {"weight": 0.01, "k": 50.0, "eps": "auto", "form": "paper"}
-    help = {"weight": "lambda_2, weight of L_s",
-            "k": "K: percent of edges (lowest probability) aligned to eps",
-            "eps": "target probability; auto = 1/|E| per graph (paper), 1/k (official)",
-            "form": "paper: per-graph mean (Eq. 4); official: batch-level 0.5*sum"}
-    choices = {"form": ("paper", "official")}
-    parsers = {"eps": _parse_eps}
-
-    def __init__(self, **hparams) -> None:
-        super().__init__(**hparams)
-        k = self.hparams["k"]
-        if not 0 < k <= 100:
-            from grprune.errors import GrpruneError
-            raise GrpruneError(f"reg.eps-align.k is a percentage in (0, 100], got {k}")
+    params = {
+        "weight": Param(0.01, "lambda_2, weight of L_s", low=0.0, search=(0.1, 0.01, 0.001)),
+        "k": Param(50.0, "K: percent of edges (lowest probability) aligned to eps", low=0.0,
+                   high=100.0, low_open=True, search=(50.0, 70.0, 90.0)),
+        "eps": Param("auto", "target probability; auto = 1/|E| per graph (paper), 1/k "
+                             "(official)", low=0.0, high=1.0, parser=_parse_eps),
+        "form": Param("paper", "paper: per-graph mean (Eq. 4); official: batch-level 0.5*sum",
+                      choices=("paper", "official")),
+    }
 
     def loss(self, ctx: StepContext) -> Tensor:
         batch, prob = ctx.batch, ctx.selection.edge_prob

@@ -10,13 +10,13 @@ attention.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import torch
 from torch import Tensor
 
 from grprune.errors import GrpruneError
+from grprune.hparams import Param
 from grprune.regularizers.base import REGULARIZERS, Regularizer, StepContext
 
 
@@ -115,34 +115,28 @@ class GSAT(Regularizer):
 
     requires = frozenset({"selector"})
     selector_defaults = {"hard": False, "eval_mode": "soft"}
-    defaults = {"weight": 1.0, "init_r": 0.9, "final_r": 0.7, "decay_r": 0.1,
-                "decay_interval": 20, "eps": 1e-6, "att": "sample", "schedule": "active"}
-    help = {"weight": "GSAT's info_loss_coef, weight of the KL term",
-            "init_r": "prior keep-probability r at the start of the schedule",
-            "final_r": "lowest r of the schedule",
-            "decay_r": "r decreases by this every decay_interval epochs (0 = fixed r)",
-            "decay_interval": "epochs between two decreases of r",
-            "eps": "stabiliser inside the logs of the KL (GSAT: 1e-6)",
-            "att": "sample: KL of the relaxed concrete sample (GSAT's code); "
-                   "prob: of sigmoid(logit)",
-            "schedule": "active: the r schedule counts epochs since this term switched on "
-                        "(after warm-up); absolute: the trainer's epoch"}
-    choices = {"att": ("sample", "prob"), "schedule": ("active", "absolute")}
+    params = {
+        "weight": Param(1.0, "GSAT's info_loss_coef, weight of the KL term", low=0.0),
+        "init_r": Param(0.9, "prior keep-probability r at the start of the schedule", low=0.0,
+                        high=1.0, low_open=True),
+        "final_r": Param(0.7, "lowest r of the schedule", low=0.0, high=1.0, low_open=True),
+        "decay_r": Param(0.1, "r decreases by this every decay_interval epochs (0 = fixed r)",
+                         low=0.0),
+        "decay_interval": Param(20, "epochs between two decreases of r", low=1),
+        "eps": Param(1e-6, "stabiliser inside the logs of the KL (GSAT: 1e-6)", low=0.0),
+        "att": Param("sample", "sample: KL of the relaxed concrete sample (GSAT's code); "
+                               "prob: of sigmoid(logit)", choices=("sample", "prob")),
+        "schedule": Param("active", "active: the r schedule counts epochs since this term "
+                                    "switched on (after warm-up); absolute: the trainer's "
+                                    "epoch", choices=("active", "absolute")),
+    }
 
     def __init__(self, **hparams: Any) -> None:
         super().__init__(**hparams)
         hp = self.hparams
-        for key in ("init_r", "final_r"):
-            if not 0 < hp[key] <= 1:
-                raise GrpruneError(f"reg.gsat.{key} is a probability in (0, 1], got {hp[key]}")
         if hp["final_r"] > hp["init_r"]:
             raise GrpruneError(f"reg.gsat.final_r ({hp['final_r']}) must not exceed "
                                f"init_r ({hp['init_r']})")
-        if hp["decay_r"] < 0 or hp["decay_interval"] < 1:
-            raise GrpruneError("reg.gsat.decay_r must be >= 0 and decay_interval >= 1, got "
-                               f"{hp['decay_r']} and {hp['decay_interval']}")
-        if not math.isfinite(hp["eps"]) or hp["eps"] < 0:
-            raise GrpruneError(f"reg.gsat.eps must be >= 0, got {hp['eps']}")
         #: the first epoch this term was computed (schedule="active"); kept in
         #: the state dict so a resumed run continues the same schedule
         self.start_epoch: int | None = None

@@ -6,6 +6,7 @@ import torch
 from torch import Tensor
 
 from grprune.batch import segment_sum
+from grprune.hparams import Param
 from grprune.regularizers.base import REGULARIZERS, Regularizer, StepContext
 
 
@@ -38,11 +39,13 @@ class SizeConstraint(Regularizer):
     """
 
     requires = frozenset({"selector"})
-    defaults = {"weight": 10.0, "eta": 0.85, "form": "paper"}
-    help = {"weight": "lambda_1, weight of L_e",
-            "eta": "edge budget: target fraction of kept edges",
-            "form": "paper: per-graph squared error (Eq. 3); official: batch-level asymmetric linear"}
-    choices = {"form": ("paper", "official")}
+    params = {
+        "weight": Param(10.0, "lambda_1, weight of L_e", low=0.0, search=(10.0, 40.0)),
+        "eta": Param(0.85, "edge budget: target fraction of kept edges", low=0.0, high=1.0,
+                     search=(0.5, 0.75, 0.85)),
+        "form": Param("paper", "paper: per-graph squared error (Eq. 3); official: batch-level "
+                               "asymmetric linear", choices=("paper", "official")),
+    }
 
     def loss(self, ctx: StepContext) -> Tensor:
         batch, weight = ctx.batch, ctx.selection.edge_weight

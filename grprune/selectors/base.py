@@ -11,7 +11,7 @@ import torch
 from torch import Tensor, nn
 
 from grprune.batch import GraphBatch, rank_in_segment
-from grprune.hparams import Configurable
+from grprune.hparams import Configurable, Param
 from grprune.registry import Registry
 
 SELECTORS = Registry("selector", entry_point_group="grprune.selectors")
@@ -137,30 +137,24 @@ class Selector(nn.Module, Configurable, ABC):
     #: False for selectors without learned edge scores (e.g. random dropping);
     #: regularizers that require a selector refuse them
     learned: ClassVar[bool] = True
-    defaults = {"tau": 1.0, "hard": True, "sample_per": "bond", "eval_mode": "threshold",
-                "eval_samples": 1, "eval_budget": 0.0}
-    help = {
-        "tau": "temperature of the Gumbel (binary concrete) relaxation, paper Eq. 2",
-        "hard": "straight-through hard samples (true) or soft concrete samples",
-        "sample_per": "one Gumbel sample per bond (both directions) or per directed edge "
-                      "(official code)",
-        "eval_mode": "edge mask at evaluation (official code: sample)",
-        "eval_samples": "with eval_mode=sample: predictions averaged over this many draws",
-        "eval_budget": "with eval_mode=budget: fraction of each graph's bonds kept "
-                       "(0 = reg.size.eta)",
+    params = {
+        "tau": Param(1.0, "temperature of the Gumbel (binary concrete) relaxation, paper Eq. 2",
+                     low=0.0, low_open=True),
+        "hard": Param(True, "straight-through hard samples (true) or soft concrete samples"),
+        "sample_per": Param("bond", "one Gumbel sample per bond (both directions) or per "
+                                    "directed edge (official code)", choices=SAMPLE_UNITS),
+        "eval_mode": Param("threshold", "edge mask at evaluation (official code: sample)",
+                           choices=EVAL_MODES),
+        "eval_samples": Param(1, "with eval_mode=sample: predictions averaged over this many "
+                                 "draws", low=1),
+        "eval_budget": Param(0.0, "with eval_mode=budget: fraction of each graph's bonds kept "
+                                  "(0 = reg.size.eta)", low=0.0, high=1.0),
     }
-    choices = {"eval_mode": EVAL_MODES, "sample_per": SAMPLE_UNITS}
 
     def __init__(self, feature_kind: str = "ogb", node_dim: int = 0, edge_dim: int = 0,
                  **hparams) -> None:
         super().__init__()
         self.hparams = self.resolve_hparams(hparams, prefix="selector.")
-        from grprune.errors import GrpruneError
-        if self.hparams["tau"] <= 0:
-            raise GrpruneError(f"selector.tau must be > 0, got {self.hparams['tau']}")
-        if not 0 <= self.hparams["eval_budget"] <= 1:
-            raise GrpruneError(f"selector.eval_budget is a fraction in [0, 1] (0 = "
-                               f"reg.size.eta), got {self.hparams['eval_budget']}")
 
     @abstractmethod
     def edge_logits(self, batch: GraphBatch) -> Tensor:

@@ -9,7 +9,7 @@ import torch
 from torch import Tensor, nn
 
 from grprune.batch import GraphBatch
-from grprune.errors import GrpruneError
+from grprune.hparams import Param
 from grprune.selectors.base import SELECTORS, Selection, Selector
 
 
@@ -47,20 +47,20 @@ class DropEdgeSelector(Selector):
     """
 
     learned: ClassVar[bool] = False
-    defaults = {"rate": 0.2, "eval_mode": "full", "eval_samples": 1}
-    help = {"rate": "probability of dropping each bond in training",
-            "eval_mode": "full: keep every edge at evaluation (DropEdge); sample: drop as in "
-                         "training and average eval_samples draws",
-            "eval_samples": "with eval_mode=sample: predictions averaged over this many draws"}
-    choices = {"eval_mode": ("full", "sample")}
+    params = {
+        "rate": Param(0.2, "probability of dropping each bond in training", low=0.0, high=1.0,
+                      high_open=True),
+        "eval_mode": Param("full", "full: keep every edge at evaluation (DropEdge); sample: "
+                                   "drop as in training and average eval_samples draws",
+                           choices=("full", "sample")),
+        "eval_samples": Param(1, "with eval_mode=sample: predictions averaged over this many "
+                                 "draws", low=1),
+    }
 
     def __init__(self, feature_kind: str = "ogb", node_dim: int = 0, edge_dim: int = 0,
                  **hparams: Any) -> None:
         nn.Module.__init__(self)  # Selector.__init__ checks tau, which DropEdge has not
         self.hparams = self.resolve_hparams(hparams, prefix="selector.")
-        rate = self.hparams["rate"]
-        if not 0.0 <= rate < 1.0:
-            raise GrpruneError(f"selector.rate must be in [0, 1), got {rate}")
 
     def edge_logits(self, batch: GraphBatch) -> Tensor:
         """The constant logit of the keep probability, shape (E,)."""

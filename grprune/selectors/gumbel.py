@@ -7,6 +7,7 @@ from torch import Tensor, nn
 
 from grprune.batch import GraphBatch
 from grprune.encoders.base import ENCODERS
+from grprune.hparams import Param
 from grprune.selectors.base import SELECTORS, Selector
 
 
@@ -28,19 +29,22 @@ class GumbelSelector(Selector):
     """
 
     encoder_name = "gin"
-    defaults = {**Selector.defaults, "layers": 2, "hidden": 64, "dropout": 0.0,
-                "virtual_node": False, "symmetrize": "mean-logit", "layer_relu": True,
-                "init": "torch"}
-    help = {**Selector.help, "layers": "GNN layers of the selector (paper: 2 or 3)",
-            "hidden": "hidden width of the selector",
-            "dropout": "dropout inside the selector GNN",
-            "virtual_node": "virtual node in the selector GNN",
-            "symmetrize": "one logit per bond: mean of the MLP on both orders (paper Eq. 1) "
-                          "or the MLP of their sum (sum-input, official code)",
-            "layer_relu": "ReLU between the selector GNN's layers (official code: none)",
-            "init": "Linear initialisation of the selector GNN: torch or xavier (official)"}
-    choices = {**Selector.choices, "symmetrize": ("mean-logit", "sum-input"),
-               "init": ("torch", "xavier")}
+    params = {
+        **Selector.params,
+        "layers": Param(2, "GNN layers of the selector (paper: 2 or 3)", low=1),
+        "hidden": Param(64, "hidden width of the selector", low=1),
+        "dropout": Param(0.0, "dropout inside the selector GNN", low=0.0, high=1.0,
+                         high_open=True),
+        "virtual_node": Param(False, "virtual node in the selector GNN"),
+        "symmetrize": Param("mean-logit", "one logit per bond: mean of the MLP on both orders "
+                                          "(paper Eq. 1) or the MLP of their sum (sum-input, "
+                                          "official code)",
+                            choices=("mean-logit", "sum-input")),
+        "layer_relu": Param(True, "ReLU between the selector GNN's layers (official code: "
+                                  "none)"),
+        "init": Param("torch", "Linear initialisation of the selector GNN: torch or xavier "
+                               "(official)", choices=("torch", "xavier")),
+    }
 
     def __init__(self, feature_kind: str = "ogb", node_dim: int = 0, edge_dim: int = 0,
                  **hparams) -> None:

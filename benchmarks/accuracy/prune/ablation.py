@@ -23,7 +23,6 @@ and regularizers), so a run is named by what it is, not by how it was asked for.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from pathlib import Path

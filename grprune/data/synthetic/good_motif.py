@@ -81,6 +81,7 @@ import torch
 
 from grprune.data.cache import CACHE_DIRNAME, load_or_build
 from grprune.data.dataset import GraphDataset
+from grprune.hparams import Param
 from grprune.data.registry import DATASETS, DatasetSource
 from grprune.data.synthetic.shapes import (
     BASES,
@@ -376,15 +377,16 @@ class GoodMotif(DatasetSource):
 
     splits = SPLITS
     parts = ("train", "valid", "test", "id-valid", "id-test")
-    defaults = {"split": "basis", "shift": "covariate", "seed": 0, "label_noise": LABEL_NOISE}
-    help = {
-        "split": "domain: basis (base graph type) or size (base width)",
-        "shift": "covariate (unseen domains in valid/test) or concept (domain-label "
-                 "correlation 0.99/0.97/0.95 in train, 0.3 valid, 0 test)",
-        "seed": "seed of the graph generator (same seed: identical graphs and splits)",
-        "label_noise": "probability that a label is redrawn uniformly (GOOD: 0.1; 0 = clean)",
+    params = {
+        "split": Param("basis", "domain: basis (base graph type) or size (base width)"),
+        "shift": Param("covariate", "covariate (unseen domains in valid/test) or concept "
+                                    "(domain-label correlation 0.99/0.97/0.95 in train, 0.3 "
+                                    "valid, 0 test)", choices=SHIFTS),
+        "seed": Param(0, "seed of the graph generator (same seed: identical graphs and "
+                         "splits)", low=0),
+        "label_noise": Param(LABEL_NOISE, "probability that a label is redrawn uniformly "
+                                          "(GOOD: 0.1; 0 = clean)", low=0.0, high=1.0),
     }
-    choices = {"shift": SHIFTS}
     metric = "accuracy"
     num_classes = 3
     description = ("GOOD-Motif (Gui et al. 2022): house/cycle/crane motif on a wheel/tree/"

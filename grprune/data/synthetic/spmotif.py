@@ -70,6 +70,7 @@ import torch
 
 from grprune.data.cache import CACHE_DIRNAME, load_or_build
 from grprune.data.dataset import GraphDataset
+from grprune.hparams import Param
 from grprune.data.registry import DATASETS, DatasetSource
 from grprune.data.synthetic.shapes import (
     PART_CODES,
@@ -309,16 +310,17 @@ class SPMotif(DatasetSource):
 
     splits = SPLITS
     parts = PARTS
-    defaults = {"split": "correlation", "bias": BIAS, "motifs": 1, "seed": 0}
-    help = {
-        "split": "correlation (the only split: biased train, unbiased valid, "
-                 "unbiased larger-base test)",
-        "bias": "training P(paired base | class), strictly between 0 and 1 "
-                "(DIR: 1/3 = balanced, 0.5, 0.7, 0.9)",
-        "motifs": "invariant motifs per graph: 1 (DIR) or 2 (two copies of the class's motif)",
-        "seed": "seed of the graph generator (same seed: identical graphs and splits)",
+    params = {
+        "split": Param("correlation", "correlation (the only split: biased train, unbiased "
+                                      "valid, unbiased larger-base test)"),
+        "bias": Param(BIAS, "training P(paired base | class), strictly between 0 and 1 "
+                            "(DIR: 1/3 = balanced, 0.5, 0.7, 0.9)", low=0.0, high=1.0,
+                      low_open=True, high_open=True),
+        "motifs": Param(1, "invariant motifs per graph: 1 (DIR) or 2 (two copies of the "
+                           "class's motif)", choices=(1, 2)),
+        "seed": Param(0, "seed of the graph generator (same seed: identical graphs and "
+                         "splits)", low=0),
     }
-    choices = {"motifs": (1, 2)}
     metric = "accuracy"
     num_classes = 3
     description = ("SPMotif (DIR, Wu et al. 2022): cycle/house/crane motif on a tree/ladder/"
