@@ -282,13 +282,8 @@ def sweep_report(scan: Scan) -> list[dict]:
     out = []
     for sweep_path in scan.sweeps:
         root = sweep_path.parent
-        data, why = load_json(sweep_path)
-        entries = None
-        if isinstance(data, dict):
-            entries = data.get("configs")
-        if why is not None or not isinstance(entries, list):
-            scan.problems.append(Problem(sweep_path, "corrupt",
-                                         why or "sweep.json has no 'configs' list"))
+        entries = _planned_entries(scan, sweep_path)
+        if entries is None:
             continue
         groups: dict[str, dict] = {}
         for entry in entries:
@@ -297,44 +292,76 @@ def sweep_report(scan: Scan) -> list[dict]:
                 continue
             rel = Path(rel)
             run_dir = (root / rel).resolve()
-            values = entry.get("values") or {}
-            m = _DIR_RE.match(rel.name)
-            method = m.group("method") if m else rel.name
-            seed = m.group("seed") if m else values.get("seed", values.get("train.seed"))
-            name = f"{rel.parent}/{method}" if str(rel.parent) != "." else method
-            g = groups.setdefault(name, {"sweep": str(root), "group": name, "planned": 0,
-                                         "finished": 0, "failed": 0, "unfinished": 0,
-                                         "unreadable": 0, "not_started": 0,
-                                         "seeds_done": set(), "seeds_planned": set()})
+            g, seed = _plan_group(groups, root, rel, entry.get("values") or {})
             g["planned"] += 1
             if seed is not None:
                 g["seeds_planned"].add(int(seed))
-            status = status_of.get(run_dir)
-            run = finished.get(run_dir)
-            if run is not None and entry.get("hash") not in (None, run.config.get("hash")):
-                g["unreadable"] += 1
-                scan.problems.append(Problem(root / rel, "foreign", (
-                    f"holds configuration {run.config.get('hash')}, but {sweep_path} "
-                    f"planned {entry['hash']} there")))
-            elif run is not None or status == "duplicate":
-                g["finished"] += 1
-                if seed is not None:
-                    g["seeds_done"].add(int(seed))
-            elif status == "failed":
-                g["failed"] += 1
-            elif status == "unfinished":
-                g["unfinished"] += 1
-            elif status in ("corrupt", "foreign"):
-                g["unreadable"] += 1
-            else:
-                g["not_started"] += 1
-                scan.problems.append(Problem(root / rel, "not started",
-                                             f"planned in {sweep_path}, no run directory yet"))
+            _tally(scan, g, seed, entry, root / rel, sweep_path,
+                   finished.get(run_dir), status_of.get(run_dir))
         for g in groups.values():
             g["seeds_done"] = sorted(g["seeds_done"])
             g["seeds_planned"] = sorted(g["seeds_planned"])
             out.append(g)
     return out
+
+
+def _planned_entries(scan: Scan, sweep_path: Path) -> list | None:
+    """The ``configs`` list of a ``sweep.json``; ``None`` (and a ``"corrupt"`` problem
+    in ``scan.problems``) when the file is unreadable or has no such list."""
+    data, why = load_json(sweep_path)
+    entries = None
+    if isinstance(data, dict):
+        entries = data.get("configs")
+    if why is not None or not isinstance(entries, list):
+        scan.problems.append(Problem(sweep_path, "corrupt",
+                                     why or "sweep.json has no 'configs' list"))
+        return None
+    return entries
+
+
+def _plan_group(groups: dict[str, dict], root: Path, rel: Path,
+                values: dict) -> tuple[dict, Any]:
+    """The counts of the ``<dataset>/<method>`` group of a planned run directory
+    ``root / rel`` (added to ``groups`` on first use), and the run's seed (``None`` when
+    neither the directory name nor the plan's ``values`` give it)."""
+    m = _DIR_RE.match(rel.name)
+    method = m.group("method") if m else rel.name
+    seed = m.group("seed") if m else values.get("seed", values.get("train.seed"))
+    name = f"{rel.parent}/{method}" if str(rel.parent) != "." else method
+    g = groups.setdefault(name, {"sweep": str(root), "group": name, "planned": 0,
+                                 "finished": 0, "failed": 0, "unfinished": 0,
+                                 "unreadable": 0, "not_started": 0,
+                                 "seeds_done": set(), "seeds_planned": set()})
+    return g, seed
+
+
+def _tally(scan: Scan, g: dict, seed: Any, entry: dict, where: Path, sweep_path: Path,
+           run: Run | None, status: str | None) -> None:
+    """Count one planned run in its group ``g`` by what is at ``where``: the finished
+    ``run`` (``None`` if none) or the kind of problem found there (``status``).
+
+    A finished run of another configuration than planned is added to ``scan.problems``
+    as ``"foreign"``, a run directory that does not exist yet as ``"not started"``.
+    """
+    if run is not None and entry.get("hash") not in (None, run.config.get("hash")):
+        g["unreadable"] += 1
+        scan.problems.append(Problem(where, "foreign", (
+            f"holds configuration {run.config.get('hash')}, but {sweep_path} "
+            f"planned {entry['hash']} there")))
+    elif run is not None or status == "duplicate":
+        g["finished"] += 1
+        if seed is not None:
+            g["seeds_done"].add(int(seed))
+    elif status == "failed":
+        g["failed"] += 1
+    elif status == "unfinished":
+        g["unfinished"] += 1
+    elif status in ("corrupt", "foreign"):
+        g["unreadable"] += 1
+    else:
+        g["not_started"] += 1
+        scan.problems.append(Problem(where, "not started",
+                                     f"planned in {sweep_path}, no run directory yet"))
 
 
 def notes_for(scan: Scan, sweeps: Sequence[dict]) -> list[str]:

@@ -171,34 +171,8 @@ def aggregate(runs: Sequence[Run], select: str = "valid") -> list[dict]:
         by_valid, by_test = _choose(settings, "valid"), _choose(settings, "test")
         chosen = settings if select == "all" else [by_valid if select == "valid" else by_test]
         for s in chosen:
-            first = s.runs[0]
-            row = {"column": labels[ckey], "dataset": first.dataset, "split": first.split,
-                   "shift": first.shift, "method": method_label(reg, selector, preset),
-                   "preset": preset,
-                   "ablation": ablation_label(reg, selector), "reg": ",".join(reg),
-                   "selector": selector, "metric": first.metric,
-                   "selection": {"valid": "valid", "oracle": "oracle",
-                                 "all": "all"}[select],
-                   "n": len(s.runs), "seeds": [r.seed for r in s.runs]}
-            for key in ("test", "valid", "id_valid", "id_test", "kept_edge_fraction",
-                        "motif_edge_rocauc", "spurious_precision_at_50"):
-                row[f"{key}_mean"], row[f"{key}_std"], _ = s.stat(key)
-            for key in ("wall_time_s", "epoch_time_s_median"):
-                row[f"{key}_mean"] = s.stat(key)[0]
-            mems = [r.summary.get("peak_mem_mib") for r in s.runs
-                    if isinstance(r.summary.get("peak_mem_mib"), (int, float))]
-            row["peak_mem_mib_max"] = max(mems) if mems else math.nan
-            row["hparams"] = {k: s.hparams.get(k, _MISSING) for k in varying}
-            row["varying"] = varying
-            row["n_settings"] = len(settings)
-            rule = "test" if select == "oracle" else "valid"
-            row["ties"] = sum(1 for o in settings
-                              if o is not s and _score(o, rule) == _score(s, rule))
-            row["valid_choice"] = s is by_valid
-            row["oracle_choice"] = s is by_test
-            row["setting"] = first.setting_id
-            row["config_hash"] = first.config.get("hash")
-            row["dirs"] = [str(r.path) for r in s.runs]
+            row = _setting_row(s, labels[ckey], reg, selector, preset, select)
+            row.update(_choice_fields(s, settings, varying, select, by_valid, by_test))
             row["_order"] = (row["column"], method_rank(row["method"]),
                              ablation_rank(row["ablation"]))
             rows.append(row)
@@ -206,6 +180,48 @@ def aggregate(runs: Sequence[Run], select: str = "valid") -> list[dict]:
     for row in rows:
         del row["_order"]
     return rows
+
+
+def _setting_row(s: Setting, column: str, reg: tuple[str, ...], selector: str, preset: str,
+                 select: str) -> dict:
+    """What ran and how it scored: the identity and metric columns of one row of
+    :func:`aggregate` (seeds aggregated as mean ± sample std)."""
+    first = s.runs[0]
+    row = {"column": column, "dataset": first.dataset, "split": first.split,
+           "shift": first.shift, "method": method_label(reg, selector, preset),
+           "preset": preset,
+           "ablation": ablation_label(reg, selector), "reg": ",".join(reg),
+           "selector": selector, "metric": first.metric,
+           "selection": {"valid": "valid", "oracle": "oracle",
+                         "all": "all"}[select],
+           "n": len(s.runs), "seeds": [r.seed for r in s.runs]}
+    for key in ("test", "valid", "id_valid", "id_test", "kept_edge_fraction",
+                "motif_edge_rocauc", "spurious_precision_at_50"):
+        row[f"{key}_mean"], row[f"{key}_std"], _ = s.stat(key)
+    for key in ("wall_time_s", "epoch_time_s_median"):
+        row[f"{key}_mean"] = s.stat(key)[0]
+    mems = [r.summary.get("peak_mem_mib") for r in s.runs
+            if isinstance(r.summary.get("peak_mem_mib"), (int, float))]
+    row["peak_mem_mib_max"] = max(mems) if mems else math.nan
+    return row
+
+
+def _choice_fields(s: Setting, settings: Sequence[Setting], varying: list[str], select: str,
+                   by_valid: Setting, by_test: Setting) -> dict:
+    """How setting ``s`` stands in its group: the model-selection columns of a row of
+    :func:`aggregate` (its varying hyperparameters, ties, which rule picks it, its runs)."""
+    first = s.runs[0]
+    rule = "test" if select == "oracle" else "valid"
+    return {"hparams": {k: s.hparams.get(k, _MISSING) for k in varying},
+            "varying": varying,
+            "n_settings": len(settings),
+            "ties": sum(1 for o in settings
+                        if o is not s and _score(o, rule) == _score(s, rule)),
+            "valid_choice": s is by_valid,
+            "oracle_choice": s is by_test,
+            "setting": first.setting_id,
+            "config_hash": first.config.get("hash"),
+            "dirs": [str(r.path) for r in s.runs]}
 
 
 def _nan_low(x: float) -> float:

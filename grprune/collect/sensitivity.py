@@ -7,7 +7,7 @@ import io
 import json
 import math
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, NamedTuple, Sequence
 
 from grprune import results as R
 from grprune.collect.common import (
@@ -99,37 +99,11 @@ def sensitivity(runs: Sequence[Run], key: str, select: str = "valid") -> list[di
         varying = varying_keys(settings)
         if key not in varying:
             continue
-        settings = [s for s in settings if key in s.hparams]
-        others = [k for k in varying if k != key]
-
-        def context(s: Setting) -> str:
-            return json.dumps({k: s.hparams.get(k, _MISSING) for k in others},
-                              sort_keys=True, default=str)
-
-        contexts: dict[str, list[Setting]] = {}
-        for s in settings:
-            contexts.setdefault(context(s), []).append(s)
-        if max(len(c) for c in contexts.values()) < 2:
+        curve = _held_curve(settings, varying, key, by)
+        if curve is None:
             entangled.append(f"{labels[ckey]} {method_label(reg, selector, preset)}")
             continue  # key changes only together with other hyperparameters
-        chosen = _choose(settings, by)
-        ctx = context(chosen)
-        rule = "validation" if by == "valid" else "ORACLE (test)"
-        if len(contexts[ctx]) >= 2:
-            note = (f"held at the {rule}-selected values" if others
-                    else "no other hyperparameter varies")
-        else:
-            ctx = min(contexts, key=lambda c: (-len(contexts[c]),
-                                               -max(_score(s, by) for s in contexts[c]), c))
-            note = (f"held at the values covering the most {key} values; the {rule}-selected "
-                    f"setting has only {key}={_value_text(chosen.hparams[key])}")
-        fixed = {k: contexts[ctx][0].hparams.get(k, _MISSING) for k in others}
-        first = settings[0].runs[0]
-        ordered = _sort_values([s.hparams[key] for s in contexts[ctx]])
-        by_value = {json.dumps(s.hparams[key], sort_keys=True, default=str): s
-                    for s in contexts[ctx]}
-        for value in ordered:
-            s = by_value[json.dumps(value, sort_keys=True, default=str)]
+        for value, s in curve.points:
             test_m, test_s, n = s.stat("test")
             valid_m, valid_s, _ = s.stat("valid")
             points.append({"column": labels[ckey], "method": method_label(reg, selector, preset),
@@ -137,20 +111,77 @@ def sensitivity(runs: Sequence[Run], key: str, select: str = "valid") -> list[di
                            "value": value, "n": n, "seeds": [r.seed for r in s.runs],
                            "test_mean": test_m, "test_std": test_s,
                            "valid_mean": valid_m, "valid_std": valid_s,
-                           "metric": first.metric, "fixed": fixed, "fixed_note": note,
+                           "metric": curve.metric, "fixed": curve.fixed,
+                           "fixed_note": curve.note,
                            "selection": "oracle" if by == "test" else "valid"})
-    if not points and entangled:
-        raise GrpruneError(f"{key} never varies alone: in {'; '.join(entangled)} every change "
-                           f"of {key} comes with changes of other hyperparameters, so no "
-                           f"curve can hold them fixed")
     if not points:
-        values = sorted({json.dumps(r.hparams.get(key), default=str) for r in runs
-                         if key in r.hparams})
-        raise GrpruneError(f"{key} does not vary within any dataset and method (values "
-                           f"seen: {', '.join(values)}). Keys that vary: "
-                           f"{', '.join(all_varying) or 'none'}")
+        raise _no_curve_error(runs, key, entangled, all_varying)
     points.sort(key=lambda p: (p["column"], method_rank(p["method"])))
     return points
+
+
+class _Curve(NamedTuple):
+    """The settings of one group that trace the test metric against one key."""
+
+    points: list[tuple[Any, Setting]]  # (value of the key, its setting), by value
+    fixed: dict                        # the other varying hyperparameters, held values
+    note: str                          # how the held values were chosen
+    metric: str
+
+
+def _held_curve(settings: Sequence[Setting], varying: Sequence[str], key: str,
+                by: str) -> _Curve | None:
+    """The settings of a group that differ only in ``key`` (see :func:`sensitivity`).
+
+    The other varying keys are held at the values of the setting selected by ``by``
+    (``"valid"`` or ``"test"``) when those cover at least two values of ``key``, else
+    at the values covering the most (ties: best mean ``by`` score, then the values'
+    JSON). ``None`` when no two settings differ in ``key`` alone.
+    """
+    settings = [s for s in settings if key in s.hparams]
+    others = [k for k in varying if k != key]
+
+    def context(s: Setting) -> str:
+        return json.dumps({k: s.hparams.get(k, _MISSING) for k in others},
+                          sort_keys=True, default=str)
+
+    contexts: dict[str, list[Setting]] = {}
+    for s in settings:
+        contexts.setdefault(context(s), []).append(s)
+    if max(len(c) for c in contexts.values()) < 2:
+        return None
+    chosen = _choose(settings, by)
+    ctx = context(chosen)
+    rule = "validation" if by == "valid" else "ORACLE (test)"
+    if len(contexts[ctx]) >= 2:
+        note = (f"held at the {rule}-selected values" if others
+                else "no other hyperparameter varies")
+    else:
+        ctx = min(contexts, key=lambda c: (-len(contexts[c]),
+                                           -max(_score(s, by) for s in contexts[c]), c))
+        note = (f"held at the values covering the most {key} values; the {rule}-selected "
+                f"setting has only {key}={_value_text(chosen.hparams[key])}")
+    fixed = {k: contexts[ctx][0].hparams.get(k, _MISSING) for k in others}
+    ordered = _sort_values([s.hparams[key] for s in contexts[ctx]])
+    by_value = {json.dumps(s.hparams[key], sort_keys=True, default=str): s
+                for s in contexts[ctx]}
+    return _Curve([(value, by_value[json.dumps(value, sort_keys=True, default=str)])
+                   for value in ordered], fixed, note, settings[0].runs[0].metric)
+
+
+def _no_curve_error(runs: Sequence[Run], key: str, entangled: Sequence[str],
+                    all_varying: Sequence[str]) -> GrpruneError:
+    """The error when ``key`` gives no curve: it never varies alone (``entangled``
+    lists the groups where it varies only with other keys) or it never varies."""
+    if entangled:
+        return GrpruneError(f"{key} never varies alone: in {'; '.join(entangled)} every "
+                            f"change of {key} comes with changes of other hyperparameters, "
+                            f"so no curve can hold them fixed")
+    values = sorted({json.dumps(r.hparams.get(key), default=str) for r in runs
+                     if key in r.hparams})
+    return GrpruneError(f"{key} does not vary within any dataset and method (values "
+                        f"seen: {', '.join(values)}). Keys that vary: "
+                        f"{', '.join(all_varying) or 'none'}")
 
 
 def plot_sensitivity(points: Sequence[dict], path: str | Path) -> Path:

@@ -103,59 +103,83 @@ def to_markdown(rows: Sequence[dict], layout: str = "table", select: str | None 
         caption = f"**{caption}**"
     lines += [caption, ""]
     if layout == "long":
-        head = ["dataset", "method", "reg", "selector", "n", "test", "valid", "ID test",
-                "test edges kept", "motif ROC-AUC", "Precision@50", "hyperparameters",
-                "chosen by"]
-        lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        for r in rows:
-            chosen = ", ".join(k for k, flag in (("valid", r["valid_choice"]),
-                                                 ("oracle", r["oracle_choice"])) if flag)
-            lines.append("| " + " | ".join([
-                r["column"], r["method"], r["reg"] or "none", r["selector"], str(r["n"]),
-                pm(r["test_mean"], r["test_std"]), pm(r["valid_mean"], r["valid_std"]),
-                "–" if math.isnan(r["id_test_mean"]) else pm(r["id_test_mean"], r["id_test_std"]),
-                _kept_text(r), _fraction_text(r, "motif_edge_rocauc"),
-                _fraction_text(r, "spurious_precision_at_50"),
-                hparams_text(r["hparams"]) or "–", chosen or "–"]) + " |")
+        lines += _long_lines(rows)
     else:
-        rlabels, columns, cells = _grid(rows, layout, select)
-        best = {}
-        for c in columns:
-            means = [cells[(rl, c)]["test_mean"] for rl in rlabels if (rl, c) in cells]
-            means = [m for m in means if not math.isnan(m)]
-            best[c] = max(means) if len(means) > 1 else None
-        head = "Method" if layout == "table" else "Regularizers"
-        lines += ["| " + " | ".join([head, *columns]) + " |",
-                  "|" + "---|" + "---:|" * len(columns)]
-        for rl in rlabels:
-            out = [rl]
-            for c in columns:
-                r = cells.get((rl, c))
-                if r is None:
-                    out.append("–")
-                    continue
-                text = pm(r["test_mean"], r["test_std"])
-                if len(ns) > 1:
-                    text += f" (n={r['n']})"
-                if best[c] is not None and r["test_mean"] == best[c]:
-                    text = f"**{text}**"
-                out.append(text)
-            lines.append("| " + " | ".join(out) + " |")
-        chosen = [r for r in rows if r["varying"]] if select != "all" else []
-        if chosen:
-            how = "ORACLE, by test score" if select == "oracle" else "by validation score"
-            lines += ["", f"Selected hyperparameters ({how}; only keys that vary within a "
-                          f"method and dataset):", ""]
-            for r in chosen:
-                name = r["ablation"] if layout == "ablation" else r["method"]
-                tie = (f"; tied with {r['ties']} other setting{'s' if r['ties'] > 1 else ''}"
-                       f", broken by more seeds, then by setting id" if r["ties"] else "")
-                lines.append(f"- {name}, {r['column']}: {hparams_text(r['hparams'])} "
-                             f"(chosen from {r['n_settings']} settings; valid "
-                             f"{pm(r['valid_mean'], r['valid_std'])}{tie})")
+        lines += _wide_lines(rows, layout, select, show_n=len(ns) > 1)
+        lines += _selected_lines(rows, layout, select)
     if notes:
         lines += ["", "Notes:", ""] + [f"- {n}" for n in notes]
     return "\n".join(lines) + "\n"
+
+
+def _long_lines(rows: Sequence[dict]) -> list[str]:
+    """The ``"long"`` layout's Markdown table: one line per row, every number."""
+    head = ["dataset", "method", "reg", "selector", "n", "test", "valid", "ID test",
+            "test edges kept", "motif ROC-AUC", "Precision@50", "hyperparameters",
+            "chosen by"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        chosen = ", ".join(k for k, flag in (("valid", r["valid_choice"]),
+                                             ("oracle", r["oracle_choice"])) if flag)
+        lines.append("| " + " | ".join([
+            r["column"], r["method"], r["reg"] or "none", r["selector"], str(r["n"]),
+            pm(r["test_mean"], r["test_std"]), pm(r["valid_mean"], r["valid_std"]),
+            "–" if math.isnan(r["id_test_mean"]) else pm(r["id_test_mean"], r["id_test_std"]),
+            _kept_text(r), _fraction_text(r, "motif_edge_rocauc"),
+            _fraction_text(r, "spurious_precision_at_50"),
+            hparams_text(r["hparams"]) or "–", chosen or "–"]) + " |")
+    return lines
+
+
+def _wide_lines(rows: Sequence[dict], layout: str, select: str, show_n: bool) -> list[str]:
+    """A wide layout's Markdown table: methods (or regularizer sets) x dataset columns.
+
+    Cells are the test metric as "mean ± std", ``(n=...)`` appended when ``show_n``
+    (the rows do not all have the same number of seeds); the best mean of a column
+    is bold when the column has more than one number.
+    """
+    rlabels, columns, cells = _grid(rows, layout, select)
+    best = {}
+    for c in columns:
+        means = [cells[(rl, c)]["test_mean"] for rl in rlabels if (rl, c) in cells]
+        means = [m for m in means if not math.isnan(m)]
+        best[c] = max(means) if len(means) > 1 else None
+    head = "Method" if layout == "table" else "Regularizers"
+    lines = ["| " + " | ".join([head, *columns]) + " |",
+             "|" + "---|" + "---:|" * len(columns)]
+    for rl in rlabels:
+        out = [rl]
+        for c in columns:
+            r = cells.get((rl, c))
+            if r is None:
+                out.append("–")
+                continue
+            text = pm(r["test_mean"], r["test_std"])
+            if show_n:
+                text += f" (n={r['n']})"
+            if best[c] is not None and r["test_mean"] == best[c]:
+                text = f"**{text}**"
+            out.append(text)
+        lines.append("| " + " | ".join(out) + " |")
+    return lines
+
+
+def _selected_lines(rows: Sequence[dict], layout: str, select: str) -> list[str]:
+    """The "Selected hyperparameters" list under a wide table (none for ``"all"``)."""
+    chosen = [r for r in rows if r["varying"]] if select != "all" else []
+    if not chosen:
+        return []
+    how = "ORACLE, by test score" if select == "oracle" else "by validation score"
+    lines = ["", f"Selected hyperparameters ({how}; only keys that vary within a "
+                 f"method and dataset):", ""]
+    for r in chosen:
+        name = r["ablation"] if layout == "ablation" else r["method"]
+        tie = (f"; tied with {r['ties']} other setting{'s' if r['ties'] > 1 else ''}"
+               f", broken by more seeds, then by setting id" if r["ties"] else "")
+        lines.append(f"- {name}, {r['column']}: {hparams_text(r['hparams'])} "
+                     f"(chosen from {r['n_settings']} settings; valid "
+                     f"{pm(r['valid_mean'], r['valid_std'])}{tie})")
+    return lines
 
 
 CSV_COLUMNS = ["selection", "dataset", "split", "shift", "column", "method", "reg", "selector",

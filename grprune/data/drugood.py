@@ -75,7 +75,7 @@ import warnings
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence, Any
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 import torch
@@ -259,17 +259,7 @@ def read_curation(path: str | Path) -> Curation:
     if not path.is_file():
         raise DataError(f"data file not found: {path}")
     data = read_json_file(path)
-    layout = "DrugOOD's {\"cfg\", \"split\", \"statistics\"} layout"
-    if not isinstance(data, dict):
-        raise DataError(f"{path}: the JSON is a {type(data).__name__}, expected an object in "
-                        f"{layout}")
-    if "split" not in data:
-        raise DataError(f"{path} has no 'split' key (top-level keys: "
-                        f"{', '.join(map(str, data)) or 'none'}; expected {layout})")
-    split = data["split"]
-    if not isinstance(split, dict):
-        raise DataError(f"{path}: 'split' is a {type(split).__name__}, expected an object "
-                        f"with parts {', '.join(p for p, _ in JSON_PARTS)}")
+    split = _split_object(path, data)
     smiles: list[str] = []
     labels: list[int] = []
     domains: list[int] = []
@@ -277,32 +267,10 @@ def read_curation(path: str | Path) -> Curation:
     index_in_part: list[int] = []
     sizes: dict[str, int] = {}
     for k, (json_part, _) in enumerate(JSON_PARTS):
-        if json_part not in split:
-            raise DataError(
-                f"{path}: split part {json_part!r} is missing (parts present: "
-                f"{', '.join(map(str, split)) or 'none'}; expected "
-                f"{', '.join(p for p, _ in JSON_PARTS)})")
-        entries = split[json_part]
-        if not isinstance(entries, list):
-            raise DataError(f"{path}: split part {json_part!r} is a {type(entries).__name__}, "
-                            "expected a list of entries")
+        entries = _part_entries(path, split, json_part)
         for i, entry in enumerate(entries):
-            where = f"{path}, split part {json_part!r}, entry {i}"
-            if not isinstance(entry, dict):
-                raise DataError(f"{where}: expected an object with keys "
-                                f"{', '.join(REQUIRED_KEYS)}, got {type(entry).__name__}")
-            missing = [key for key in REQUIRED_KEYS if key not in entry]
-            if missing:
-                raise DataError(f"{where} has no {', '.join(map(repr, missing))} "
-                                f"(keys: {', '.join(map(str, entry)) or 'none'})")
-            s, label, domain = entry["smiles"], _as_int(entry["cls_label"]), \
-                _as_int(entry["domain_id"])
-            if not isinstance(s, str):
-                raise DataError(f"{where}: smiles {s!r} is not a string")
-            if label not in (0, 1):
-                raise DataError(f"{where}: cls_label {entry['cls_label']!r} is not 0 or 1")
-            if domain is None:
-                raise DataError(f"{where}: domain_id {entry['domain_id']!r} is not an integer")
+            s, label, domain = _checked_entry(f"{path}, split part {json_part!r}, entry {i}",
+                                              entry)
             smiles.append(s)
             labels.append(label)
             domains.append(domain)
@@ -322,6 +290,58 @@ def read_curation(path: str | Path) -> Curation:
         cfg=cfg if isinstance(cfg, dict) else {},
         statistics=stats if isinstance(stats, dict) else {},
     )
+
+
+def _split_object(path: Path, data: Any) -> dict:
+    """The ``split`` object of a parsed curation file; DataError if the layout is wrong."""
+    layout = "DrugOOD's {\"cfg\", \"split\", \"statistics\"} layout"
+    if not isinstance(data, dict):
+        raise DataError(f"{path}: the JSON is a {type(data).__name__}, expected an object in "
+                        f"{layout}")
+    if "split" not in data:
+        raise DataError(f"{path} has no 'split' key (top-level keys: "
+                        f"{', '.join(map(str, data)) or 'none'}; expected {layout})")
+    split = data["split"]
+    if not isinstance(split, dict):
+        raise DataError(f"{path}: 'split' is a {type(split).__name__}, expected an object "
+                        f"with parts {', '.join(p for p, _ in JSON_PARTS)}")
+    return split
+
+
+def _part_entries(path: Path, split: dict, json_part: str) -> list:
+    """The entries of one JSON part; DataError if the part is missing or not a list."""
+    if json_part not in split:
+        raise DataError(
+            f"{path}: split part {json_part!r} is missing (parts present: "
+            f"{', '.join(map(str, split)) or 'none'}; expected "
+            f"{', '.join(p for p, _ in JSON_PARTS)})")
+    entries = split[json_part]
+    if not isinstance(entries, list):
+        raise DataError(f"{path}: split part {json_part!r} is a {type(entries).__name__}, "
+                        "expected a list of entries")
+    return entries
+
+
+def _checked_entry(where: str, entry: Any) -> tuple[str, int, int]:
+    """``(smiles, cls_label, domain_id)`` of one entry; DataError naming ``where`` (file,
+    part and index) if it is not an object with a string SMILES, a 0/1 label and an
+    integer domain."""
+    if not isinstance(entry, dict):
+        raise DataError(f"{where}: expected an object with keys "
+                        f"{', '.join(REQUIRED_KEYS)}, got {type(entry).__name__}")
+    missing = [key for key in REQUIRED_KEYS if key not in entry]
+    if missing:
+        raise DataError(f"{where} has no {', '.join(map(repr, missing))} "
+                        f"(keys: {', '.join(map(str, entry)) or 'none'})")
+    s, label, domain = entry["smiles"], _as_int(entry["cls_label"]), \
+        _as_int(entry["domain_id"])
+    if not isinstance(s, str):
+        raise DataError(f"{where}: smiles {s!r} is not a string")
+    if label not in (0, 1):
+        raise DataError(f"{where}: cls_label {entry['cls_label']!r} is not 0 or 1")
+    if domain is None:
+        raise DataError(f"{where}: domain_id {entry['domain_id']!r} is not an integer")
+    return s, label, domain
 
 
 def smiles_sha256(unique_smiles: list[str]) -> str:
@@ -409,6 +429,63 @@ def _curation_facts(cur: Curation) -> dict[str, Any]:
     return facts
 
 
+def _warn_if_other_split(facts: dict[str, Any], source: Path, split: str,
+                         splits: Sequence[str]) -> None:
+    """Warn when the file's ``cfg`` names another of ``splits`` than the one loaded."""
+    subset = facts.get("subset")
+    if isinstance(subset, str):
+        other = [s for s in splits if s != split and subset.endswith(f"_{s}")]
+        if other:
+            warnings.warn(f"grprune: {source} is a {subset!r} curation, loaded as the "
+                          f"{split!r} split")
+
+
+class _EntryGraphs(NamedTuple):
+    """The graphs of a curation's entries (see :func:`_entry_graphs`)."""
+
+    graphs: Sequence          # G graphs, one per kept entry, in entry order
+    kept: np.ndarray          # int64 (G,): entry of each graph
+    skipped: list[int]        # entries whose SMILES RDKit cannot parse
+    n_molecules: int          # distinct SMILES
+    status: str               # graph cache status
+    cache_dir: Path
+
+
+def _entry_graphs(cur: Curation, cache_root: Path) -> _EntryGraphs:
+    """One graph per entry whose SMILES parses, featurized once per distinct SMILES
+    through the cache (:func:`cached_molecule_graphs`); entries sharing a SMILES share
+    one graph object."""
+    unique = sorted(set(cur.smiles))
+    position = {s: j for j, s in enumerate(unique)}
+    mol_graphs, graph_of, status, cache_dir = cached_molecule_graphs(unique, cache_root)
+    per_entry = graph_of[np.asarray([position[s] for s in cur.smiles], dtype=np.int64)]
+    kept = np.flatnonzero(per_entry >= 0).astype(np.int64)
+    skipped = [int(r) for r in np.flatnonzero(per_entry < 0)]
+    packed = PackedGraphs.from_graphs(mol_graphs) if len(mol_graphs) else None
+    graphs = packed.take(per_entry[kept]) if packed is not None else []
+    return _EntryGraphs(graphs, kept, skipped, len(unique), status, cache_dir)
+
+
+def _source_info(cur: Curation, source: Path, bundled: bool,
+                 eg: _EntryGraphs) -> dict[str, Any]:
+    """The ``info`` entries about the source file and which of its entries became graphs."""
+    return {
+        "source": f"bundled {source.name}" if bundled else str(source.resolve()),
+        "source_sha256": file_sha256(source),
+        "graph_order": ", ".join(p for p, _ in JSON_PARTS),
+        "part_map": {grp: jp for jp, grp in JSON_PARTS},
+        "source_part_sizes": dict(cur.part_sizes),
+        "ignored_parts": cur.ignored_parts,
+        "n_source_rows": len(cur.smiles),
+        "n_molecules": eg.n_molecules,
+        "n_skipped": len(eg.skipped),
+        "skipped_rows": eg.skipped,
+        "skipped_entries": [[JSON_PARTS[int(cur.part[r])][0], int(cur.index_in_part[r])]
+                            for r in eg.skipped],
+        "n_graphs": len(eg.graphs),
+    }
+
+
 @DATASETS.register("drugood-ec50", aliases=("ec50", "lbap-core-ec50"))
 class DrugoodEc50(DatasetSource):
     """DrugOOD LBAP-core EC50 (Ji et al., 2022): binary pEC50 activity of ChEMBL
@@ -476,22 +553,9 @@ class DrugoodEc50(DatasetSource):
         source = find_curation_file(split, path)
         cur = read_curation(source)
         facts = _curation_facts(cur)
-        subset = facts.get("subset")
-        if isinstance(subset, str):
-            other = [s for s in self.splits if s != split and subset.endswith(f"_{s}")]
-            if other:
-                warnings.warn(f"grprune: {source} is a {subset!r} curation, loaded as the "
-                              f"{split!r} split")
-
-        unique = sorted(set(cur.smiles))
-        position = {s: j for j, s in enumerate(unique)}
-        cache_root = root / FOLDER / CACHE_DIRNAME
-        mol_graphs, graph_of, status, cache_dir = cached_molecule_graphs(unique, cache_root)
-        per_entry = graph_of[np.asarray([position[s] for s in cur.smiles], dtype=np.int64)]
-        kept = np.flatnonzero(per_entry >= 0).astype(np.int64)
-        skipped = [int(r) for r in np.flatnonzero(per_entry < 0)]
-        packed = PackedGraphs.from_graphs(mol_graphs) if len(mol_graphs) else None
-        graphs = packed.take(per_entry[kept]) if packed is not None else []
+        _warn_if_other_split(facts, source, split, self.splits)
+        eg = _entry_graphs(cur, root / FOLDER / CACHE_DIRNAME)
+        kept, graphs = eg.kept, eg.graphs
         part_of = cur.part[kept]
         parts = {grp: np.flatnonzero(part_of == k) for k, (_, grp) in enumerate(JSON_PARTS)}
         if len(parts["train"]) == 0:
@@ -503,30 +567,17 @@ class DrugoodEc50(DatasetSource):
         remapped = bool(len(domain_values)) and not np.array_equal(
             domain_values, np.arange(len(domain_values)))
 
-        bundled = str(path).strip() == ""
         info: dict[str, Any] = {
             "dataset": self.registered_name,
             "split": split,
-            "source": f"bundled {source.name}" if bundled else str(source.resolve()),
-            "source_sha256": file_sha256(source),
-            "graph_order": ", ".join(p for p, _ in JSON_PARTS),
-            "part_map": {grp: jp for jp, grp in JSON_PARTS},
-            "source_part_sizes": dict(cur.part_sizes),
-            "ignored_parts": cur.ignored_parts,
-            "n_source_rows": len(cur.smiles),
-            "n_molecules": len(unique),
-            "n_skipped": len(skipped),
-            "skipped_rows": skipped,
-            "skipped_entries": [[JSON_PARTS[int(cur.part[r])][0], int(cur.index_in_part[r])]
-                                for r in skipped],
-            "n_graphs": len(graphs),
+            **_source_info(cur, source, str(path).strip() == "", eg),
             "split_sizes": {grp: int(len(idx)) for grp, idx in parts.items()},
             "n_domains": {"all": int(len(domain_values)),
                           **{grp: int(len(np.unique(envs[idx]))) for grp, idx in parts.items()}},
             "domain_ids_remapped": remapped,
             "curation": facts,
-            "cache": status,
-            "cache_dir": str(cache_dir),
+            "cache": eg.status,
+            "cache_dir": str(eg.cache_dir),
         }
         return GraphDataset(
             self.registered_name,

@@ -6,28 +6,30 @@ configurations are the cartesian product. The same grid comes from the command l
 (comma lists, ``--seeds 1-4``, repeated ``--reg``) or from a YAML spec (a mapping, or a
 list of mappings whose configurations are unioned). Each grid point is resolved with
 :func:`grprune.config.resolve_config`, exactly as ``grprune run`` would resolve it;
-points with the same config hash are one configuration.
+points with the same config hash are one configuration. Option values are parsed by
+:mod:`grprune.sweep.parsing`, whose functions can be imported from here too.
 
 Example
 -------
->>> parse_seeds("1-3,7")
-[1, 2, 3, 7]
->>> parse_reg(["size,eps-align;size", "none"])
-['size,eps-align', 'size', 'none']
->>> parse_hparams(["reg.size.eta=0.75,0.85"])
-{'reg.size.eta': ['0.75', '0.85']}
+>>> grid = grid_from_options(reg=["size,eps-align;none"], seeds="0-1")
+>>> grid.axes
+{'seed': [0, 1], 'reg': ['size,eps-align', 'none']}
+>>> [tuple(p.values()) for p in grid.points()]
+[('size,eps-align', 0), ('size,eps-align', 1), ('none', 0), ('none', 1)]
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from grprune.errors import GrpruneError, did_you_mean
+from grprune.sweep.parsing import (parse_hparams, parse_ints, parse_reg, parse_seeds,
+                                   split_list)
+from grprune.sweep.parsing import parse_seeds_items  # noqa: F401  (importable from here too)
 
 #: grid axes besides the ``-H`` keys, in expansion order (the seed varies fastest)
 AXES = ("data", "split", "shift", "encoder", "preset", "selector", "reg", "epochs", "seed")
@@ -36,144 +38,6 @@ FIXED = ("device", "root", "download", "config")
 #: keys of a YAML sweep spec
 SPEC_KEYS = ("data", "split", "shift", "selector", "encoder", "preset", "epochs", "reg", "seeds",
              "seed", "device", "root", "download", "config", "hparams")
-
-_COMMA = re.compile(r"(?<!\\),")
-
-
-def split_list(text: str, what: str) -> list[str]:
-    """Items of a comma list; ``\\,`` is a literal comma.
-
-    Parameters
-    ----------
-    text : str
-        The option's value, e.g. ``"ogbg-molbbbp,good-motif"``.
-    what : str
-        The option, for messages (``"--data"``).
-
-    Returns
-    -------
-    list of str
-        The stripped items, in order.
-
-    Raises
-    ------
-    GrpruneError
-        If an item is empty (``"a,,b"``, ``""``).
-    """
-    items = [p.strip().replace("\\,", ",") for p in _COMMA.split(str(text))]
-    if not all(items):
-        raise GrpruneError(f"bad {what} value {text!r}: empty item in the comma list")
-    return items
-
-
-def parse_seeds(text: str | int | Iterable) -> list[int]:
-    """Seeds from ``"1-4"`` (inclusive range), ``"0,2,5"``, a mix, an int or a list.
-
-    Returns
-    -------
-    list of int
-        The seeds in the given order, without repeats.
-
-    Raises
-    ------
-    GrpruneError
-        On anything that is not an integer or a range ``a-b`` with ``a <= b``.
-
-    Examples
-    --------
-    >>> parse_seeds("0-2,5"), parse_seeds(3), parse_seeds([1, "4-5"])
-    ([0, 1, 2, 5], [3], [1, 4, 5])
-    """
-    if isinstance(text, bool):
-        raise GrpruneError(f"bad seeds value {text!r}: expected integers or ranges like 1-4")
-    if isinstance(text, int):
-        return [text]
-    items: list[str] = []
-    if isinstance(text, str):
-        items = split_list(text, "--seeds")
-    else:
-        for item in text:
-            items += parse_seeds_items(item)
-    out: list[int] = []
-    for item in items:
-        m = re.fullmatch(r"\s*(\d+)\s*-\s*(\d+)\s*", item)
-        try:
-            seeds = (list(range(int(m.group(1)), int(m.group(2)) + 1)) if m
-                     else [int(item)])
-        except ValueError:
-            seeds = []
-        if not seeds:
-            raise GrpruneError(f"bad seeds value {item!r}: expected integers and ranges "
-                               f"like --seeds 1-4 or --seeds 0,2,5")
-        out += [s for s in seeds if s not in out]
-    return out
-
-
-def parse_seeds_items(item: Any) -> list[str]:
-    """One element of a YAML seeds list as comma items (``3`` -> ``["3"]``)."""
-    if isinstance(item, bool) or not isinstance(item, (int, str)):
-        raise GrpruneError(f"bad seeds value {item!r}: expected integers or ranges like 1-4")
-    return split_list(str(item), "seeds")
-
-
-def parse_ints(text: str | int | Iterable, what: str) -> list[int]:
-    """Integers from a comma list, an int or a list (``--epochs 5,10``).
-
-    Raises
-    ------
-    GrpruneError
-        If an item is not an integer.
-    """
-    if isinstance(text, (str, int)) and not isinstance(text, bool):
-        items = split_list(str(text), what)
-    else:
-        items = [str(v) for v in text]
-    try:
-        return [int(v) for v in items]
-    except ValueError:
-        raise GrpruneError(f"bad {what} value {text!r}: expected integers, "
-                           f"e.g. {what} 5,10") from None
-
-
-def parse_reg(values: Iterable[str]) -> list[str]:
-    """Regularizer sets from repeated ``--reg`` values; ``;`` also separates sets.
-
-    Each set stays a comma list (``"size,eps-align"`` is *one* set, PrunE), so
-    ``--reg size,eps-align --reg none`` and ``--reg "size,eps-align;none"`` both give
-    the two alternatives ``["size,eps-align", "none"]``.
-
-    Raises
-    ------
-    GrpruneError
-        If a set is empty.
-    """
-    out: list[str] = []
-    for value in values:
-        for item in str(value).split(";"):
-            item = item.strip()
-            if not item:
-                raise GrpruneError(f"bad --reg value {value!r}: empty regularizer set "
-                                   f"(write none for plain ERM)")
-            out.append(item)
-    return out
-
-
-def parse_hparams(items: Iterable[str]) -> dict[str, list[str]]:
-    """``-H key=v1,v2`` strings -> ``{key: [v1, v2]}``; a repeated key adds values.
-
-    Raises
-    ------
-    GrpruneError
-        On a malformed ``key=value`` or an unknown section (see
-        :func:`grprune.config.parse_override`) or an empty value.
-    """
-    from grprune.config import parse_override
-    out: dict[str, list[str]] = {}
-    for item in items:
-        key, value = parse_override(item)
-        values = out.setdefault(key, [])
-        values += [v for v in split_list(value, f"-H {key}") if v not in values]
-    return out
 
 
 @dataclass
@@ -563,6 +427,27 @@ def expand(grids: Sequence[Grid]) -> Expansion:
         for point in grid.points():
             overrides = [f"{k}={point[k]}" for k in grid.hparams]
             todo.append((gi, point, overrides))
+    resolved, bases, applicable = _resolve_points(todo, grids)
+    _drop_inapplicable(todo, grids, resolved, bases, applicable)
+    _raise_unresolved(todo, resolved, grids)
+    configs = _distinct(todo, resolved, grids)
+    return Expansion(configs, len(todo), len(todo) - len(configs), _varying(grids, configs))
+
+
+def _resolve_points(todo: Sequence[tuple], grids: Sequence[Grid]) -> tuple[list, dict, set]:
+    """Resolve every grid point of ``todo`` (``(grid index, point, overrides)``) as given.
+
+    Returns
+    -------
+    resolved : list of (cfg or None, dropped, GrpruneError or None)
+        Per point: its config, or the error it raised; ``dropped`` is empty.
+    bases : dict of int to dict or None
+        For each point that failed, its config without any ``-H`` override (``None``
+        if even that fails).
+    applicable : set of str
+        ``-H`` keys that apply to some point: they resolved, or they name a part of
+        a failed point's base config.
+    """
     resolved: list[tuple[dict | None, list[str], GrpruneError | None]] = []
     applicable: set[str] = set()
     bases: dict[int, dict | None] = {}
@@ -580,6 +465,13 @@ def expand(grids: Sequence[Grid]) -> Expansion:
             if bases[i] is not None:
                 applicable.update(k for k in (o.split("=", 1)[0] for o in overrides)
                                   if applies(k, bases[i]))
+    return resolved, bases, applicable
+
+
+def _drop_inapplicable(todo: Sequence[tuple], grids: Sequence[Grid], resolved: list,
+                       bases: dict, applicable: set) -> None:
+    """Resolve each failed point again without the overrides that name a part it lacks
+    but apply elsewhere in the sweep; updates ``resolved`` (see :func:`_resolve_points`)."""
     for i, base in bases.items():
         gi, point, overrides = todo[i]
         if base is None:
@@ -593,6 +485,11 @@ def expand(grids: Sequence[Grid]) -> Expansion:
             resolved[i] = (_resolve(point, grids[gi].fixed, kept), dropped, None)
         except GrpruneError as exc:
             resolved[i] = (None, dropped, exc)
+
+
+def _raise_unresolved(todo: Sequence[tuple], resolved: Sequence[tuple],
+                      grids: Sequence[Grid]) -> None:
+    """Raise one GrpruneError naming every point that still fails, one line per message."""
     errors: dict[str, list[str]] = {}
     for (gi, point, _), (cfg, _, exc) in zip(todo, resolved):
         if exc is not None:
@@ -604,6 +501,12 @@ def expand(grids: Sequence[Grid]) -> Expansion:
             lines.append(f"grid point {where[0]}{more}: {message}")
         raise GrpruneError("cannot resolve the sweep's configurations:\n  "
                            + "\n  ".join(lines))
+
+
+def _distinct(todo: Sequence[tuple], resolved: Sequence[tuple],
+              grids: Sequence[Grid]) -> list[Configuration]:
+    """One Configuration per config hash, in grid order; a duplicate point adds its
+    dropped overrides to the first one's."""
     by_hash: dict[str, Configuration] = {}
     for (gi, point, overrides), (cfg, dropped, _) in zip(todo, resolved):
         if cfg["hash"] in by_hash:  # a duplicate: its dropped overrides are the first's too
@@ -613,7 +516,11 @@ def expand(grids: Sequence[Grid]) -> Expansion:
         kept = [o for o in overrides if o not in dropped]
         by_hash[cfg["hash"]] = Configuration(cfg, point, kept, list(dropped),
                                              dict(grids[gi].fixed), gi)
-    configs = list(by_hash.values())
+    return list(by_hash.values())
+
+
+def _varying(grids: Sequence[Grid], configs: Sequence[Configuration]) -> list[str]:
+    """The grids' axes and ``-H`` keys whose resolved values differ between configurations."""
     axes = [a for a in AXES if any(a in g.axes for g in grids)]
     axes += _unique([k for g in grids for k in g.hparams])
     varying = []
@@ -621,7 +528,7 @@ def expand(grids: Sequence[Grid]) -> Expansion:
         seen = {json.dumps(value_of(axis, c), sort_keys=True, default=str) for c in configs}
         if len(seen) > 1:
             varying.append(axis)
-    return Expansion(configs, len(todo), len(todo) - len(configs), varying)
+    return varying
 
 
 def run_command(conf: Configuration, out: str | Path | None = None) -> list[str]:

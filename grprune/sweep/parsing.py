@@ -1,0 +1,159 @@
+"""Parsing of sweep option values: comma lists, seed ranges, regularizer sets, ``-H`` keys.
+
+The same rules serve the command line (``--data a,b``, ``--seeds 1-4``, repeated
+``--reg``, ``-H key=v1,v2``) and YAML sweep specs (:func:`grprune.sweep.grid.load_spec`).
+
+Example
+-------
+>>> parse_seeds("1-3,7")
+[1, 2, 3, 7]
+>>> parse_reg(["size,eps-align;size", "none"])
+['size,eps-align', 'size', 'none']
+>>> parse_hparams(["reg.size.eta=0.75,0.85"])
+{'reg.size.eta': ['0.75', '0.85']}
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable
+
+from grprune.errors import GrpruneError
+
+_COMMA = re.compile(r"(?<!\\),")
+
+
+def split_list(text: str, what: str) -> list[str]:
+    """Items of a comma list; ``\\,`` is a literal comma.
+
+    Parameters
+    ----------
+    text : str
+        The option's value, e.g. ``"ogbg-molbbbp,good-motif"``.
+    what : str
+        The option, for messages (``"--data"``).
+
+    Returns
+    -------
+    list of str
+        The stripped items, in order.
+
+    Raises
+    ------
+    GrpruneError
+        If an item is empty (``"a,,b"``, ``""``).
+    """
+    items = [p.strip().replace("\\,", ",") for p in _COMMA.split(str(text))]
+    if not all(items):
+        raise GrpruneError(f"bad {what} value {text!r}: empty item in the comma list")
+    return items
+
+
+def parse_seeds(text: str | int | Iterable) -> list[int]:
+    """Seeds from ``"1-4"`` (inclusive range), ``"0,2,5"``, a mix, an int or a list.
+
+    Returns
+    -------
+    list of int
+        The seeds in the given order, without repeats.
+
+    Raises
+    ------
+    GrpruneError
+        On anything that is not an integer or a range ``a-b`` with ``a <= b``.
+
+    Examples
+    --------
+    >>> parse_seeds("0-2,5"), parse_seeds(3), parse_seeds([1, "4-5"])
+    ([0, 1, 2, 5], [3], [1, 4, 5])
+    """
+    if isinstance(text, bool):
+        raise GrpruneError(f"bad seeds value {text!r}: expected integers or ranges like 1-4")
+    if isinstance(text, int):
+        return [text]
+    items: list[str] = []
+    if isinstance(text, str):
+        items = split_list(text, "--seeds")
+    else:
+        for item in text:
+            items += parse_seeds_items(item)
+    out: list[int] = []
+    for item in items:
+        m = re.fullmatch(r"\s*(\d+)\s*-\s*(\d+)\s*", item)
+        try:
+            seeds = (list(range(int(m.group(1)), int(m.group(2)) + 1)) if m
+                     else [int(item)])
+        except ValueError:
+            seeds = []
+        if not seeds:
+            raise GrpruneError(f"bad seeds value {item!r}: expected integers and ranges "
+                               f"like --seeds 1-4 or --seeds 0,2,5")
+        out += [s for s in seeds if s not in out]
+    return out
+
+
+def parse_seeds_items(item: Any) -> list[str]:
+    """One element of a YAML seeds list as comma items (``3`` -> ``["3"]``)."""
+    if isinstance(item, bool) or not isinstance(item, (int, str)):
+        raise GrpruneError(f"bad seeds value {item!r}: expected integers or ranges like 1-4")
+    return split_list(str(item), "seeds")
+
+
+def parse_ints(text: str | int | Iterable, what: str) -> list[int]:
+    """Integers from a comma list, an int or a list (``--epochs 5,10``).
+
+    Raises
+    ------
+    GrpruneError
+        If an item is not an integer.
+    """
+    if isinstance(text, (str, int)) and not isinstance(text, bool):
+        items = split_list(str(text), what)
+    else:
+        items = [str(v) for v in text]
+    try:
+        return [int(v) for v in items]
+    except ValueError:
+        raise GrpruneError(f"bad {what} value {text!r}: expected integers, "
+                           f"e.g. {what} 5,10") from None
+
+
+def parse_reg(values: Iterable[str]) -> list[str]:
+    """Regularizer sets from repeated ``--reg`` values; ``;`` also separates sets.
+
+    Each set stays a comma list (``"size,eps-align"`` is *one* set, PrunE), so
+    ``--reg size,eps-align --reg none`` and ``--reg "size,eps-align;none"`` both give
+    the two alternatives ``["size,eps-align", "none"]``.
+
+    Raises
+    ------
+    GrpruneError
+        If a set is empty.
+    """
+    out: list[str] = []
+    for value in values:
+        for item in str(value).split(";"):
+            item = item.strip()
+            if not item:
+                raise GrpruneError(f"bad --reg value {value!r}: empty regularizer set "
+                                   f"(write none for plain ERM)")
+            out.append(item)
+    return out
+
+
+def parse_hparams(items: Iterable[str]) -> dict[str, list[str]]:
+    """``-H key=v1,v2`` strings -> ``{key: [v1, v2]}``; a repeated key adds values.
+
+    Raises
+    ------
+    GrpruneError
+        On a malformed ``key=value`` or an unknown section (see
+        :func:`grprune.config.parse_override`) or an empty value.
+    """
+    from grprune.config import parse_override
+    out: dict[str, list[str]] = {}
+    for item in items:
+        key, value = parse_override(item)
+        values = out.setdefault(key, [])
+        values += [v for v in split_list(value, f"-H {key}") if v not in values]
+    return out
