@@ -16,6 +16,35 @@ import os as _os
 # grprune.determinism.)
 _os.environ.setdefault("MKL_CBWR", "AUTO")
 
-from grprune import compat as _compat  # noqa: E402, F401  (registers the DGL workaround first)
+# DGL (and through it OGB and RDKit) is imported only by the modules that use it, each
+# through grprune.compat (the DGL workaround), so that `grprune --help` and `grprune
+# collect` start without them.
 
 __version__ = "0.1.0"
+
+# -- the Python API (grprune.api), imported on first use -------------------------
+# (the training loop is grprune.trainer; ``grprune.train`` is the API function)
+
+#: names ``import grprune`` offers, each imported on first use (PEP 562), so that
+#: ``import grprune`` itself stays free of torch, DGL, RDKit and OGB
+_LAZY = {"train": "grprune.api", "load_run": "grprune.api", "Run": "grprune.inference",
+         "from_graphs": "grprune.data"}
+#: subpackages reachable as attributes before they are imported (``grprune.data``)
+_SUBMODULES = ("api", "data", "inference")
+
+__all__ = ["Run", "from_graphs", "load_run", "train", "__version__"]
+
+
+def __getattr__(name: str):
+    import importlib
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    if name in _SUBMODULES:
+        return importlib.import_module(f"grprune.{name}")
+    raise AttributeError(f"module 'grprune' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY) | set(_SUBMODULES))

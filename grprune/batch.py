@@ -9,6 +9,9 @@ moves to the training device. Message passing is written with
 
 Shapes: ``N`` nodes, ``E`` directed edges, ``B`` graphs, ``U`` undirected bonds
 in the batch.
+
+:func:`segment_sum`, :func:`segment_mean`, :func:`rank_in_segment` and
+:func:`bond_ids` are defined in :mod:`grprune.ops` and re-exported here.
 """
 
 from __future__ import annotations
@@ -20,6 +23,9 @@ import torch
 from torch import Tensor
 
 from grprune.compat import dgl
+# the segment, bond and ranking helpers live in grprune.ops; importable from here too
+from grprune.ops import (bond_ids, rank_in_segment, segment_mean,  # noqa: F401
+                         segment_sum)
 
 
 @dataclass
@@ -110,28 +116,6 @@ class GraphBatch:
         return replace(self, **pinned)
 
 
-def bond_ids(src: Tensor, dst: Tensor, num_nodes: int) -> Tensor:
-    """Id of the undirected bond of each directed edge.
-
-    Parameters
-    ----------
-    src, dst : Tensor of shape (E,), int64
-    num_nodes : int
-        Number of nodes (ids are below it).
-
-    Returns
-    -------
-    Tensor of shape (E,), int64
-        Equal for ``(u, v)`` and ``(v, u)``, consecutive from 0.
-    """
-    if src.numel() == 0:
-        return torch.zeros(0, dtype=torch.long)
-    lo = torch.minimum(src, dst)
-    hi = torch.maximum(src, dst)
-    _, inverse = torch.unique(lo * num_nodes + hi, return_inverse=True)
-    return inverse
-
-
 def collate(samples: Sequence[tuple]) -> GraphBatch:
     """Batch ``(graph, label, env, index)`` samples with :func:`dgl.batch`.
 
@@ -163,49 +147,3 @@ def collate(samples: Sequence[tuple]) -> GraphBatch:
         edge_gt=edge_gt,
         bonds=int(bond.max()) + 1 if bond.numel() else 0,
     )
-
-
-def segment_sum(values: Tensor, segment: Tensor, num_segments: int) -> Tensor:
-    """Sum rows of ``values`` (shape ``(M, ...)``) into ``num_segments`` bins."""
-    out = values.new_zeros((num_segments,) + tuple(values.shape[1:]))
-    return out.index_add_(0, segment, values)
-
-
-def segment_mean(values: Tensor, segment: Tensor, num_segments: int) -> Tensor:
-    """Mean of rows per bin; an empty bin gives 0 (never NaN)."""
-    total = segment_sum(values, segment, num_segments)
-    count = segment_sum(torch.ones_like(segment, dtype=values.dtype), segment, num_segments)
-    count = count.clamp_min(1).view((-1,) + (1,) * (values.dim() - 1))
-    return total / count
-
-
-def rank_in_segment(values: Tensor, segment: Tensor, num_segments: int,
-                    descending: bool = False) -> Tensor:
-    """Rank of each value among the values of its segment: 0 is the lowest (highest with
-    ``descending``); ties are ranked by position, the earlier first.
-
-    Parameters
-    ----------
-    values : Tensor of shape (M,)
-    segment : Tensor of shape (M,), int64 in ``[0, num_segments)``
-    num_segments : int
-
-    Returns
-    -------
-    Tensor of shape (M,), int64, values in ``[0, size of the segment)``
-
-    No step waits for the device (segment sizes come from ``index_add_``, not
-    ``bincount``, whose CUDA kernel reads the data to size its output).
-
-    Examples
-    --------
-    >>> rank_in_segment(torch.tensor([.5, .1, .9, .3]), torch.tensor([0, 0, 1, 1]), 2).tolist()
-    [1, 0, 1, 0]
-    """
-    order = torch.argsort(values, descending=descending, stable=True)
-    order = order[torch.argsort(segment[order], stable=True)]
-    counts = segment.new_zeros(num_segments).index_add_(0, segment, torch.ones_like(segment))
-    offsets = torch.cumsum(counts, 0) - counts
-    rank = torch.empty_like(order)
-    rank[order] = torch.arange(order.numel(), device=order.device) - offsets[segment[order]]
-    return rank

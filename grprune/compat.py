@@ -14,12 +14,17 @@ does ``from grprune.compat import dgl``.
 Notes
 -----
 * ``DGLBACKEND`` defaults to ``pytorch`` so DGL does not print a backend notice.
+* ``import dgl`` would import OGB and RDKit (for ``dgl.data``'s LRGB datasets, which
+  grprune does not use); they are hidden from it, so that commands that do not read
+  molecules (``grprune collect``) start without them. ``dgl.data`` skips those datasets
+  when OGB is missing; grprune's molecule loaders import OGB and RDKit themselves.
 * PyPI's DGL is a CPU build: a ``DGLGraph`` cannot be moved to CUDA. grprune
   keeps graphs on the CPU and moves plain tensors (see :mod:`grprune.batch`).
 """
 
 from __future__ import annotations
 
+import importlib.abc
 import importlib.machinery
 import os
 import sys
@@ -37,8 +42,21 @@ def _register_empty_graphbolt() -> None:
     sys.modules["dgl.graphbolt"] = module
 
 
-_register_empty_graphbolt()
+class _HideOgb(importlib.abc.MetaPathFinder):
+    """While DGL is imported: OGB is not found (``dgl.data`` then skips LRGB)."""
 
-import dgl  # noqa: E402  (must come after the stand-in)
+    def find_spec(self, name, path=None, target=None):
+        if name == "ogb" or name.startswith("ogb."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+_register_empty_graphbolt()
+_hide_ogb = _HideOgb()
+sys.meta_path.insert(0, _hide_ogb)
+try:
+    import dgl  # noqa: E402  (must come after the stand-in)
+finally:
+    sys.meta_path.remove(_hide_ogb)
 
 __all__ = ["dgl"]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -53,6 +54,21 @@ def parse_milestones(text: str) -> tuple[int, ...]:
     return tuple(sorted(out))
 
 
+def parse_device(text: str) -> str:
+    """Check a device name: ``auto``, ``cpu``, ``cuda``, ``cuda:N`` or ``mps``.
+
+    Raises
+    ------
+    ValueError
+        For anything else (``gpu``, ``cuda:x``), so that ``-H train.device=gpu`` and
+        ``--device gpu`` exit 2 with one line before anything is loaded.
+    """
+    name = text.strip().lower()
+    if not re.fullmatch(r"auto|cpu|mps|cuda(:\d+)?", name):
+        raise ValueError("expected auto, cpu, cuda, cuda:N or mps")
+    return name
+
+
 class TrainSettings(Configurable):
     """Trainer hyperparameters (``train.*``); paper Appendix "Detailed experiment setting"."""
 
@@ -67,7 +83,8 @@ class TrainSettings(Configurable):
                              "after warm-up; 0 = off (paper: 10 for GOOD-Motif and DrugOOD)",
                           low=0),
         "seed": Param(0, "random seed (same seed, same numbers)", low=0),
-        "device": Param("auto", "auto (CUDA when present), cpu, cuda or cuda:N"),
+        "device": Param("auto", "auto (CUDA when present), cpu, cuda or cuda:N",
+                        parser=lambda text: parse_device(text)),
         "eval_train": Param(True, "also evaluate the training split every epoch"),
         "progress": Param("auto", "auto (rich on a terminal, plain lines otherwise), rich, "
                                   "plain or none", choices=("auto", "rich", "plain", "none")),
@@ -324,7 +341,8 @@ def _pick_parts(file_cfg: Mapping[str, Any], *, data, selector, reg, encoder) ->
     reg_classes = {n: REGULARIZERS.get(n) for n in reg_names}
     selector_name = pick("selector", selector, "auto")
     if selector_name.lower() == "auto":
-        needs = any("selector" in getattr(c, "requires", ()) for c in reg_classes.values())
+        from grprune.regularizers.base import needs_selector
+        needs = any(needs_selector(c) for c in reg_classes.values())
         selector_name = "gumbel-gin" if needs else "none"
     selector_name = ("none" if selector_name.lower() == "none"
                      else SELECTORS.canonical(selector_name))
@@ -412,18 +430,8 @@ def _selector_section(parts: _Parts, given: Mapping[str, Any]) -> dict[str, Any]
                     f"({reg_selector[key][1]!r} vs {value!r}); choose one with "
                     f"-H selector.{key}=VALUE")
             reg_selector[key] = (name, value)
-    learned = [n for n in SELECTORS.names() if getattr(SELECTORS.get(n), "learned", True)]
-    for name, cls in parts.reg.items():
-        if "selector" not in getattr(cls, "requires", ()):
-            continue
-        if parts.selector == "none":
-            raise GrpruneError(
-                f"regularizer {name!r} needs a subgraph selector, but the selector is "
-                f"'none'; use --selector {learned[0]} (or another of {', '.join(learned)})")
-        if not getattr(SELECTORS.get(parts.selector), "learned", True):
-            raise GrpruneError(
-                f"regularizer {name!r} needs a learned subgraph selector (edge logits), but "
-                f"selector {parts.selector!r} has none; use one of {', '.join(learned)}")
+    from grprune.regularizers.base import check_supports
+    check_supports(parts.reg, parts.selector, selectors=SELECTORS)  # the dataset: in training
     if parts.selector == "none":
         if given:
             raise GrpruneError(

@@ -2,9 +2,11 @@
 and, on data with ground-truth motif edges, whether it ranks the motif above the rest.
 
 Counted over undirected bonds (both directions of a bond share one logit), like
-:mod:`grprune.explain`, whose metric functions this module applies to every graph of a
-split (the paper's Figure 4b restricts the ROC-AUC to correctly predicted graphs;
-``grprune explain`` reports both).
+``grprune explain``, whose metric functions (:mod:`grprune.explain_metrics`) this module
+applies to every graph of a split (the paper's Figure 4b restricts the ROC-AUC to correctly
+predicted graphs; ``grprune explain`` reports both). Bonds are in the batch's numbering
+(:func:`grprune.ops.bond_ids`), so ties among equal logits may fall differently from
+``grprune explain``'s per-graph numbering (:func:`grprune.ops.bonds_by_first_edge`).
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import numpy as np
 import torch
 
 from grprune.batch import GraphBatch
-from grprune.explain import edge_rocauc, ranking_score, spurious_at_k
+from grprune.explain_metrics import edge_rocauc, ranking_score, spurious_at_k
+from grprune.ops import bond_value
 
 #: quantiles of p = sigmoid(w) recorded per split and epoch
 QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)
@@ -34,12 +37,12 @@ class SelectorStats:
     def add(self, batch: GraphBatch, edge_logits: torch.Tensor) -> None:
         """Add one evaluated batch: ``edge_logits`` of shape (E,), equal on both directions."""
         u = batch.num_bonds
-        bond_logits = edge_logits.new_zeros(u).scatter_(0, batch.bond, edge_logits)
-        bond_graph = batch.edge_graph.new_zeros(u).scatter_(0, batch.bond, batch.edge_graph)
+        bond_logits = bond_value(edge_logits, batch.bond, u)
+        bond_graph = bond_value(batch.edge_graph, batch.bond, u)
         self.logits.append(bond_logits.detach().double().cpu().numpy())
         self.sizes.append(torch.bincount(bond_graph, minlength=batch.num_graphs).cpu().numpy())
         if batch.edge_gt is not None:
-            gt = batch.edge_gt.new_zeros(u).scatter_(0, batch.bond, batch.edge_gt)
+            gt = bond_value(batch.edge_gt, batch.bond, u)
             self.gt.append(gt.cpu().numpy())
 
     def result(self) -> dict[str, Any]:

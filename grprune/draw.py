@@ -25,6 +25,8 @@ from typing import Sequence
 
 import numpy as np
 
+from grprune.ops import rank_in_segment_np
+
 #: colour ramp of the keep probability (light = low, dark = high)
 CMAP = "YlGnBu"
 MOTIF_COLOR = "#1f77b4"
@@ -64,7 +66,7 @@ def highlighted_bonds(bond_prob: np.ndarray, bond_weight: np.ndarray,
     top_k : int, optional
         None: the kept bonds, ``bond_weight > 0.5``. Otherwise the ``top_k``
         bonds of highest probability (all of them if there are fewer), ties
-        broken by the lower bond id.
+        broken by the lower bond id (:func:`grprune.ops.rank_in_segment_np`).
 
     Returns
     -------
@@ -78,10 +80,9 @@ def highlighted_bonds(bond_prob: np.ndarray, bond_weight: np.ndarray,
     bond_prob = np.asarray(bond_prob, dtype=np.float64)
     if top_k is None:
         return np.asarray(bond_weight) > 0.5
-    order = np.lexsort((np.arange(len(bond_prob)), -bond_prob))
-    mask = np.zeros(len(bond_prob), dtype=bool)
-    mask[order[:max(int(top_k), 0)]] = True
-    return mask
+    rank = rank_in_segment_np(bond_prob, np.zeros(len(bond_prob), dtype=np.int64), 1,
+                              descending=True)
+    return rank < max(int(top_k), 0)
 
 
 def highlight_caption(top_k: int | None, molecule: bool = True) -> str:

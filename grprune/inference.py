@@ -1,19 +1,23 @@
 """A finished run's model, rebuilt from its directory and evaluated as the trainer does.
 
 :func:`load_run` reads ``config.json``, ``summary.json`` and ``checkpoint.pt``
-and rebuilds the model with :func:`grprune.train.build_model_from_dims` (the
+and rebuilds the model with :func:`grprune.trainer.build_model_from_dims` (the
 feature and class sizes are in ``summary["model"]``; runs finished before that
 field existed load their dataset to recover them). :func:`score_graphs` scores
 DGL graphs with it and returns, per graph, the class probabilities and every
-edge's keep probability :math:`p_{ij} = \\sigma(w_{ij})` and evaluation mask.
+edge's keep probability :math:`p_{ij} = \\sigma(w_{ij})` and evaluation mask
+(:class:`~grprune.evaluation.GraphScore`). :meth:`Run.stored_scores` returns the
+same for the run's test graphs from its ``edge_probs.npz``, without the model.
+:class:`Run` is also what :func:`grprune.train` returns and ``grprune.load_run``
+opens (``load_run(path, lazy=True)``): summary, configuration, ``results.jsonl`` as
+a DataFrame, :meth:`Run.explain` and :meth:`Run.predict`.
 
-The evaluation rule is the trainer's (:meth:`grprune.train.Trainer.evaluate`
-on the selected checkpoint, see ``Trainer._finish``): the model is in eval mode,
-the selector is used unless the run reported its last epoch and that epoch was
-ERM warm-up, and the selector's ``eval_mode`` decides the mask (``threshold``:
-:math:`p > 0.5`; ``soft``: :math:`p`; ``sample``: a fresh hard sample, class
-probabilities averaged over ``selector.eval_samples`` draws). Without a selector
-(or with it off) every edge has probability and weight 1.
+Scoring is :func:`grprune.evaluation.evaluate_batches`, the evaluation the
+trainer runs (:meth:`grprune.trainer.Trainer.evaluate`), under the trainer's rule
+for the selected checkpoint (``Trainer._finish``): the selector is used unless
+the run reported its last epoch and that epoch was ERM warm-up
+(:func:`evaluation_uses_selector`); the selector's ``eval_mode`` decides the
+mask (see :mod:`grprune.evaluation`).
 
 >>> run = load_run("runs/ogbg-molbbbp/size+eps-align-seed0-abc")   # doctest: +SKIP
 >>> scores = run.score([smiles_to_graph("CCO")])                   # doctest: +SKIP
@@ -22,9 +26,9 @@ probabilities averaged over ``selector.eval_samples`` draws). Without a selector
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 import torch
@@ -33,144 +37,39 @@ from grprune import results as R
 from grprune.batch import GraphBatch, collate
 from grprune.compat import dgl  # noqa: F401  (DGL import order)
 from grprune.errors import GrpruneError
-from grprune.run import load_config_dataset
+from grprune.evaluation import (GraphScore, EdgeScores, evaluate_batches,  # noqa: F401
+                                read_edge_probs)
+from grprune.explain import ExplainResult
 from grprune.model import GraphClassifier
+from grprune.ops import bonds_by_first_edge
+from grprune.run import load_config_dataset
 
 #: graphs per batch when scoring
 BATCH_SIZE = 256
 
 
-def undirected_bonds(src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Group the directed edges of one graph into undirected bonds.
+#: the per-graph bond numbering (bonds in the order of their first directed edge);
+#: kept under this name for callers of earlier versions
+undirected_bonds = bonds_by_first_edge
 
-    Bonds are numbered in order of their first directed edge, so for a molecule
-    featurized by :func:`grprune.data.molecules.smiles_to_graph` (edges
-    ``2k, 2k+1`` are RDKit bond ``k`` in both directions) bond ``k`` is RDKit
-    bond ``k``. This is the grouping :func:`grprune.batch.bond_ids` gives the
-    selector (same unordered node pair, same bond), numbered differently.
 
-    Parameters
-    ----------
-    src, dst : np.ndarray of int, shape (E,)
-        Directed edges (local node ids).
+def score_batches(model: GraphClassifier, batches: Iterable[GraphBatch], *,
+                  use_selector: bool = True) -> list[GraphScore]:
+    """Score batches with :func:`grprune.evaluation.evaluate_batches`, the trainer's evaluation.
 
     Returns
     -------
-    bond_of_edge : np.ndarray of int64, shape (E,)
-        Bond of each directed edge, in ``[0, U)``.
-    bond_edge : np.ndarray of int64, shape (U,)
-        First directed edge of each bond (its ``src``/``dst`` orient the bond).
-
-    Examples
-    --------
-    >>> b, first = undirected_bonds(np.array([0, 1, 2, 1]), np.array([1, 0, 1, 2]))
-    >>> b.tolist(), first.tolist()
-    ([0, 0, 1, 1], [0, 2])
+    list of GraphScore
+        One per graph, in batch order.
     """
-    src = np.asarray(src, dtype=np.int64)
-    dst = np.asarray(dst, dtype=np.int64)
-    if src.size == 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    n = int(max(src.max(), dst.max())) + 1
-    key = np.minimum(src, dst) * n + np.maximum(src, dst)
-    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    order = np.argsort(first, kind="stable")  # unique-key order -> first-occurrence order
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
-    return rank[inverse.reshape(-1)].astype(np.int64), first[order].astype(np.int64)
+    ev = evaluate_batches(model, batches, use_selector=use_selector, diagnostics=False,
+                          collect_edges=True)
+    return ev.edges.graph_scores()
 
 
-@dataclass
-class GraphScore:
-    """The model's output for one graph with ``E`` directed edges and ``U`` bonds.
-
-    Attributes
-    ----------
-    prob : np.ndarray of float32, shape (C,)
-        Class probabilities (softmax of the logits; averaged over draws with
-        ``selector.eval_mode=sample``).
-    src, dst : np.ndarray of int64, shape (E,)
-        Directed edges, local node ids, in the graph's edge order.
-    edge_logits : np.ndarray of float32, shape (E,)
-        Selector logit :math:`w_{ij}` (``+inf`` without a selector).
-    edge_prob : np.ndarray of float32, shape (E,), values in [0, 1]
-        Keep probability :math:`\\sigma(w_{ij})`; 1 without a selector.
-    edge_weight : np.ndarray of float32, shape (E,), values in [0, 1]
-        The evaluation mask the encoder used (1 = kept).
-    edge_gt : np.ndarray of int64, shape (E,), or None
-        Ground-truth motif edge (1) or not (0); synthetic data only.
-    num_nodes : int
-    bond_of_edge : np.ndarray of int64, shape (E,)
-        Undirected bond of each edge (:func:`undirected_bonds`).
-    bond_edge : np.ndarray of int64, shape (U,)
-        First directed edge of each bond.
-    """
-
-    prob: np.ndarray
-    src: np.ndarray
-    dst: np.ndarray
-    edge_logits: np.ndarray
-    edge_prob: np.ndarray
-    edge_weight: np.ndarray
-    edge_gt: np.ndarray | None
-    num_nodes: int
-    bond_of_edge: np.ndarray = field(init=False)
-    bond_edge: np.ndarray = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.bond_of_edge, self.bond_edge = undirected_bonds(self.src, self.dst)
-
-    @property
-    def num_bonds(self) -> int:
-        """``U``, the number of undirected bonds."""
-        return int(len(self.bond_edge))
-
-    @property
-    def pred(self) -> int:
-        """The predicted class (argmax of :attr:`prob`)."""
-        return int(np.argmax(self.prob))
-
-    # one value per bond, taken from its first directed edge; both directions of
-    # a bond share one logit and one sample (Selector.forward), so either will do
-    @property
-    def bond_src(self) -> np.ndarray:
-        """Shape (U,): first node of each bond."""
-        return self.src[self.bond_edge]
-
-    @property
-    def bond_dst(self) -> np.ndarray:
-        """Shape (U,): second node of each bond."""
-        return self.dst[self.bond_edge]
-
-    @property
-    def bond_logits(self) -> np.ndarray:
-        """Shape (U,): selector logit of each bond."""
-        return self.edge_logits[self.bond_edge]
-
-    @property
-    def bond_prob(self) -> np.ndarray:
-        """Shape (U,): keep probability of each bond."""
-        return self.edge_prob[self.bond_edge]
-
-    @property
-    def bond_weight(self) -> np.ndarray:
-        """Shape (U,): evaluation mask of each bond."""
-        return self.edge_weight[self.bond_edge]
-
-    @property
-    def bond_gt(self) -> np.ndarray | None:
-        """Shape (U,): 1 if either direction is a ground-truth motif edge; None without."""
-        if self.edge_gt is None:
-            return None
-        gt = np.zeros(self.num_bonds, dtype=np.int64)
-        np.maximum.at(gt, self.bond_of_edge, self.edge_gt.astype(np.int64))
-        return gt
-
-
-@torch.no_grad()
 def score_batch(model: GraphClassifier, batch: GraphBatch, *, use_selector: bool = True
                 ) -> list[GraphScore]:
-    """Score one batch exactly as :meth:`grprune.train.Trainer.evaluate` does.
+    """Score one batch exactly as :meth:`grprune.trainer.Trainer.evaluate` does.
 
     Parameters
     ----------
@@ -185,32 +84,7 @@ def score_batch(model: GraphClassifier, batch: GraphBatch, *, use_selector: bool
     -------
     list of GraphScore, length B
     """
-    model.eval()
-    device = next(model.parameters()).device
-    batch = batch.to(device)
-    prob, out = model.predict(batch, use_selector=use_selector)
-    s = out.selection
-    e = batch.src.numel()
-    if s is not None:
-        logits, eprob, weight = s.edge_logits, s.edge_prob, s.edge_weight
-    else:
-        logits = torch.full((e,), float("inf"), device=device)
-        eprob = weight = torch.ones(e, device=device)
-    local_src, local_dst = (t.cpu().numpy() for t in batch.local_edges())
-    logits = logits.float().cpu().numpy()
-    eprob, weight = eprob.float().cpu().numpy(), weight.float().cpu().numpy()
-    gt = batch.edge_gt.cpu().numpy().astype(np.int64) if batch.edge_gt is not None else None
-    prob = prob.float().cpu().numpy()
-    ptr = np.concatenate([[0], np.cumsum(batch.num_edges.cpu().numpy())])
-    nodes = batch.num_nodes.cpu().numpy()
-    out_scores = []
-    for k in range(batch.num_graphs):
-        sl = slice(int(ptr[k]), int(ptr[k + 1]))
-        out_scores.append(GraphScore(
-            prob=prob[k], src=local_src[sl].astype(np.int64), dst=local_dst[sl].astype(np.int64),
-            edge_logits=logits[sl], edge_prob=eprob[sl], edge_weight=weight[sl],
-            edge_gt=None if gt is None else gt[sl], num_nodes=int(nodes[k])))
-    return out_scores
+    return score_batches(model, [batch], use_selector=use_selector)
 
 
 def score_graphs(model: GraphClassifier, graphs: Sequence | GraphBatch, *,
@@ -239,12 +113,9 @@ def score_graphs(model: GraphClassifier, graphs: Sequence | GraphBatch, *,
     if isinstance(graphs, GraphBatch):
         return score_batch(model, graphs, use_selector=use_selector)
     graphs = list(graphs)
-    out: list[GraphScore] = []
-    for start in range(0, len(graphs), batch_size):
-        chunk = graphs[start:start + batch_size]
-        batch = collate([(g, 0, 0, start + i) for i, g in enumerate(chunk)])
-        out.extend(score_batch(model, batch, use_selector=use_selector))
-    return out
+    batches = (collate([(g, 0, 0, start + i) for i, g in enumerate(graphs[start:start + batch_size])])
+               for start in range(0, len(graphs), batch_size))
+    return score_batches(model, batches, use_selector=use_selector)
 
 
 def evaluation_uses_selector(summary: dict, records: list[dict]) -> bool:
@@ -268,35 +139,107 @@ def evaluation_uses_selector(summary: dict, records: list[dict]) -> bool:
     return last.get("phase") != "warmup"
 
 
-@dataclass
 class Run:
-    """A finished run: its configuration, summary and model, ready to score graphs.
+    """A finished run: its configuration, summary, results and model.
 
-    Attributes
+    :func:`load_run` (``grprune.load_run``) opens one; :func:`grprune.train` returns
+    one. The model is loaded from ``checkpoint.pt`` on first use.
+
+    Parameters
     ----------
-    run_dir : Path
+    run_dir : str or Path
     cfg : dict
         The resolved configuration (``config.json``).
     summary : dict
         ``summary.json``.
-    dims : dict
-        :func:`grprune.train.model_dims` of the training data (``feature_kind``,
-        ``node_dim``, ``edge_dim``, ``num_classes``).
-    model : GraphClassifier
-        Loaded from ``checkpoint.pt``, in eval mode, on :attr:`device`.
+    device : torch.device
+        Where :attr:`model` is put.
+    dims : dict, optional
+        :func:`grprune.trainer.model_dims` of the training data; default
+        ``summary["model"]`` (runs finished before it existed load their dataset).
+    model : GraphClassifier, optional
+        An already loaded model (eval mode, on ``device``).
+    dataset : GraphDataset, optional
+        The training data, when it is at hand (graphs built in memory).
+
+    Attributes
+    ----------
+    run_dir : Path
+        Also :attr:`path`.
+    cfg : dict
+        Also :attr:`config`.
+    summary : dict
     device : torch.device
     use_selector : bool
         The trainer's evaluation rule (:func:`evaluation_uses_selector`).
+
+    Examples
+    --------
+    >>> run = grprune.load_run("runs/ogbg-molbbbp/size+eps-align-seed0-abc")  # doctest: +SKIP
+    >>> run.summary["test"], run.records["valid.rocauc"].max()               # doctest: +SKIP
+    >>> run.predict(["CCO", "c1ccccc1O"])                                    # doctest: +SKIP
     """
 
-    run_dir: Path
-    cfg: dict
-    summary: dict
-    dims: dict
-    model: GraphClassifier
-    device: torch.device
-    use_selector: bool
-    _dataset: Any = field(default=None, repr=False)
+    def __init__(self, run_dir: str | Path, cfg: dict, summary: dict,
+                 device: torch.device | str = "cpu", *, dims: dict | None = None,
+                 model: GraphClassifier | None = None, dataset: Any = None) -> None:
+        self.run_dir = Path(run_dir)
+        self.cfg, self.summary = cfg, summary
+        self.device = torch.device(device)
+        self._model, self._dataset = model, dataset
+        self._dims = dict(dims) if isinstance(dims, dict) else None
+        self.use_selector = evaluation_uses_selector(
+            summary, R.read_records(self.run_dir / R.RESULTS))
+
+    def __repr__(self) -> str:
+        return (f"Run({str(self.run_dir)!r}, dataset={self.dataset_name!r}, "
+                f"test={self.summary.get('test')!r})")
+
+    @property
+    def path(self) -> Path:
+        """The run directory."""
+        return self.run_dir
+
+    @property
+    def config(self) -> dict:
+        """The resolved configuration (``config.json``, with its ``hash``)."""
+        return self.cfg
+
+    @property
+    def records(self):
+        """``results.jsonl`` as a pandas DataFrame, one row per epoch.
+
+        Nested fields are flattened with dots: ``epoch``, ``phase``, ``loss.total``,
+        ``loss.size``, ``valid.rocauc``, ``test.kept_edge_fraction``, ...
+        """
+        import pandas as pd
+        return pd.json_normalize(R.read_records(self.run_dir / R.RESULTS), sep=".")
+
+    @property
+    def dims(self) -> dict:
+        """:func:`grprune.trainer.model_dims` of the training data (``feature_kind``,
+        ``node_dim``, ``edge_dim``, ``num_classes``)."""
+        if self._dims is None:
+            dims = self.summary.get("model")
+            if not isinstance(dims, dict):  # runs finished before summary["model"] existed
+                from grprune.trainer import model_dims
+                dims = model_dims(self.load_dataset())
+            self._dims = dict(dims)
+        return self._dims
+
+    @property
+    def model(self) -> GraphClassifier:
+        """The selected model (``checkpoint.pt``), in eval mode, on :attr:`device`;
+        loaded on first use.
+
+        Raises
+        ------
+        GrpruneError
+            If the checkpoint is missing or does not fit the configuration.
+        """
+        if self._model is None:
+            self._model = _load_model(self.run_dir, self.cfg, self.dims, self.device)
+        return self._model
 
     @property
     def dataset_name(self) -> str:
@@ -351,16 +294,152 @@ class Run:
         return score_graphs(self.model, graphs, use_selector=self.use_selector,
                             batch_size=batch_size)
 
+    def stored_scores(self, indices: Sequence[int]) -> dict[int, GraphScore] | None:
+        """The trainer's own scores of dataset graphs, read from ``edge_probs.npz``.
 
-def load_run(run_dir: str | Path, device: str = "cpu") -> Run:
-    """Rebuild a finished run's model from its directory.
+        The trainer writes that file from the evaluation of the selected checkpoint
+        on the test split (``data.limit`` applied), under the rule :attr:`use_selector`
+        follows, so it holds what :meth:`score` would compute for those graphs.
+
+        Parameters
+        ----------
+        indices : sequence of int
+            Dataset indices.
+
+        Returns
+        -------
+        dict of int to GraphScore, or None
+            None when the file is absent, was written before it saved logits and
+            class probabilities, or lacks one of the graphs: score them instead.
+        """
+        edges = read_edge_probs(self.run_dir / R.EDGE_PROBS)
+        return edges.by_index(indices) if edges is not None else None
+
+
+    def explain(self, part: str = "test", graphs: Sequence[int] | None = None, *,
+                top_k: int | None = None, fmt: str = "png", out: str | Path | None = None,
+                log=lambda msg: None) -> Explanation:
+        """``grprune explain``: kept edges, pictures and explanation metrics
+        (:func:`grprune.explain.explain_run`).
+
+        Parameters
+        ----------
+        part : str
+            Split part (``test``, ``valid``, ``train``, ``id-test``, ...).
+        graphs : sequence of int, optional
+            Dataset indices in ``part``; default the part's first 8 graphs.
+        top_k : int, optional
+            Mark the top-K bonds by keep probability instead of the kept bonds.
+        fmt : {"png", "svg"}
+        out : path, optional
+            Folder for ``edges.csv``, the pictures and ``metrics.json``; default
+            ``RUN_DIR/explain``.
+        log : callable
+            Receives progress notes.
+
+        Returns
+        -------
+        Explanation
+            :class:`~grprune.explain.ExplainResult` plus ``edges``, ``edges.csv`` as a
+            pandas DataFrame (one row per undirected bond of each graph).
+
+        Raises
+        ------
+        GrpruneError
+            Unknown part, a graph outside the part, bad ``top_k`` or ``fmt``.
+        """
+        import dataclasses
+
+        import pandas as pd
+
+        from grprune.explain import explain_run
+        res = explain_run(self, part=part, graph_ids=graphs, top_k=top_k, fmt=fmt,
+                          out_dir=out, log=log)
+        fields = {f.name: getattr(res, f.name) for f in dataclasses.fields(res)}
+        return Explanation(**fields, edges=pd.read_csv(res.out_dir / "edges.csv"))
+
+    def predict(self, smiles: str | Sequence[str], batch_size: int = BATCH_SIZE,
+                bonds: bool = False):
+        """Score molecules with this run's model (``grprune predict``,
+        :func:`grprune.predict.predict_smiles`).
+
+        Parameters
+        ----------
+        smiles : str or sequence of str, length S
+        batch_size : int
+            Molecules per batch.
+        bonds : bool
+            Return the bond table instead of the molecule table.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per input: ``smiles``, ``canonical_smiles``, ``status`` (``ok`` or
+            why it could not be scored), ``prob_1`` (binary; ``prob_0`` .. ``prob_{C-1}``
+            otherwise), ``pred_label``, ``num_bonds``, ``bonds_kept``. With
+            ``bonds=True``, one row per RDKit bond of each scored molecule, with its
+            ``edge_prob`` and ``kept``.
+
+        Raises
+        ------
+        GrpruneError
+            If the run was not trained on molecules featurized from SMILES.
+        """
+        from grprune.predict import predict_smiles
+        items = [smiles] if isinstance(smiles, str) else list(smiles)
+        pred = predict_smiles(self, items, batch_size=batch_size)
+        return pred.bonds if bonds else pred.molecules
+
+
+@dataclass
+class Explanation(ExplainResult):
+    """What :meth:`Run.explain` wrote (:class:`~grprune.explain.ExplainResult`), and
+    ``edges``: ``edges.csv`` as a pandas DataFrame."""
+
+    edges: Any = None
+
+
+def _no_checkpoint(run_dir: Path) -> GrpruneError:
+    return GrpruneError(f"{run_dir} has no {R.CHECKPOINT}; re-run it with "
+                        f"`grprune run --config {run_dir / R.CONFIG} --out {run_dir} --force`")
+
+
+def _load_model(run_dir: Path, cfg: dict, dims: dict, device: torch.device) -> GraphClassifier:
+    """A run's model from ``checkpoint.pt``, in eval mode, on ``device``.
+
+    Raises
+    ------
+    GrpruneError
+        If the checkpoint is missing, unreadable or of another model.
+    """
+    from grprune.trainer import build_model_from_dims
+    ckpt = run_dir / R.CHECKPOINT
+    if not ckpt.is_file():
+        raise _no_checkpoint(run_dir)
+    model, _ = build_model_from_dims(cfg, dims)
+    try:
+        state = torch.load(ckpt, map_location=device, weights_only=True)
+        model.load_state_dict(state)
+    except Exception as exc:  # torn file, or a checkpoint of another model
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise GrpruneError(f"cannot load {ckpt}: {first}") from None
+    model.to(device)
+    model.eval()
+    return model
+
+
+def load_run(run_dir: str | Path, device: str = "cpu", *, lazy: bool = False) -> Run:
+    """Open a finished run from its directory.
 
     Parameters
     ----------
     run_dir : str or Path
-        A directory written by ``grprune run``.
+        A directory written by ``grprune run`` or :func:`grprune.train`.
     device : str
-        ``auto``, ``cpu``, ``cuda`` or ``cuda:N`` (:func:`grprune.train.select_device`).
+        ``auto``, ``cpu``, ``cuda`` or ``cuda:N`` (:func:`grprune.trainer.select_device`).
+    lazy : bool
+        Load the model on first use of :attr:`Run.model` instead of now (then a
+        missing or broken checkpoint is reported there).
 
     Returns
     -------
@@ -370,10 +449,11 @@ def load_run(run_dir: str | Path, device: str = "cpu") -> Run:
     ------
     GrpruneError
         If ``run_dir`` is not a run directory, the run has not finished (no
-        ``summary.json``), the checkpoint is missing or does not fit the
-        configuration, or CUDA is asked for and absent.
+        ``summary.json``) or is corrupt (:meth:`grprune.results.RunDir.status`), the
+        checkpoint is missing or does not fit the configuration, or CUDA is asked
+        for and absent.
     """
-    from grprune.train import build_model_from_dims, model_dims, select_device
+    from grprune.trainer import select_device
 
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
@@ -387,26 +467,9 @@ def load_run(run_dir: str | Path, device: str = "cpu") -> Run:
         what = {"corrupt": "holds a corrupt run", "empty": "is empty"}.get(
             status.state, "is not a grprune run directory")
         raise GrpruneError(f"{run_dir} {what} ({status.reason or status.state})")
-    cfg, summary = status.config, status.summary
-    ckpt = run_dir / R.CHECKPOINT
-    if not ckpt.is_file():
-        raise GrpruneError(f"{run_dir} has no {R.CHECKPOINT}; re-run it with "
-                           f"`grprune run --config {run_dir / R.CONFIG} --out {run_dir} --force`")
-    dev = select_device(device)
-    dataset = None
-    dims = summary.get("model")
-    if not isinstance(dims, dict):  # runs finished before summary["model"] existed
-        dataset = load_config_dataset(cfg)
-        dims = model_dims(dataset)
-    model, _ = build_model_from_dims(cfg, dims)
-    try:
-        state = torch.load(ckpt, map_location=dev, weights_only=True)
-        model.load_state_dict(state)
-    except Exception as exc:  # torn file, or a checkpoint of another model
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise GrpruneError(f"cannot load {ckpt}: {first}") from None
-    model.to(dev)
-    model.eval()
-    use_selector = evaluation_uses_selector(summary, R.read_records(run_dir / R.RESULTS))
-    return Run(run_dir=run_dir, cfg=cfg, summary=summary, dims=dict(dims), model=model,
-               device=dev, use_selector=use_selector, _dataset=dataset)
+    if not (run_dir / R.CHECKPOINT).is_file():
+        raise _no_checkpoint(run_dir)
+    run = Run(run_dir, status.config, status.summary, select_device(device))
+    if not lazy:
+        _ = run.model  # load now, so that a broken checkpoint is reported here
+    return run

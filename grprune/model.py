@@ -99,10 +99,8 @@ class GraphClassifier(nn.Module):
         -------
         (prob, output) : Tensor of shape (B, C), and the last pass's ModelOutput
         """
-        draws = 1
         sel = self.selector
-        if sel is not None and use_selector and sel.hparams["eval_mode"] == "sample":
-            draws = max(1, int(sel.hparams["eval_samples"]))
+        draws = sel.eval_draws if sel is not None and use_selector else 1
         prob = 0.0
         for _ in range(draws):
             out = self.forward(batch, use_selector=use_selector)

@@ -6,29 +6,44 @@ summary, ``sweep`` and ``collect`` name a configuration the same way.
 
 from __future__ import annotations
 
+import math
 from typing import Iterable, Sequence
 
-# Paper names of the registered methods, and the order of Table 1 (PrunE last).
-_METHOD_LABELS = {("gumbel-gin", ("size", "eps-align")): "PrunE",
-                  ("gumbel-gin", ("gsat",)): "GSAT", ("gumbel-gin", ("ciga",)): "CIGA",
-                  ("none", ()): "ERM", ("none", ("irm",)): "IRM",
-                  ("none", ("groupdro",)): "GroupDRO", ("none", ("vrex",)): "VREx",
-                  ("drop-edge", ()): "DropEdge"}
-_METHOD_ORDER = ["ERM", "IRM", "GroupDRO", "VREx", "DropEdge", "GSAT", "CIGA"]
-_REG_ORDER = ["size", "eps-align", "gsat", "ciga", "irm", "vrex", "groupdro"]
-_SELECTOR_REGS = {"size", "eps-align", "gsat", "ciga"}
+#: labels of combinations of parts; a single part's label is its class's ``display_name``
+_COMBINED_LABELS = {("gumbel-gin", ("size", "eps-align")): "PrunE", ("none", ()): "ERM"}
 #: rows of the ablation layout (paper Figure 3a), in this order, then any others
 ABLATION_ROWS = ("size,eps-align", "size", "eps-align", "none")
 
 
+def _reg_class(name: str):
+    try:
+        from grprune.regularizers import REGULARIZERS
+        return REGULARIZERS.get(name)
+    except Exception:  # an unknown or broken plugin: named by its own name
+        return None
+
+
+def _selector_class(name: str):
+    if name == "none":
+        return None
+    try:
+        from grprune.selectors import SELECTORS
+        return SELECTORS.get(name)
+    except Exception:
+        return None
+
+
 def canonical_reg(reg: Iterable[str]) -> tuple[str, ...]:
-    """Regularizer names in a fixed order: PrunE's first, then known ones, then A-Z.
+    """Regularizer names in a fixed order: by each class's ``name_order`` (PrunE's
+    first), then A-Z.
 
     >>> canonical_reg(["eps-align", "size"])
     ('size', 'eps-align')
     """
-    rank = {n: i for i, n in enumerate(_REG_ORDER)}
-    return tuple(sorted(reg, key=lambda n: (rank.get(n, len(rank)), n)))
+    def key(name: str) -> tuple:
+        order = getattr(_reg_class(name), "name_order", math.inf)
+        return (order, name)
+    return tuple(sorted(reg, key=key))
 
 
 def method_slug(cfg: dict) -> str:
@@ -47,13 +62,27 @@ def method_slug(cfg: dict) -> str:
 
 
 def _needs_selector(name: str) -> bool:
-    if name in _SELECTOR_REGS:
-        return True
-    try:
-        from grprune.regularizers import REGULARIZERS
-        return "selector" in getattr(REGULARIZERS.get(name), "requires", ())
-    except Exception:
+    cls = _reg_class(name)
+    if cls is None:
         return False
+    from grprune.regularizers.base import needs_selector
+    return needs_selector(cls)
+
+
+def _single_label(selector: str, reg: tuple[str, ...]) -> str | None:
+    """The ``display_name`` of the one part of a run (one regularizer with the selector
+    ``--selector auto`` picks for it, or a selector without regularizers), else None."""
+    if len(reg) == 1:
+        cls = _reg_class(reg[0])
+        auto = "gumbel-gin" if _needs_selector(reg[0]) else "none"
+        return getattr(cls, "display_name", None) if selector == auto else None
+    if not reg:
+        return getattr(_selector_class(selector), "display_name", None)
+    return None
+
+
+def _label(selector: str, reg: tuple[str, ...]) -> str | None:
+    return _COMBINED_LABELS.get((selector, reg)) or _single_label(selector, reg)
 
 
 def method_label(reg: Sequence[str], selector: str, preset: str = "paper") -> str:
@@ -75,11 +104,11 @@ def method_label(reg: Sequence[str], selector: str, preset: str = "paper") -> st
     """
     reg = canonical_reg(reg)
     suffix = "" if preset == "paper" else f" ({preset})"
-    label = _METHOD_LABELS.get((selector, reg))
+    label = _label(selector, reg)
     if label:
         return label + suffix
     auto = "gumbel-gin" if any(_needs_selector(n) for n in reg) else "none"
-    base = (_METHOD_LABELS.get((auto, reg)) if reg else None) or "+".join(reg) or "none"
+    base = (_label(auto, reg) if reg else None) or "+".join(reg) or "none"
     return (base if selector == auto else f"{base} [{selector}]") + suffix
 
 
@@ -97,13 +126,30 @@ def ablation_label(reg: Sequence[str], selector: str) -> str:
     return base if selector == auto else f"{base} [{selector}]"
 
 
+def _table_orders() -> dict[str, float]:
+    """``display_name`` -> ``table_order`` of every registered regularizer and selector."""
+    from grprune.regularizers import REGULARIZERS
+    from grprune.selectors import SELECTORS
+    out = {}
+    for registry in (REGULARIZERS, SELECTORS):
+        for name in registry.names():
+            cls = registry.get(name)
+            if getattr(cls, "display_name", None):
+                out[cls.display_name] = getattr(cls, "table_order", math.inf)
+    return out
+
+
 def method_rank(label: str) -> tuple:
-    """Sort key of a method label: Table 1's methods in order, others, PrunE last."""
+    """Sort key of a method label: ERM, then the methods with a ``table_order`` (Table 1's
+    order), the others, PrunE last."""
     base = label.split(" [")[0].split(" (")[0]
     if base == "PrunE":
         return (2, label)
-    if base in _METHOD_ORDER:
-        return (0, _METHOD_ORDER.index(base), label)
+    if base == "ERM":
+        return (0, -math.inf, label)
+    order = _table_orders().get(base)
+    if order is not None and order < math.inf:
+        return (0, order, label)
     return (1, label)
 
 

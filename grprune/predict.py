@@ -1,8 +1,10 @@
 """Predictions of a molecule run on new SMILES: class probabilities and kept bonds.
 
 :func:`predict_smiles` is ``grprune predict``. Each SMILES is featurized with
-grprune's own featurizer (:func:`grprune.data.molecules.smiles_to_graph`, OGB's
-features, retrying without RDKit's valence check as lenient datasets do),
+the run's featurizer (:func:`grprune.data.molecules.smiles_to_graph`, OGB's
+features, or dgllife's canonical ones for a ``molecule-csv`` run trained with
+``data.featurizer=dgllife-canonical``), retrying without RDKit's valence check as
+lenient datasets do,
 the molecules are batched with :func:`grprune.batch.collate` (256 per batch)
 and scored with the run's model under the trainer's evaluation rule
 (:mod:`grprune.inference`). An empty or unparsable SMILES gets a status, not
@@ -96,12 +98,15 @@ class Molecule:
     canonical: str = ""
 
 
-def featurize(smiles: Sequence[str]) -> list[Molecule]:
+def featurize(smiles: Sequence[str], to_graph=None) -> list[Molecule]:
     """Featurize SMILES with :func:`~grprune.data.molecules.smiles_to_graph` (lenient retry).
 
     Parameters
     ----------
     smiles : sequence of str, length S
+    to_graph : callable, optional
+        ``to_graph(smiles, lenient=False) -> DGLGraph``, the run's featurizer
+        (:func:`molecule_featurizer`); default OGB's.
 
     Returns
     -------
@@ -115,6 +120,7 @@ def featurize(smiles: Sequence[str]) -> list[Molecule]:
     from grprune.draw import parse_molecule
     from grprune.errors import DataError
 
+    to_graph = to_graph or smiles_to_graph
     out = []
     for row, s in enumerate(smiles):
         s = "" if s is None else str(s).strip()
@@ -122,11 +128,11 @@ def featurize(smiles: Sequence[str]) -> list[Molecule]:
             out.append(Molecule(row, s, EMPTY))
             continue
         try:
-            graph = smiles_to_graph(s)
+            graph = to_graph(s)
             parse = "strict"
         except DataError:
             try:
-                graph = smiles_to_graph(s, lenient=True)
+                graph = to_graph(s, lenient=True)
                 parse = "lenient"
             except DataError:
                 out.append(Molecule(row, s, UNPARSABLE))
@@ -175,17 +181,32 @@ class Prediction:
         return sum(m.status == OK for m in self.items)
 
 
-def check_molecule_run(run) -> None:
-    """Refuse runs whose model does not read OGB molecule features.
+def molecule_featurizer(run):
+    """The featurizer of a molecule run (:func:`grprune.data.molecule_csv.run_featurizer`):
+    OGB's, or dgllife's canonical features for a ``molecule-csv`` run trained with them.
 
     Raises
     ------
     GrpruneError
-        If ``run.dims["feature_kind"] != "ogb"``.
+        If the run's features come from no SMILES featurizer (synthetic graphs).
     """
-    if run.dims.get("feature_kind") != "ogb":
+    from grprune.data.molecule_csv import run_featurizer
+    to_graph = run_featurizer(run.cfg, run.dims)
+    if to_graph is None:
         raise GrpruneError(f"predict works on molecule models; this run was trained on "
                            f"{run.dataset_name} (synthetic features)")
+    return to_graph
+
+
+def check_molecule_run(run) -> None:
+    """Refuse runs whose model does not read molecule features (:func:`molecule_featurizer`).
+
+    Raises
+    ------
+    GrpruneError
+        If the run was not trained on SMILES featurized by grprune.
+    """
+    molecule_featurizer(run)
 
 
 def predict_smiles(run, smiles: Sequence[str], batch_size: int = 256) -> Prediction:
@@ -213,8 +234,7 @@ def predict_smiles(run, smiles: Sequence[str], batch_size: int = 256) -> Predict
 
     from grprune.draw import rdkit_bond_ids
 
-    check_molecule_run(run)
-    items = featurize(smiles)
+    items = featurize(smiles, molecule_featurizer(run))
     ok = [m for m in items if m.status == OK]
     scored = run.score([m.graph for m in ok], batch_size=batch_size)
     scores = {m.row: s for m, s in zip(ok, scored)}

@@ -1,12 +1,18 @@
-"""One configuration, one run directory: start, resume, or skip when finished."""
+"""One configuration, one run directory: start, resume, or skip when finished.
+
+:func:`plan_run` resolves a run's configuration and directory from the options of
+``grprune run`` (and :func:`grprune.train`, which takes the same options), and
+:func:`execute` runs it; both front ends call these two functions.
+"""
 
 from __future__ import annotations
 
 import pickle
 import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Mapping
 
 import torch
 
@@ -30,6 +36,76 @@ def default_run_dir(cfg: dict, root: str | Path = "runs") -> Path:
     from grprune.naming import method_slug
     return (Path(root) / cfg["data"]["name"]
             / f"{method_slug(cfg)}-seed{cfg['train']['seed']}-{cfg['hash']}")
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """A resolved configuration and the directory it runs in (:func:`plan_run`)."""
+
+    cfg: dict
+    run_dir: Path
+
+    @property
+    def title(self) -> str:
+        """``"ogbg-molbbbp PrunE seed 0"``: dataset, method label and seed."""
+        from grprune.naming import method_label
+        cfg = self.cfg
+        method = method_label(list(cfg["reg"]), cfg["selector"]["name"], cfg["preset"]["name"])
+        return f"{cfg['data']['name']} {method} seed {cfg['train']['seed']}"
+
+
+def plan_run(*, data: str | None = None, selector: str | None = None, reg: str | None = None,
+             encoder: str | None = None, preset: str | None = None,
+             config_file: str | Path | None = None, split: str | None = None,
+             shift: str | None = None, epochs: int | None = None, seed: int | None = None,
+             device: str | None = None, root: str | Path | None = None, download: bool = False,
+             progress: str | None = None, deterministic: bool | None = None,
+             hparams: Mapping[str, Any] | None = None, overrides: Iterable[str] = (),
+             out: str | Path | None = None) -> RunPlan:
+    """The configuration and run directory of ``grprune run`` with these options.
+
+    Options left at None take their value from the config file, the preset or the
+    parts' defaults (:func:`grprune.config.resolve_config`, in that order of
+    precedence after the flags).
+
+    Parameters
+    ----------
+    data, selector, reg, encoder, preset : str, optional
+        Part names, as ``--data``, ``--selector``, ``--reg`` (comma list or ``none``),
+        ``--encoder``, ``--preset``.
+    config_file : path, optional
+        ``--config``.
+    split, shift, epochs, seed, device, root, download, progress, deterministic
+        The flags of the same names (``data.split``, ``data.shift``, ``train.epochs``,
+        ``train.seed``, ``train.device``, ``data.root``, ``data.download``,
+        ``train.progress``, ``train.deterministic``).
+    hparams : mapping, optional
+        Namespaced values (``{"reg.size.eta": 0.75}``); they win over the flags.
+    overrides : iterable of str
+        ``-H key=value`` strings; they win over everything.
+    out : path, optional
+        Run directory; default :func:`default_run_dir`.
+
+    Returns
+    -------
+    RunPlan
+
+    Raises
+    ------
+    GrpruneError
+        As :func:`grprune.config.resolve_config`.
+    """
+    from grprune.config import resolve_config
+    flags = {"data.split": split, "data.shift": shift, "train.epochs": epochs,
+             "train.seed": seed, "train.device": device, "data.root": root,
+             "train.progress": progress, "train.deterministic": deterministic}
+    if download:
+        flags["data.download"] = True
+    flags = {k: v for k, v in flags.items() if v is not None}
+    flags.update(hparams or {})
+    cfg = resolve_config(data=data, selector=selector, reg=reg, encoder=encoder, flags=flags,
+                         overrides=overrides, file=config_file, preset=preset)
+    return RunPlan(cfg, Path(out) if out else default_run_dir(cfg))
 
 
 def prepare_run_dir(cfg: dict, run_dir: Path, force: bool = False,
@@ -113,27 +189,55 @@ def load_state(path: Path) -> dict:
 
 def execute(cfg: dict, run_dir: str | Path, *, force: bool = False,
             on_epoch: Callable[[dict], None] | None = None,
-            log: Callable[[str], None] = print) -> tuple[str, dict]:
-    """Run (or resume, or skip) one configuration; returns ``(status, summary)``.
+            log: Callable[[str], None] = print, dataset=None) -> tuple[str, dict]:
+    """Run (or resume, or skip) one configuration.
 
-    ``status`` is ``"finished"`` (nothing done), ``"resumed"`` or ``"completed"``.
+    Parameters
+    ----------
+    cfg : dict
+        A resolved configuration (:func:`plan_run`).
+    run_dir : str or Path
+    force : bool
+        Start over in a finished, corrupt or other-configuration directory
+        (:func:`prepare_run_dir`).
+    on_epoch : callable, optional
+        Receives each epoch's record (a ``results.jsonl`` line).
+    log : callable
+        Receives notes (``"resuming ..."``).
+    dataset : GraphDataset, optional
+        The data to train on; default :func:`load_config_dataset` of ``cfg``. One
+        given here must be what ``cfg["data"]`` describes (:func:`grprune.train`
+        passes graphs built in memory, saved where ``data.path`` points).
+
+    Returns
+    -------
+    (status, summary)
+        ``status`` is ``"finished"`` (nothing done), ``"resumed"`` or ``"completed"``;
+        ``summary`` is ``summary.json``.
+
+    Raises
+    ------
+    GrpruneError
+        As :func:`prepare_run_dir`; if ``run_dir`` is a file.
     """
     run_dir = Path(run_dir)
     if run_dir.exists() and not run_dir.is_dir():
         raise GrpruneError(f"--out {run_dir} exists and is not a directory")
     with R.RunDir(run_dir).lock():  # one process per run directory
-        return _execute_locked(cfg, run_dir, force, on_epoch, log)
+        return _execute_locked(cfg, run_dir, force, on_epoch, log, dataset)
 
 
-def _execute_locked(cfg: dict, run_dir: Path, force: bool, on_epoch, log) -> tuple[str, dict]:
-    from grprune.train import Trainer
+def _execute_locked(cfg: dict, run_dir: Path, force: bool, on_epoch, log,
+                    dataset=None) -> tuple[str, dict]:
+    from grprune.trainer import Trainer
 
     status, payload = prepare_run_dir(cfg, run_dir, force, held=True)
     if status == "finished":
         return "finished", payload
     R.atomic_write_json(run_dir / R.CONFIG, cfg)
     t0 = time.perf_counter()
-    dataset = load_config_dataset(cfg)
+    if dataset is None:
+        dataset = load_config_dataset(cfg)
     load_s = time.perf_counter() - t0
     if status == "resume":
         log(f"resuming {run_dir} after epoch {payload['epoch']}")

@@ -60,6 +60,9 @@ def test_prune_run_writes_the_run_directory(tmp_path):
                 "wall_time_s", "peak_mem_mib"):
         assert key in summary
     assert summary["metric"] == "rocauc" and 0 <= summary["kept_edge_fraction"] <= 1
+    env = summary["environment"]  # the code and hardware behind the numbers
+    assert env["cpu"] and env["cpu_count"] >= 1 and env["gpu"] is None and env["torch"]
+    assert env["commit"] is None or len(env["commit"].split("-")[0]) == 7
     records = R.read_records(out / R.RESULTS)
     assert len(records) == 2
     assert set(records[0]["loss"]) >= {"ce", "size", "eps-align", "total"}

@@ -193,14 +193,9 @@ def test_load_split_files_errors(tmp_path):
 
 
 # -- cache -----------------------------------------------------------------
-def test_cached_load_is_fast_and_equal(root, bbbp):
-    import time
-
-    start = time.perf_counter()
+def test_cached_load_is_a_hit_and_equal(root, bbbp):
     again = load_dataset("ogbg-molbbbp", root=root)
-    elapsed = time.perf_counter() - start
     assert again.info["cache"] == "hit"
-    assert elapsed < 3.0  # about 0.3 s on 2 cores; generous for slow CI
     assert same_graphs(again.graphs, bbbp.graphs)
     assert torch.equal(again.labels, bbbp.labels) and again.smiles == bbbp.smiles
     assert np.array_equal(again.source_rows, bbbp.source_rows)

@@ -13,7 +13,7 @@ from grprune import results as R
 from grprune.config import resolve_config
 from grprune.data import load_dataset
 from grprune.run import execute
-from grprune.train import Trainer
+from grprune.trainer import Trainer
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 

@@ -131,3 +131,14 @@ def test_every_part_declares_a_domain_for_every_number():
                  if isinstance(param.default, (int, float)) and not isinstance(param.default, bool)
                  and param.low is None and param.high is None and not param.choices]
     assert unbounded == []
+
+
+@pytest.mark.parametrize("args", [["--device", "gpu"], ["--device", "cuda:x"],
+                                  ["-H", "train.device=tpu"]])
+def test_a_bad_device_name_exits_2_before_anything_runs(tmp_path, args):
+    res = CliRunner().invoke(main, ["run", "--reg", "none", "--epochs", "1",
+                                    "--out", str(tmp_path / "x"), *args])
+    lines = [x for x in res.output.splitlines() if x.strip()]
+    assert res.exit_code == 2 and len(lines) == 1, res.output
+    assert "train.device" in lines[0] and "cuda:N" in lines[0]
+    assert not (tmp_path / "x").exists()

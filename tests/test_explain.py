@@ -320,3 +320,77 @@ def test_plain_pictures_when_rdkit_cannot_draw(bbbp_run, tmp_path, monkeypatch):
     assert res.exit_code == 0, res.output
     assert "RDKit cannot draw molecules here" in res.output
     assert next(tmp_path.glob("graph-*.png")).read_bytes().startswith(PNG)
+
+
+# -- explain reads the trainer's edge_probs.npz ------------------------------------
+def test_explain_reads_edge_probs_not_the_model(motif_run, tmp_path, monkeypatch):
+    """With every asked graph in edge_probs.npz, explain runs no model forward, and its
+    output is what re-scoring with the model gives (the fallback for old runs)."""
+    from grprune.evaluation import SCORE_ARRAYS, read_edge_probs
+    from grprune.inference import Run
+    from grprune.model import GraphClassifier
+
+    # the reference: re-scored with the model, as for a run without the saved scores
+    with monkeypatch.context() as m:
+        m.setattr(Run, "stored_scores", lambda self, indices: None)
+        assert _cli("explain", motif_run, "--out", tmp_path / "ref", "--top-k", "4").exit_code == 0
+
+    # the model weights made unusable, and any forward an error
+    run_dir = tmp_path / "run"
+    shutil.copytree(motif_run, run_dir, ignore=shutil.ignore_patterns("explain"))
+    state = torch.load(run_dir / R.CHECKPOINT, weights_only=True)
+    torch.save({k: torch.full_like(v, float("nan")) if v.is_floating_point() else v
+                for k, v in state.items()}, run_dir / R.CHECKPOINT)
+
+    def no_forward(*args, **kwargs):
+        raise AssertionError("explain ran the model although edge_probs.npz holds the graphs")
+
+    monkeypatch.setattr(GraphClassifier, "forward", no_forward)
+    monkeypatch.setattr(GraphClassifier, "predict", no_forward)
+    res = _cli("explain", run_dir, "--out", tmp_path / "ex", "--top-k", "4")
+    assert res.exit_code == 0, res.output
+    ref, got = pd.read_csv(tmp_path / "ref" / "edges.csv"), pd.read_csv(tmp_path / "ex" / "edges.csv")
+    assert list(ref.columns) == list(got.columns) and len(ref) == len(got) > 0
+    for col in ref.columns:
+        if ref[col].dtype.kind == "f":
+            np.testing.assert_allclose(got[col], ref[col], atol=1e-5)
+        else:
+            assert got[col].tolist() == ref[col].tolist(), col
+    m_ref = json.loads((tmp_path / "ref" / "metrics.json").read_text())
+    m_got = json.loads((tmp_path / "ex" / "metrics.json").read_text())
+    for key in ("all", "correct", "accuracy"):
+        _assert_close(m_got[key], m_ref[key])
+    # the scores are the file's, to the bit
+    edges = read_edge_probs(run_dir / R.EDGE_PROBS)
+    gi = int(got["graph_index"].iloc[0])
+    k = edges.graph_index.tolist().index(gi)
+    rows = got[got["graph_index"] == gi]
+    sl = slice(edges.edge_ptr[k], edges.edge_ptr[k + 1])
+    first = np.arange(sl.start, sl.stop)[undirected_bonds(edges.src[sl], edges.dst[sl])[1]]
+    assert rows["edge_prob"].tolist() == pytest.approx(edges.edge_prob[first].tolist(), abs=1e-6)
+    assert rows["prob_1"].iloc[0] == pytest.approx(float(edges.prob[k, 1]), abs=1e-6)
+
+    # a part the file does not hold needs the model: re-scored (here: the forward refuses)
+    res = CliRunner().invoke(main, ["explain", str(run_dir), "--part", "valid",
+                                    "--out", str(tmp_path / "valid")])
+    assert res.exit_code != 0 and "explain ran the model" in repr(res.exception)
+
+    # an old run's file without logits and class probabilities: re-scored too
+    with np.load(run_dir / R.EDGE_PROBS) as npz:
+        old = {k: npz[k] for k in npz.files if k not in ("edge_logits", "prob", "num_nodes")}
+    np.savez_compressed(run_dir / R.EDGE_PROBS, **old)
+    assert read_edge_probs(run_dir / R.EDGE_PROBS) is None and "edge_logits" in SCORE_ARRAYS
+    res = CliRunner().invoke(main, ["explain", str(run_dir), "--out", str(tmp_path / "old")])
+    assert res.exit_code != 0 and "explain ran the model" in repr(res.exception)
+
+
+def _assert_close(a, b):
+    """Nested dicts equal, floats to 1e-6."""
+    if isinstance(a, dict):
+        assert a.keys() == b.keys()
+        for k in a:
+            _assert_close(a[k], b[k])
+    elif isinstance(a, float) or isinstance(b, float):
+        assert a == pytest.approx(b, abs=1e-6)
+    else:
+        assert a == b

@@ -37,7 +37,7 @@ def bbbp_run(tmp_path_factory, data_root):
 @pytest.fixture(scope="module")
 def test_graphs(bbbp_run):
     """The run's test graphs: dataset, indices, and the trainer's own evaluation of them."""
-    from grprune.train import Trainer
+    from grprune.trainer import Trainer
     run = load_run(bbbp_run)
     dataset = run.load_dataset()
     trainer = Trainer(run.cfg, dataset, bbbp_run)

@@ -19,7 +19,7 @@ from grprune.model import GraphClassifier
 from grprune.run import execute
 from grprune.selectors import SELECTORS
 from grprune.selectors.base import budget_mask
-from grprune.train import lr_at
+from grprune.trainer import lr_at
 from tests.conftest import make_graph
 
 
@@ -135,7 +135,7 @@ def test_lr_milestones_multiply_the_rate_and_are_recorded(tmp_path):
 
 
 def test_a_warm_up_epoch_is_selected_only_when_allowed(tmp_path, monkeypatch):
-    import grprune.train as T
+    import grprune.trainer as T
     valid = {0: 0.9, 1: 0.5, 2: 0.4}  # OOD-valid per epoch: the warm-up epoch 0 is best
     real_eval, real_epoch, real_finish = T.Trainer.evaluate, T.Trainer.train_epoch, T.Trainer._finish
 

@@ -94,7 +94,7 @@ def test_erm_has_no_selector():
     ({"overrides": ["reg.nosuch.weight=1"]}, "unknown regularizer 'nosuch'"),
     ({"reg": "size", "overrides": ["reg.eps-align.k=10"]}, "not in --reg"),
     ({"overrides": ["nosection"]}, "expected section.key=value"),
-    ({"selector": "none", "reg": "size"}, "needs a subgraph selector"),
+    ({"selector": "none", "reg": "size"}, "'size' cannot run with selector 'none': it needs a subgraph selector"),
     ({"flags": {"data.split": "random"}}, "Choices: scaffold, size"),
     ({"data": "ogbg-molbbbq"}, "Did you mean 'ogbg-molbbbp'"),
 ])

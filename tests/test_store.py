@@ -16,7 +16,7 @@ from grprune.data.dataset import GraphDataset
 from grprune.data.store import GraphStore
 from grprune.losses import cross_entropy
 from grprune.regularizers import StepContext
-from grprune.train import Trainer
+from grprune.trainer import Trainer
 from tests.conftest import toy_graphs
 
 

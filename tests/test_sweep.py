@@ -17,6 +17,7 @@ from grprune import results as R
 from grprune.cli import main
 from grprune.config import resolve_config
 from grprune.errors import GrpruneError
+from grprune.regularizers import REGULARIZERS
 from grprune.sweep import (ERROR, LOG, PLAN, expand, grid_from_options, load_spec,
                            parse_hparams, parse_reg, parse_seeds, run_status)
 from grprune.sweep.grid import run_command
@@ -284,11 +285,9 @@ def test_local_launcher_stops_children_on_interrupt(tmp_path, monkeypatch):
         if len(procs) == 2:
             raise KeyboardInterrupt
 
-    t0 = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
         launchers.launch_local(jobs, on_start, lambda *a: None, workers=2)
-    assert len(procs) == 2 and all(p.poll() is not None for p in procs)
-    assert time.monotonic() - t0 < 5
+    assert len(procs) == 2 and all(p.poll() is not None for p in procs)  # children ended
     assert all((j.run_dir / R.CONFIG).is_file() for j in jobs[:2])  # prepared, interrupted
     assert not jobs[2].run_dir.exists()  # never started: still pending
 
@@ -308,6 +307,19 @@ def test_interrupt_exits_130_with_a_resume_hint(tmp_path, monkeypatch):
 
 # -- a mini sweep end to end -----------------------------------------------------------
 
+BOOM = """
+from grprune.regularizers import REGULARIZERS, Regularizer
+
+
+@REGULARIZERS.register("boom")
+class Boom(Regularizer):
+    \"\"\"Resolves like any regularizer and fails in the first training step.\"\"\"
+
+    def loss(self, ctx):
+        raise ValueError("boom in training")
+"""
+
+
 @pytest.fixture(scope="module")
 def mini(tmp_path_factory):
     """Two sweeps into one sweep root, eta in {0.75, 0.85} x seeds {0, 1}.
@@ -317,41 +329,46 @@ def mini(tmp_path_factory):
     finished. Then seed 1 of eta 0.75 is made an interrupted run (config.json only)
     and seed 1 of eta 0.85 a failed one (with a stale error.json). The second sweep,
     from a spec with two grids, is eta x seeds 0-1 (two finished, two to restart) plus
-    train.lr=-1 (passes resolution, fails in training) for eta 0.75, and for eta 0.85
-    a foreign directory at its run dir; it runs 3 children with --workers 2.
+    the plugin regularizer ``boom`` (passes resolution, fails in training; the children
+    get it from ``GRPRUNE_PLUGINS``) for eta 0.75, and for eta 0.85 a foreign directory
+    at its run dir; it runs 3 children with --workers 2.
     """
+    from grprune.cli import plugins
     from grprune.run import execute
     root = tmp_path_factory.mktemp("sweep")
+    boom = write(root.parent / "boom_reg.py", BOOM)
+    plugins.load([str(boom)])
     spec = write(root.parent / "spec.yaml", """
 - {seeds: 0-1, hparams: {reg.size.eta: [0.75, 0.85]}}
-- {seeds: 0, hparams: {reg.size.eta: [0.75, 0.85], train.lr: -1}}
+- {seeds: 0, reg: "size,eps-align,boom", hparams: {reg.size.eta: [0.75, 0.85]}}
 """)
     cli = grid_from_options(epochs="2", hparams=["data.limit=48"])
     ex = expand([g.update(cli) for g in load_spec(spec)])
-    by = {(c.cfg["reg"]["size"]["eta"], c.cfg["train"]["seed"], c.cfg["train"]["lr"]): c
+    by = {(c.cfg["reg"]["size"]["eta"], c.cfg["train"]["seed"], "boom" in c.cfg["reg"]): c
           for c in ex.configs}
     for eta in (0.75, 0.85):
-        conf = by[(eta, 0, 0.001)]
+        conf = by[(eta, 0, False)]
         execute(conf.cfg, run_dir_of(conf, root), log=lambda msg: None)
     finished = {p: (p / R.SUMMARY).stat().st_mtime_ns for p in root.glob("*/*") if p.is_dir()}
     first = sweep("-H", "reg.size.eta=0.75,0.85", "--seeds", "0", *SMALL, "--workers", "2",
                   "--out", root, "--progress", "plain")
     plan1 = json.loads((root / PLAN).read_text())
 
-    interrupted = run_dir_of(by[(0.75, 1, 0.001)], root)
-    R.atomic_write_json(interrupted / R.CONFIG, by[(0.75, 1, 0.001)].cfg)
-    failed = run_dir_of(by[(0.85, 1, 0.001)], root)
-    R.atomic_write_json(failed / R.CONFIG, by[(0.85, 1, 0.001)].cfg)
+    interrupted = run_dir_of(by[(0.75, 1, False)], root)
+    R.atomic_write_json(interrupted / R.CONFIG, by[(0.75, 1, False)].cfg)
+    failed = run_dir_of(by[(0.85, 1, False)], root)
+    R.atomic_write_json(failed / R.CONFIG, by[(0.85, 1, False)].cfg)
     R.atomic_write_json(failed / ERROR, {"message": "old failure"})
-    assert run_status(by[(0.85, 1, 0.001)].cfg, failed)[0] == "failed"
-    foreign = run_dir_of(by[(0.85, 0, -1.0)], root)
+    assert run_status(by[(0.85, 1, False)].cfg, failed)[0] == "failed"
+    foreign = run_dir_of(by[(0.85, 0, True)], root)
     foreign.mkdir(parents=True)
     (foreign / "notes.txt").write_text("my notes")
     second = sweep("--spec", spec, *SMALL, "--workers", "2", "--out", root,
-                   "--progress", "plain")
-    return dict(root=root, first=first, second=second, plan1=plan1, finished=finished,
-                interrupted=interrupted, failed=failed, foreign=foreign,
-                crashed=run_dir_of(by[(0.75, 0, -1.0)], root), ex=ex)
+                   "--progress", "plain", env={plugins.ENV: str(boom)})
+    yield dict(root=root, first=first, second=second, plan1=plan1, finished=finished,
+               interrupted=interrupted, failed=failed, foreign=foreign,
+               crashed=run_dir_of(by[(0.75, 0, True)], root), ex=ex)
+    REGULARIZERS.unregister("boom")
 
 
 def test_first_sweep_finds_the_finished_runs(mini):
@@ -379,12 +396,12 @@ def test_interrupted_and_failed_runs_restart_and_complete(mini):
 def test_a_failed_run_keeps_error_json_and_others_go_on(mini):
     assert mini["second"].exit_code == 1
     error = json.loads((mini["crashed"] / ERROR).read_text())
-    assert error["message"] == "ValueError: Invalid learning rate: -1.0"
+    assert error["message"] == "ValueError: boom in training"
     assert error["returncode"] == 1 and error["stderr_tail"][-1] == error["message"]
     assert set(error) >= {"time", "command", "hash"}
     assert not (mini["crashed"] / R.SUMMARY).exists()
     rel = mini["crashed"].relative_to(mini["root"]).as_posix()
-    assert f"failed: {rel}: ValueError: Invalid learning rate: -1.0" in mini["second"].output
+    assert f"failed: {rel}: ValueError: boom in training" in mini["second"].output
 
 
 def test_foreign_directory_is_reported_and_left_alone(mini):
@@ -397,14 +414,15 @@ def test_foreign_directory_is_reported_and_left_alone(mini):
 
 def test_plan_is_the_union_of_both_sweeps(mini):
     plan = json.loads((mini["root"] / PLAN).read_text())
-    assert plan["version"] == 1 and plan["command"].startswith("grprune sweep --spec")
+    assert plan["version"] == 1
+    assert plan["command"].startswith("grprune --plugin ") and " sweep --spec " in plan["command"]
     hashes = [c["hash"] for c in plan["configs"]]
     assert hashes[:2] == [c["hash"] for c in mini["plan1"]["configs"]]
     assert set(hashes) == {c.hash for c in mini["ex"].configs} and len(hashes) == 6
     for entry in plan["configs"]:
         run_dir = mini["root"] / entry["run_dir"]
         assert run_dir.name.endswith(entry["hash"]) and run_dir.is_dir()
-        assert set(entry["values"]) <= {"seed", "reg.size.eta", "train.lr"}
+        assert set(entry["values"]) <= {"seed", "reg.size.eta", "reg"}
     assert [len(s["configs"]) for s in plan["sweeps"][:2]] == [2, 6]
     assert [s["added"] for s in plan["sweeps"][:2]] == [2, 4]
     assert plan["configs"][0]["values"] == {"reg.size.eta": 0.75}
@@ -412,12 +430,10 @@ def test_plan_is_the_union_of_both_sweeps(mini):
 
 def test_rerun_after_everything_finished_runs_nothing(mini):
     """Re-running the first grid, now with both seeds, finds all four finished."""
-    t0 = time.perf_counter()
     res = sweep("-H", "reg.size.eta=0.75,0.85", "--seeds", "0-1", *SMALL,
                 "--out", mini["root"], "--progress", "none")
     assert res.exit_code == 0, res.output
     assert "0 done, 4 skipped (already finished), 0 failed" in res.output
-    assert time.perf_counter() - t0 < 5
 
 
 def _processes_mentioning(text: str) -> list[int]:

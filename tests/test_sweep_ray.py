@@ -47,13 +47,21 @@ def test_ray_sweep_runs_every_configuration_and_shuts_ray_down(tmp_path):
 
 
 def test_ray_sweep_reports_a_failed_run(tmp_path):
+    from grprune.regularizers import REGULARIZERS
+    from test_sweep import BOOM  # a plugin regularizer that fails in training
     root = tmp_path / "sw"
-    res = CliRunner().invoke(main, [
-        "sweep", "--launcher", "ray", "--workers", "1", "-H", "train.lr=-1", "--seeds", "0",
-        "--epochs", "2", "-H", "data.limit=48", "--out", str(root), "--progress", "none"],
-        catch_exceptions=False)
+    boom = tmp_path / "boom_reg.py"
+    boom.write_text(BOOM)
+    try:
+        res = CliRunner().invoke(main, [
+            "--plugin", str(boom), "sweep", "--launcher", "ray", "--workers", "1",
+            "--reg", "size,eps-align,boom", "--seeds", "0", "--epochs", "2",
+            "-H", "data.limit=48", "--out", str(root), "--progress", "none"],
+            catch_exceptions=False)
+    finally:
+        REGULARIZERS.unregister("boom")
     assert res.exit_code == 1, res.output
-    assert "ValueError: Invalid learning rate: -1.0" in res.output
+    assert "ValueError: boom in training" in res.output
     (run_dir,) = [p for p in root.glob("*/*") if p.is_dir()]
     error = json.loads((run_dir / ERROR).read_text())
     assert error["returncode"] == 1 and error["message"].startswith("ValueError")

@@ -22,7 +22,7 @@ from grprune.errors import GrpruneError
 from grprune.model import GraphClassifier
 from grprune.regularizers import REGULARIZERS, StepContext
 from grprune.selectors import SELECTORS
-from grprune.train import build_model
+from grprune.trainer import build_model
 from tests.conftest import make_graph
 
 # 5 graphs, 2 classes; environment 0 holds graphs 0-1, environment 1 graphs 2-4
@@ -146,24 +146,24 @@ def test_single_environment_and_single_graph_batches_are_finite(name):
 
 def test_anneal_weights_the_first_steps_like_domainbed():
     reg = REGULARIZERS.make("irm", anneal_steps=2, anneal_weight=0.5)
+    ctx = _ctx()
+    value = reg.loss(ctx)
     weights = []
-    for _ in range(3):
-        reg.loss(_ctx())
-        weights.append(reg.weight)
+    for step in range(3):  # the weight depends on ctx.step, not on how often it was called
+        ctx.step = step
+        weights.append(reg.weight_at(ctx))
+        assert reg.terms(ctx)["penalty"].item() == pytest.approx(weights[-1] * value.item())
     assert weights == [0.5, 0.5, 100.0]
-    reg.eval()
-    reg.loss(_ctx())  # evaluation steps do not count
-    assert reg.steps == 3
+    ctx.step = 0
+    assert reg.weight_at(ctx) == 0.5 and reg.weight == 100.0
     fresh = REGULARIZERS.make("irm", anneal_steps=2, anneal_weight=0.5)
-    fresh.load_state_dict(reg.state_dict())  # a resumed run continues the count
-    assert fresh.steps == 3
-    fresh.loss(_ctx())
-    assert fresh.weight == 100.0
+    fresh.load_state_dict(reg.state_dict())
+    # a checkpoint from before ctx.step (its step count in the extra state) still loads
+    fresh.load_state_dict({**reg.state_dict(), "_extra_state": {"steps": 3}})
     defaults = REGULARIZERS.get("vrex").defaults  # DomainBed: 500 steps at weight 1
     assert (defaults["anneal_steps"], defaults["anneal_weight"]) == (500, 1.0)
     off = REGULARIZERS.make("vrex", anneal_steps=0)
-    off.loss(_ctx())
-    assert off.weight == 10.0
+    assert off.weight_at(_ctx()) == 10.0
     with pytest.raises(GrpruneError, match="anneal_steps"):
         REGULARIZERS.make("vrex", anneal_steps=-1)
 

@@ -185,7 +185,7 @@ def test_ciga_hinge_by_hand():
 
 
 def test_ciga_composes_alpha_beta_gamma(toy_batch, monkeypatch):
-    """weight * loss == alpha*contrast + gamma*CE(G_c) + beta*hinge, CIGA's total."""
+    """terms() = alpha*contrast, gamma*CE(G_c), beta*hinge: CIGA's total, each named."""
     torch.manual_seed(0)
     model = _model().train()
     out = model(toy_batch)
@@ -197,8 +197,14 @@ def test_ciga_composes_alpha_beta_gamma(toy_batch, monkeypatch):
     monkeypatch.setattr(C, "cross_entropy",
                         lambda *a, **k: parts.setdefault("ce", torch.full((4,), 0.2)))
     reg = REGULARIZERS.make("ciga", weight=4.0, causal_ce=2.0, spurious_weight=0.5)
-    total = reg.weight * reg.loss(ctx)
-    assert total.item() == pytest.approx(4.0 * 0.3 + 2.0 * 0.2 + 0.5 * 0.7)
+    terms = {k: v.item() for k, v in reg.terms(ctx).items()}
+    assert terms == pytest.approx({"contrast": 4.0 * 0.3, "causal_ce": 2.0 * 0.2,
+                                   "hinge": 0.5 * 0.7})
+    assert reg.loss(ctx).item() == pytest.approx(4.0 * 0.3 + 2.0 * 0.2 + 0.5 * 0.7)
+    # no division by alpha any more: alpha = 0 leaves the other terms as they are
+    zero = REGULARIZERS.make("ciga", weight=0.0, causal_ce=2.0)
+    assert {k: v.item() for k, v in zero.terms(ctx).items()} == pytest.approx(
+        {"contrast": 0.0, "causal_ce": 0.4})
 
 
 # -- both: gradients, config, end to end -------------------------------------

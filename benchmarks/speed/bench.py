@@ -84,7 +84,7 @@ def measure(data: str, method: str, device: str, epochs: int, limit: int, thread
     torch.set_num_threads(threads)
     from grprune.config import resolve_config
     from grprune.run import load_config_dataset
-    from grprune.train import Trainer
+    from grprune.trainer import Trainer
 
     flags = {"train.device": device, "train.warmup_epochs": 0, "train.eval_train": False,
              "train.progress": "none", "data.limit": limit,

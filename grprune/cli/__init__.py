@@ -3,21 +3,24 @@
 
 Every option has help text and an environment-variable fallback
 (``GRPRUNE_<COMMAND>_<OPTION>``, e.g. ``GRPRUNE_RUN_EPOCHS=5``). Errors a user
-can cause end with one message on stderr and exit code 2.
+can cause end with one message on stderr and exit code 2. ``grprune --plugin MODULE
+COMMAND`` imports the user's own parts first (:mod:`grprune.cli.plugins`); options that
+``run`` and ``sweep`` share are declared once, in :mod:`grprune.cli.options`.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 import sys
+import warnings
 from pathlib import Path
 
 import click
 
+from grprune.cli import plugins as _plugins
+from grprune.cli.options import (_names, model_options, option, progress_option,  # noqa: F401
+                                 training_options)
 from grprune.errors import GrpruneError
-
-option = functools.partial(click.option, show_envvar=True)
 
 
 class GrpruneGroup(click.Group):
@@ -42,23 +45,43 @@ class GrpruneGroup(click.Group):
 @click.group(cls=GrpruneGroup, context_settings={"help_option_names": ["-h", "--help"],
                                               "auto_envvar_prefix": "GRPRUNE"})
 @click.version_option(package_name="grprune")
-def main() -> None:
+@click.option("--plugin", "plugin", multiple=True, metavar="MODULE", allow_from_autoenv=False,
+              help="import MODULE (a module name, or the path of a .py file) before the "
+                   "command: your own regularizers, selectors, encoders or datasets, "
+                   "registered with @REGULARIZERS.register(...) and the like (repeatable). "
+                   f"Also read from ${_plugins.ENV} (comma-separated); a sweep's runs "
+                   "import the same modules")
+@click.pass_context
+def main(ctx: click.Context, plugin: tuple[str, ...]) -> None:
     """grprune: out-of-distribution generalization for graph classification.
 
     PrunE (NeurIPS 2025) prunes spurious edges with a learned subgraph selector,
     regularized by a graph-size constraint (size) and epsilon-probability
     alignment (eps-align). See `grprune ls` for every registered part.
     """
+    warnings.formatwarning = _one_line_warning
+    ctx.meta[_plugins.ENV] = _plugins.load([*_plugins.from_env(), *plugin])
 
 
-def _names(kind: str) -> str:
-    from grprune.data import DATASETS
-    from grprune.encoders import ENCODERS
-    from grprune.regularizers import REGULARIZERS
-    from grprune.selectors import SELECTORS
-    reg = {"data": DATASETS, "encoder": ENCODERS, "reg": REGULARIZERS,
-           "selector": SELECTORS}[kind]
-    return ", ".join(reg.names(load_plugins=False))
+_python_formatwarning = warnings.formatwarning
+
+
+def _one_line_warning(message, category, filename, lineno, line=None) -> str:
+    """grprune's own warnings (``"grprune: ..."``) as the one line they are, without
+    Python's file, line number and source line; other warnings as Python writes them."""
+    text = str(message)
+    if text.startswith("grprune:"):
+        return text + "\n"
+    return _python_formatwarning(message, category, filename, lineno, line)
+
+
+def loaded_plugins(ctx: click.Context | None = None) -> list[str]:
+    """The plugins this command imported (``--plugin`` and ``$GRPRUNE_PLUGINS``), for
+    child processes; from the environment when the command runs outside ``main``."""
+    ctx = ctx or click.get_current_context(silent=True)
+    if ctx is not None and _plugins.ENV in ctx.meta:
+        return list(ctx.meta[_plugins.ENV])
+    return [_plugins._canonical(p) for p in _plugins.from_env()]
 
 
 def _fmt(value) -> str:
@@ -137,44 +160,19 @@ def print_summary(summary: dict, run_dir: Path, status: str) -> None:
 
 
 @main.command()
-@option("--selector", default=None,
-        help="subgraph selector: auto (gumbel-gin when a regularizer needs one), none, or "
-             f"one of: {_names('selector')}")
-@option("--reg", default=None,
-        help="comma list of regularizers, or none for plain ERM [default: size,eps-align]. "
-             f"Built in: {_names('reg')}")
-@option("--data", default=None, help=f"dataset [default: ogbg-molbbbp]. Built in: {_names('data')}")
-@option("--split", default=None, help="dataset split, e.g. scaffold or size (see `grprune ls datasets`)")
-@option("--shift", default=None, help="distribution shift of GOOD datasets: covariate or concept")
-@option("--encoder", default=None, help=f"GNN encoder [default: gin]. Built in: {_names('encoder')}")
-@option("--preset", default=None,
-        help="named bundle of settings per dataset: paper, official, a preset of yours "
-             "(`grprune ls presets`) or a preset file [default: auto, the dataset's preset "
-             "chosen on validation]")
-@option("--epochs", type=int, default=None, help="training epochs [default: 100]")
-@option("--seed", type=int, default=None, help="random seed [default: 0]")
-@option("--device", default=None, help="auto (CUDA when present), cpu, cuda or cuda:N [default: auto]")
+@model_options("run")
+@training_options("run")
 @option("--deterministic/--no-deterministic", default=None,
         help="same seed, same numbers, also on a busy machine: MKL on one thread on the CPU, "
              "deterministic kernels on CUDA [default: on]")
 @option("--out", type=click.Path(path_type=Path), default=None,
         help="run directory [default: runs/<dataset>/<method>-seed<seed>-<hash>]")
-@option("--root", default=None, help="data root (caches, OGB folders) [default: $GRPRUNE_DATA_ROOT "
-                                     "or ~/.cache/grprune/data]")
-@option("--download", is_flag=True, default=False,
-        help="use OGB's online download route instead of the bundled data")
-@option("-H", "--hparam", "overrides", multiple=True, metavar="KEY=VALUE",
-        help="override any hyperparameter by namespaced key, e.g. -H reg.size.eta=0.75 "
-             "-H selector.tau=0.5 -H train.lr=1e-3 (repeatable)")
-@option("--config", "config_file", type=click.Path(path_type=Path), default=None,
-        help="JSON/YAML config file with the sections of config.json")
 @option("--force", is_flag=True, default=False,
         help="re-run even if the run directory holds a finished run")
-@option("--progress", type=click.Choice(["auto", "rich", "plain", "none"]), default=None,
-        help="progress display [default: auto: rich on a terminal, plain lines otherwise]")
+@progress_option("run")
 @option("--json", "as_json", is_flag=True, default=False, help="print the summary as JSON")
-def run(selector, reg, data, split, shift, encoder, preset, epochs, seed, device, deterministic,
-        out, root, download, overrides, config_file, force, progress, as_json) -> None:
+def run(selector, reg, data, split, shift, encoder, preset, epochs, seed, overrides, device,
+        root, download, config_file, deterministic, out, force, progress, as_json) -> None:
     """Train a selector + GNN with the given regularizers and report metrics.
 
     \b
@@ -182,21 +180,14 @@ def run(selector, reg, data, split, shift, encoder, preset, epochs, seed, device
       grprune run --selector gumbel-gin --reg size,eps-align --data ogbg-molbbbp
       grprune run --reg none --data ogbg-molbbbp --seed 1        # ERM baseline
     """
-    from grprune.config import resolve_config
-    from grprune.run import default_run_dir, execute
+    from grprune.run import execute, plan_run
 
-    flags = {"data.split": split, "data.shift": shift, "train.epochs": epochs, "train.seed": seed,
-             "train.device": device, "data.root": root, "train.progress": progress,
-             "train.deterministic": deterministic}
-    if download:
-        flags["data.download"] = True
-    flags = {k: v for k, v in flags.items() if v is not None}
-    cfg = resolve_config(data=data, selector=selector, reg=reg, encoder=encoder, flags=flags,
-                         overrides=overrides, file=config_file, preset=preset)
-    run_dir = out or default_run_dir(cfg)
-    from grprune.naming import method_label
-    method = method_label(list(cfg["reg"]), cfg["selector"]["name"], cfg["preset"]["name"])
-    title = f"{cfg['data']['name']} {method} seed {cfg['train']['seed']}"
+    plan = plan_run(data=data, selector=selector, reg=reg, encoder=encoder, preset=preset,
+                    config_file=config_file, split=split, shift=shift, epochs=epochs,
+                    seed=seed, device=device, root=root, download=download,
+                    progress=progress, deterministic=deterministic, overrides=overrides,
+                    out=out)
+    cfg, run_dir, title = plan.cfg, plan.run_dir, plan.title
     printer = EpochPrinter(cfg["train"]["progress"], "?", cfg["train"]["epochs"], title)
     if printer.mode != "none":
         click.echo(f"grprune: {title} -> {run_dir}", err=True)

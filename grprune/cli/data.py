@@ -53,15 +53,25 @@ def _dataset_options(func):
     return func
 
 
-@click.group("data")
+class _DataGroup(click.Group):
+    """``grprune data``, whose help ends with the registered datasets: listed when the
+    help is shown, so that importing the CLI imports no dataset module."""
+
+    def format_help_text(self, ctx: click.Context, formatter) -> None:
+        help_text = self.help
+        self.help = f"{help_text}{_names('data')}"
+        try:
+            super().format_help_text(ctx, formatter)
+        finally:
+            self.help = help_text
+
+
+@click.group("data", cls=_DataGroup, short_help="Inspect datasets and export their splits.")
 def data() -> None:
     """Inspect datasets and export their splits.
 
     \b
     Built in: """
-
-
-data.help = (data.help or "") + _names("data")
 
 
 def _pct(fractions: dict[str, float]) -> str:
@@ -114,13 +124,18 @@ def info(name, split, shift, overrides, root, download, as_json) -> None:
         lines.append(f"source: {inf['source']}")
     if "n_source_rows" in inf:
         skipped = inf.get("n_skipped", 0)
-        text = f"source rows: {inf['n_source_rows']}   skipped (RDKit cannot parse): {skipped}"
-        if skipped:
+        bad = inf.get("bad_rows")  # [{"row", "reason"}] where a source gives reasons
+        why = "" if bad is not None else " (RDKit cannot parse)"
+        text = f"source rows: {inf['n_source_rows']}   skipped{why}: {skipped}"
+        if skipped and bad is None:
             rows = inf.get("skipped_rows", [])
             text += f" (rows {', '.join(map(str, rows[:12]))}{', ...' if len(rows) > 12 else ''})"
         if inf.get("n_lenient"):
             text += f"   kept without valence check: {inf['n_lenient']}"
         lines.append(text)
+        lines += [f"  row {b['row']}: {b['reason']}" for b in (bad or [])[:12]]
+        if bad and len(bad) > 12:
+            lines.append(f"  ... and {len(bad) - 12} more (grprune data info --json lists all)")
     if facts["unassigned"]:
         lines.append(f"graphs in no part: {facts['unassigned']}")
     if "split_source" in inf:

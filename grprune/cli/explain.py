@@ -43,8 +43,9 @@ def _note(msg: str) -> None:
 def explain(run_dir, graphs, part, top_k, fmt, out, device) -> None:
     """Edge keep probabilities of a finished run: pictures, edges.csv, metrics.
 
-    Rebuilds RUN_DIR's model (checkpoint.pt), scores graphs of one split part
-    exactly as the trainer evaluated it, and writes to --out:
+    Reads the scores the trainer stored for the test part (edge_probs.npz) and, for
+    other parts or runs without that file, rebuilds RUN_DIR's model (checkpoint.pt)
+    and scores the graphs exactly as the trainer evaluated them; writes to --out:
 
     \b
       edges.csv       one row per undirected bond of the drawn graphs: graph index,

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import click
 
-from grprune.cli import option
+from grprune.cli import loaded_plugins
+from grprune.cli.options import model_options, option, progress_option, training_options
 from grprune.errors import GrpruneError
 
 _STATUS_STYLE = {"finished": "green", "failed": "red", "interrupted": "yellow",
@@ -109,10 +110,13 @@ class SweepDisplay:
             self.progress = None
 
 
-def _command(params: dict) -> list[str]:
+def _command(params: dict, plugins: list[str] = ()) -> list[str]:
     """The sweep's command line, rebuilt from its options (environment variables
-    included), for ``sweep.json``."""
-    args = ["grprune", "sweep"]
+    included) and its plugins, for ``sweep.json``."""
+    args = ["grprune"]
+    for plugin in plugins:
+        args += ["--plugin", plugin]
+    args.append("sweep")
     if params["spec"] is not None:
         args += ["--spec", str(params["spec"])]
     for name in ("selector", "data", "split", "shift", "encoder", "preset", "epochs", "seeds"):
@@ -248,33 +252,8 @@ def _summary(outcome, root: Path, n: int) -> None:
              "epochs, reg (a list of sets), seeds, device, root, hparams ({key: value or "
              "list}), or a list of such mappings (their configurations are unioned). "
              "Options given on the command line override the spec's")
-@option("--selector", default=None, metavar="A[,B...]",
-        help="selectors to sweep over, comma list (auto, none, gumbel-gin, ...)")
-@option("--reg", multiple=True, metavar="SET",
-        help="one regularizer set, a comma list (size,eps-align is PrunE, none is ERM); "
-             "repeat --reg, or separate sets with ';', for alternatives: "
-             "--reg size,eps-align --reg none")
-@option("--data", default=None, metavar="A[,B...]", help="datasets, comma list")
-@option("--split", default=None, metavar="A[,B...]", help="dataset splits, comma list")
-@option("--shift", default=None, metavar="A[,B...]",
-        help="GOOD distribution shifts, comma list (covariate,concept)")
-@option("--encoder", default=None, metavar="A[,B...]", help="GNN encoders, comma list")
-@option("--preset", default=None, metavar="A[,B...]",
-        help="presets, comma list (paper, official, yours; default auto)")
-@option("--epochs", default=None, metavar="N[,N...]", help="training epochs, comma list")
-@option("--seeds", "--seed", "seeds", default=None, metavar="SEEDS",
-        help="seeds: a range 1-4 (inclusive), a list 0,2,5, or both: 0-3,7")
-@option("-H", "--hparam", "overrides", multiple=True, metavar="KEY=V1[,V2...]",
-        help="sweep a hyperparameter over a comma list, e.g. -H reg.size.eta=0.75,0.85 "
-             "(repeatable; \\, is a literal comma). An override that names a part a "
-             "configuration lacks (reg.size.* with --reg none) is dropped for it")
-@option("--device", default=None, help="device of every run: auto, cpu, cuda or cuda:N")
-@option("--root", default=None, help="data root of every run [default: $GRPRUNE_DATA_ROOT "
-                                     "or ~/.cache/grprune/data]")
-@option("--download", is_flag=True, default=False,
-        help="use OGB's online download route instead of the bundled data")
-@option("--config", "config_file", type=click.Path(path_type=Path), default=None,
-        help="JSON/YAML config file that every configuration starts from")
+@model_options("sweep")
+@training_options("sweep")
 @option("--out", type=click.Path(path_type=Path), default=Path("runs"), show_default=True,
         metavar="SWEEP_ROOT",
         help="sweep root: sweep.json and one run directory per configuration, "
@@ -299,14 +278,13 @@ def _summary(outcome, root: Path, n: int) -> None:
 @option("--show-commands", is_flag=True, default=False,
         help="with --dry-run: also print the equivalent grprune run command of each "
              "configuration")
-@option("--progress", type=click.Choice(["auto", "rich", "plain", "none"]), default=None,
-        help="progress display [default: auto: rich on a terminal, plain lines otherwise]")
+@progress_option("sweep")
 @click.pass_context
 def sweep(ctx, **params) -> None:
     """Run a grid of configurations, one run directory each, in parallel and resumably.
 
-    Comma lists of --data, --split, --shift, --selector, --encoder, --epochs, --seeds
-    and of each -H value expand to their cartesian product; every grid point is
+    Comma lists of --data, --split, --shift, --selector, --encoder, --preset, --epochs,
+    --seeds and of each -H value expand to their cartesian product; every grid point is
     resolved as `grprune run` would resolve it, and points with the same config hash
     are run once. Finished runs are skipped; interrupted and failed ones are run
     again (they resume from their last epoch), so re-running the same command
@@ -319,64 +297,24 @@ def sweep(ctx, **params) -> None:
                     --seeds 0-3 --workers 2 --out runs/erm-vs-prune
       grprune sweep --spec sweep.yaml --dry-run --show-commands
       grprune sweep --spec sweep.yaml --launcher ray --address auto --out /shared/runs
+      grprune --plugin my_regs sweep --reg size,eps-align,edge-entropy --seeds 0-3
     """
     from grprune.sweep import expand, run_sweep, write_plan
-    from grprune.sweep.launchers import launch_local, launch_ray, require_ray
-    from grprune.sweep.plan import Outcome, run_dir_of, run_status, thread_env
+    from grprune.sweep.plan import Outcome
 
-    if params["show_commands"] and not params["dry_run"]:
-        raise click.UsageError("--show-commands goes with --dry-run")
-    if params["launcher"] == "ray" and not params["dry_run"]:
-        require_ray()
-    elif params["address"] and params["launcher"] != "ray":
-        raise click.UsageError("--address goes with --launcher ray")
-    grids = _grids(params)
-    expansion = expand(grids)
+    _check_options(params)
+    expansion = expand(_grids(params))
     root = Path(params["out"]).absolute()
     if params["dry_run"]:
         print_plan(expansion, root, params["show_commands"])
         return
-
-    workers = params["workers"] or 1
     if root.exists() and not root.is_dir():
         raise GrpruneError(f"--out {params['out']} exists and is not a directory")
-    write_plan(root, expansion, _command(params))
-    statuses = [run_status(c.cfg, run_dir_of(c, root))[0] for c in expansion.configs]
-    todo = sum(s not in ("finished", "foreign", "running") for s in statuses)
-    mode = params["progress"] or "auto"
-    n = len(expansion.configs)
-    if mode != "none":
-        parts = [f"{statuses.count(s)} {s}" for s in ("pending", "interrupted", "failed")
-                 if s in statuses]
-        click.echo(f"sweep: {n} configuration{'s' * (n != 1)} under {root}: {todo} to run"
-                   + (f" ({', '.join(parts)})" if parts else "")
-                   + f", {statuses.count('finished')} already finished"
-                   + (f", {statuses.count('foreign')} foreign" if "foreign" in statuses else "")
-                   + (f", {statuses.count('running')} running elsewhere"
-                      if "running" in statuses else "")
-                   + f" ({params['launcher']} launcher, {workers} worker"
-                     f"{'s' * (workers != 1)})", err=True)
-    for conf, status in zip(expansion.configs, statuses):
-        if status in ("foreign", "running"):
-            _, detail = run_status(conf.cfg, run_dir_of(conf, root))
-            click.echo(f"sweep: warning: {run_dir_of(conf, root)}: {detail}; not touching it, "
-                       f"this configuration is skipped", err=True)
-
-    if params["launcher"] == "ray":
-        env = thread_env(1) if "OMP_NUM_THREADS" in os.environ else {
-            "OMP_NUM_THREADS": str(max(1, int(params["cpus_per_run"]))),
-            "MKL_NUM_THREADS": str(max(1, int(params["cpus_per_run"])))}
-        env.update({k: v for k, v in os.environ.items() if k.startswith("GRPRUNE_")
-                    and not k.startswith(("GRPRUNE_RUN_", "GRPRUNE_SWEEP_"))})
-        launch = functools.partial(launch_ray, workers=workers, address=params["address"],
-                                   cpus_per_run=params["cpus_per_run"],
-                                   max_in_flight=params["workers"] if params["address"]
-                                   else None)
-    else:
-        env = thread_env(workers)
-        launch = functools.partial(launch_local, workers=workers)
-
-    display = SweepDisplay(mode, todo, root)
+    plugins = loaded_plugins(ctx)
+    write_plan(root, expansion, _command(params, plugins))
+    todo = _announce(expansion, root, params)
+    launch, env = _launcher(params, plugins)
+    display = SweepDisplay(params["progress"] or "auto", todo, root)
     outcome = Outcome()
     old_handler = None
     if threading.current_thread() is threading.main_thread():
@@ -396,6 +334,67 @@ def sweep(ctx, **params) -> None:
         display.close()
         if old_handler is not None:
             signal.signal(signal.SIGTERM, old_handler)
-    _summary(outcome, root, n)
+    _summary(outcome, root, len(expansion.configs))
     if outcome.failed:
         ctx.exit(1)
+
+
+def _check_options(params: dict) -> None:
+    """Refuse options that do not go together; check that ray is there when asked for."""
+    from grprune.sweep.launchers import require_ray
+    if params["show_commands"] and not params["dry_run"]:
+        raise click.UsageError("--show-commands goes with --dry-run")
+    if params["launcher"] == "ray" and not params["dry_run"]:
+        require_ray()
+    elif params["address"] and params["launcher"] != "ray":
+        raise click.UsageError("--address goes with --launcher ray")
+
+
+def _announce(expansion, root: Path, params: dict) -> int:
+    """Print what the sweep will do (unless ``--progress none``) and warn about run
+    directories it leaves alone; returns how many configurations are to run."""
+    from grprune.sweep.plan import run_dir_of, run_status
+    statuses = [run_status(c.cfg, run_dir_of(c, root))[0] for c in expansion.configs]
+    todo = sum(s not in ("finished", "foreign", "running") for s in statuses)
+    workers, n = params["workers"] or 1, len(expansion.configs)
+    if (params["progress"] or "auto") != "none":
+        parts = [f"{statuses.count(s)} {s}" for s in ("pending", "interrupted", "failed")
+                 if s in statuses]
+        click.echo(f"sweep: {n} configuration{'s' * (n != 1)} under {root}: {todo} to run"
+                   + (f" ({', '.join(parts)})" if parts else "")
+                   + f", {statuses.count('finished')} already finished"
+                   + (f", {statuses.count('foreign')} foreign" if "foreign" in statuses else "")
+                   + (f", {statuses.count('running')} running elsewhere"
+                      if "running" in statuses else "")
+                   + f" ({params['launcher']} launcher, {workers} worker"
+                     f"{'s' * (workers != 1)})", err=True)
+    for conf, status in zip(expansion.configs, statuses):
+        if status in ("foreign", "running"):
+            _, detail = run_status(conf.cfg, run_dir_of(conf, root))
+            click.echo(f"sweep: warning: {run_dir_of(conf, root)}: {detail}; not touching it, "
+                       f"this configuration is skipped", err=True)
+    return todo
+
+
+def _launcher(params: dict, plugins: list[str]):
+    """The launcher (``launch(jobs, on_start, on_done)``) and the environment variables
+    of every child: thread counts, and the plugins to import (``GRPRUNE_PLUGINS``)."""
+    from grprune.cli.plugins import child_env
+    from grprune.sweep.launchers import launch_local, launch_ray
+    from grprune.sweep.plan import thread_env
+    workers = params["workers"] or 1
+    if params["launcher"] == "ray":
+        cpus = str(max(1, int(params["cpus_per_run"])))
+        env = thread_env(1) if "OMP_NUM_THREADS" in os.environ else {
+            "OMP_NUM_THREADS": cpus, "MKL_NUM_THREADS": cpus}
+        env.update({k: v for k, v in os.environ.items() if k.startswith("GRPRUNE_")
+                    and not k.startswith(("GRPRUNE_RUN_", "GRPRUNE_SWEEP_"))})
+        launch = functools.partial(launch_ray, workers=workers, address=params["address"],
+                                   cpus_per_run=params["cpus_per_run"],
+                                   max_in_flight=params["workers"] if params["address"]
+                                   else None)
+    else:
+        env = thread_env(workers)
+        launch = functools.partial(launch_local, workers=workers)
+    env.update(child_env(plugins))
+    return launch, env

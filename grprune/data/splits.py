@@ -1,4 +1,4 @@
-"""Train/valid/test splits: scaffold, size, and OGB split files.
+"""Train/valid/test splits: scaffold, size, random, and OGB split files.
 
 A split is a dict ``{"train", "valid", "test"} -> np.ndarray`` of sorted, int64,
 pairwise disjoint indices that together cover ``0 .. n-1``.
@@ -198,6 +198,45 @@ def size_split(
     rest = np.random.default_rng(seed).permutation(np.sort(order[n_train:]))
     n_valid = min(int(math.floor(f_valid * n + 0.5)), len(rest))
     return _as_split(order[:n_train], rest[:n_valid], rest[n_valid:])
+
+
+def random_split(n: int, seed: int, frac: Sequence[float] = (0.8, 0.1, 0.1)
+                 ) -> dict[str, np.ndarray]:
+    """Random split: a seeded permutation cut into train, valid and test.
+
+    ``numpy.random.default_rng(seed).permutation(n)``; train takes the first
+    ``floor(frac[0] * n)``, valid the next ``floor(frac[1] * n + 0.5)`` (capped at
+    what is left), test the rest (the part sizes of :func:`size_split`).
+
+    Parameters
+    ----------
+    n : int
+        Number of graphs.
+    seed : int
+    frac : (float, float, float)
+        Train, valid and test fractions, summing to 1.
+
+    Returns
+    -------
+    dict of str to np.ndarray of int64
+        ``train``, ``valid``, ``test``: sorted indices.
+
+    Raises
+    ------
+    GrpruneError
+        On bad fractions.
+
+    Examples
+    --------
+    >>> {k: len(v) for k, v in random_split(10, seed=0).items()}
+    {'train': 8, 'valid': 1, 'test': 1}
+    """
+    f_train, f_valid, _ = _check_frac(frac)
+    order = np.random.default_rng(seed).permutation(int(n))
+    n_train = int(math.floor(f_train * n + 1e-9))
+    n_valid = min(int(math.floor(f_valid * n + 0.5)), n - n_train)
+    return _as_split(order[:n_train], order[n_train:n_train + n_valid],
+                     order[n_train + n_valid:])
 
 
 def check_split(

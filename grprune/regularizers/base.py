@@ -1,22 +1,25 @@
-"""Regularizer interface: one scalar penalty per training step.
+"""Regularizer interface: named, weighted penalty terms per training step.
 
 The trainer minimises (paper Eq. 5)
 
 .. math:: \\mathcal L = \\mathcal L_{GT} + \\sum_i \\lambda_i R_i
 
 where each :math:`R_i` is a registered :class:`Regularizer` and
-:math:`\\lambda_i` its ``weight`` hyperparameter.
+:math:`\\lambda_i` its ``weight`` hyperparameter; a regularizer with several
+terms (CIGA) returns each with its own weight from :meth:`Regularizer.terms`.
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
+import torch
 from torch import Tensor, nn
 
 from grprune.batch import GraphBatch
+from grprune.errors import GrpruneError
 from grprune.hparams import Configurable, Param
 from grprune.registry import Registry
 
@@ -42,15 +45,25 @@ class StepContext:
         The model, e.g. to :meth:`encode` another mask.
     epoch : int
         Current epoch (0-based).
+    step : int
+        Training steps since the regularizers switched on (0-based; the first step
+        after ``train.warmup_epochs``), counted by the trainer, so that a schedule
+        over steps (IRM's annealing) depends on it and not on how often a method
+        was called. A resumed run continues the count.
     extras : dict
         Scratch space shared by the regularizers of one step.
+    values : dict of str to Tensor
+        Unweighted values the regularizers report for the log, by regularizer name
+        (:meth:`Regularizer.terms` fills it from :meth:`Regularizer.loss`).
     """
 
     batch: GraphBatch
     output: "ModelOutput"
     model: "GraphClassifier"
     epoch: int = 0
+    step: int = 0
     extras: dict[str, Any] = field(default_factory=dict)
+    values: dict[str, Tensor] = field(default_factory=dict)
 
     @property
     def selection(self) -> "Selection | None":
@@ -66,17 +79,28 @@ class StepContext:
         return self.model.encode(self.batch, edge_weight)
 
 
-class Regularizer(nn.Module, Configurable, ABC):
-    """A penalty added to the classification loss, weighted by ``weight``.
+class Unsupported(GrpruneError):
+    """Raised by :meth:`Regularizer.supports` to say why a combination cannot run."""
+
+
+class Regularizer(nn.Module, Configurable):
+    """A penalty added to the classification loss: named terms, each with its weight.
 
     Subclasses declare ``params`` (including ``weight``, the paper's
-    :math:`\\lambda`) and implement :meth:`loss`. ``requires`` names what the
+    :math:`\\lambda`) and implement :meth:`loss` (one unweighted penalty,
+    weighted by ``weight``) or, for several terms or scheduled weights,
+    :meth:`terms`. :meth:`supports` says whether the regularizer can run with a
+    selector and a dataset; by default it reads ``requires``, what the
     regularizer needs: ``"selector"`` (a learned subgraph selector's output:
     edge logits, probabilities and samples) or ``"env"`` (environment ids from
-    the dataset); an unmet need stops the run before training with a message
-    naming both parts. ``selector_defaults`` are selector hyperparameters the
-    method's source uses (GSAT: soft concrete samples, ``{"hard": False,
-    "eval_mode": "soft"}``); they apply unless the user sets those keys.
+    the dataset). An unmet need stops the run before training with one message
+    naming both parts (exit code 2). ``selector_defaults`` are selector
+    hyperparameters the method's source uses (GSAT: soft concrete samples,
+    ``{"hard": False, "eval_mode": "soft"}``); they apply unless the user sets
+    those keys. ``display_name`` is the method's name in tables when it runs
+    alone (``GSAT``), ``table_order`` the position of that method among the rows
+    of a table and ``name_order`` the regularizer's position when several are
+    named together (``size+eps-align``).
 
     A regularizer is an ``nn.Module``: parameters it creates (e.g. a projection
     head) are trained with the model.
@@ -85,16 +109,139 @@ class Regularizer(nn.Module, Configurable, ABC):
     params = {"weight": Param(1.0, "weight lambda of this term in the loss", low=0.0)}
     requires: ClassVar[frozenset[str]] = frozenset()
     selector_defaults: ClassVar[dict[str, Any]] = {}
+    display_name: ClassVar[str | None] = None
+    table_order: ClassVar[float] = math.inf
+    name_order: ClassVar[float] = math.inf
 
     def __init__(self, **hparams: Any) -> None:
         super().__init__()
-        name = getattr(type(self), "registered_name", type(self).__name__)
-        self.hparams = self.resolve_hparams(hparams, prefix=f"reg.{name}.")
+        self.hparams = self.resolve_hparams(hparams, prefix=f"reg.{self.name}.")
+
+    @property
+    def name(self) -> str:
+        """The registered name (the class name if unregistered)."""
+        return getattr(type(self), "registered_name", type(self).__name__)
 
     @property
     def weight(self) -> float:
+        """The ``weight`` hyperparameter :math:`\\lambda`."""
         return float(self.hparams["weight"])
 
-    @abstractmethod
+    def weight_at(self, ctx: StepContext) -> float:
+        """The weight of :meth:`loss` in this step; ``weight`` unless a subclass schedules it."""
+        return self.weight
+
+    @classmethod
+    def supports(cls, selector: type | None = None, dataset: Any = None) -> bool:
+        """Whether this regularizer can run with ``selector`` on ``dataset``.
+
+        Parameters
+        ----------
+        selector : Selector class or None
+            The run's selector class; None: the run has no selector.
+        dataset : GraphDataset or None
+            The loaded dataset (``envs`` (G,) environment ids); None: not known yet.
+
+        Returns
+        -------
+        bool
+            True if it can. A subclass may return False, or raise
+            :class:`Unsupported` with the reason (the default does, from ``requires``).
+        """
+        needs = set(getattr(cls, "requires", ()))
+        if "selector" in needs:
+            if selector is None:
+                raise Unsupported("it needs a subgraph selector (edge logits)")
+            if not getattr(selector, "learned", True):
+                raise Unsupported("it needs a learned subgraph selector (edge logits), "
+                                  "which this selector is not")
+        if "env" in needs and dataset is not None:
+            envs = torch.as_tensor(dataset.envs)
+            if len(torch.unique(envs[envs >= 0])) < 2:
+                raise Unsupported("it needs environment ids, but the dataset has a single "
+                                  "environment")
+        return True
+
+    def terms(self, ctx: StepContext) -> dict[str, Tensor]:
+        """The weighted terms this regularizer adds to the loss, by name.
+
+        The trainer adds their sum to the loss and logs each under
+        ``loss["<regularizer>/<term>"]`` in ``results.jsonl``. The default is one
+        term, ``penalty`` :math:`= \\lambda\\, R` with :math:`R` = :meth:`loss`
+        and :math:`\\lambda` = :meth:`weight_at`; :math:`R` is also logged
+        unweighted, as ``loss["<regularizer>"]``.
+
+        Returns
+        -------
+        dict of str to Tensor
+            Scalar Tensors with gradient.
+        """
+        value = self.loss(ctx)
+        ctx.values[self.name] = value
+        return {"penalty": self.weight_at(ctx) * value}
+
     def loss(self, ctx: StepContext) -> Tensor:
-        """The unweighted penalty, a scalar Tensor with gradient."""
+        """The unweighted penalty, a scalar Tensor with gradient.
+
+        Subclasses implement this or :meth:`terms`; for one that implements only
+        :meth:`terms`, this is the sum of its weighted terms.
+        """
+        if type(self).terms is Regularizer.terms:
+            raise NotImplementedError(f"{type(self).__name__} implements neither loss() "
+                                      f"nor terms()")
+        return sum_terms(self.terms(ctx))
+
+
+def sum_terms(terms: Mapping[str, Tensor]) -> Tensor:
+    """The sum of the terms, in their order."""
+    values = iter(terms.values())
+    total = next(values)
+    for value in values:
+        total = total + value
+    return total
+
+
+def needs_selector(cls: type) -> bool:
+    """True if the regularizer class cannot run without a selector (``--selector auto``
+    then picks gumbel-gin)."""
+    try:
+        return not cls.supports(selector=None, dataset=None)
+    except Unsupported:
+        return True
+
+
+def check_supports(regs: Mapping[str, type], selector: str = "none", dataset: Any = None,
+                   selectors: Any = None) -> None:
+    """Ask every regularizer's :meth:`Regularizer.supports` about the run's parts.
+
+    Parameters
+    ----------
+    regs : dict of str to Regularizer class
+        By name, in ``--reg`` order.
+    selector : str
+        The selector's registered name, or ``"none"``.
+    dataset : GraphDataset, optional
+    selectors : Registry, optional
+        Where ``selector`` is looked up (default: ``SELECTORS``).
+
+    Raises
+    ------
+    GrpruneError
+        On the first incompatible part, one message naming the regularizer, the
+        selector and (if given) the dataset, and the reason.
+    """
+    if selectors is None:
+        from grprune.selectors import SELECTORS as selectors
+    sel_cls = None if selector == "none" else selectors.get(selector)
+    for name, cls in regs.items():
+        try:
+            ok, reason = bool(cls.supports(selector=sel_cls, dataset=dataset)), ""
+        except Unsupported as exc:
+            ok, reason = False, f": {exc}"
+        if not ok:
+            where = f" on dataset {getattr(dataset, 'name', '?')!r}" if dataset is not None else ""
+            learned = [n for n in selectors.names() if getattr(selectors.get(n), "learned", True)]
+            hint = (f" (learned selectors: {', '.join(learned)})"
+                    if "selector" in reason and learned else "")
+            raise GrpruneError(f"regularizer {name!r} cannot run with selector {selector!r}"
+                               f"{where}{reason}{hint}")

@@ -22,7 +22,6 @@ from torch import Tensor, nn
 from torch.nn.modules.lazy import LazyModuleMixin
 from torch.nn.parameter import UninitializedParameter
 
-from grprune.errors import GrpruneError
 from grprune.losses import cross_entropy
 from grprune.hparams import Param
 from grprune.regularizers.base import REGULARIZERS, Regularizer, StepContext
@@ -208,19 +207,18 @@ class CIGA(Regularizer):
     :math:`\\hat G_s` is the complement, weighted :math:`1 - p` (CIGA:
     :math:`\\sigma(-w)`).
 
-    The returned (unweighted) loss is
+    :meth:`terms` returns CIGA's three terms, each with its own weight, so that
+    the training loss is CIGA's
 
     .. math::
-        R_{CIGA} = \\mathcal L_{con}(\\hat G_c)
-        + \\frac{\\gamma}{\\alpha} \\mathrm{CE}(\\hat G_c)
-        + \\frac{\\beta}{\\alpha} \\mathcal L_{hinge}
+        \\mathrm{CE}(t(G)) + \\alpha\\,\\mathcal L_{con}
+        + \\gamma\\,\\mathrm{CE}(\\hat G_c) + \\beta\\,\\mathcal L_{hinge}
 
-    so that, the trainer multiplying it by ``weight`` :math:`= \\alpha`, the
-    training loss is CIGA's
-
-    .. math::
-        \\mathrm{CE}(t(G)) + \\gamma\\,\\mathrm{CE}(\\hat G_c) + \\alpha\\,\\mathcal L_{con}
-        + \\beta\\,\\mathcal L_{hinge}
+    as ``contrast`` (:math:`\\alpha` = ``weight``), ``causal_ce``
+    (:math:`\\gamma` = ``causal_ce``) and ``hinge`` (:math:`\\beta` =
+    ``spurious_weight``); a term whose weight is 0 is left out (and not
+    computed). ``loss.ciga`` in ``results.jsonl`` is their sum, and
+    ``loss.ciga/contrast`` etc. each term.
 
     * :math:`\\mathcal L_{con}` (CIGAv1): :func:`sup_contrast_loss` of the
       graph representations (readout, before the head) of :math:`\\hat G_c`,
@@ -257,6 +255,7 @@ class CIGA(Regularizer):
     """
 
     requires = frozenset({"selector"})
+    display_name, table_order, name_order = "CIGA", 60.0, 3.0
     params = {
         "weight": Param(1.0, "alpha, weight of the supervised contrastive loss (CIGA "
                              "--contrast)", low=0.0),
@@ -275,12 +274,7 @@ class CIGA(Regularizer):
 
     def __init__(self, **hparams: Any) -> None:
         super().__init__(**hparams)
-        hp = self.hparams
-        if hp["weight"] == 0 and (hp["spurious_weight"] > 0 or hp["causal_ce"] > 0):
-            raise GrpruneError(
-                "reg.ciga.weight (alpha) is 0 but causal_ce or spurious_weight is not: the "
-                "trainer scales the whole term by weight; set them to 0 too, or weight > 0")
-        self.spurious_head = SpuriousHead() if hp["spurious_weight"] > 0 else None
+        self.spurious_head = SpuriousHead() if self.hparams["spurious_weight"] > 0 else None
 
     def split(self, ctx: StepContext) -> tuple[Tensor, Tensor, Tensor]:
         """Causal mask (E,) bool and the edge weights of :math:`\\hat G_c` and :math:`\\hat G_s`."""
@@ -291,23 +285,25 @@ class CIGA(Regularizer):
         zero = torch.zeros_like(prob)
         return keep, torch.where(keep, prob, zero), torch.where(keep, zero, 1 - prob)
 
-    def loss(self, ctx: StepContext) -> Tensor:
+    def terms(self, ctx: StepContext) -> dict[str, Tensor]:
+        """``contrast`` :math:`\\alpha \\mathcal L_{con}`, ``causal_ce``
+        :math:`\\gamma\\,\\mathrm{CE}(\\hat G_c)` and ``hinge`` :math:`\\beta
+        \\mathcal L_{hinge}`, the last two only when their weight is > 0."""
         hp, y = self.hparams, ctx.batch.y
-        alpha = self.weight
         _, causal_w, spurious_w = self.split(ctx)
         causal = ctx.encode(causal_w)
-        total = sup_contrast_loss(causal.graph_repr, y, hp["temperature"], hp["normalize"])
+        out = {"contrast": hp["weight"] * sup_contrast_loss(
+            causal.graph_repr, y, hp["temperature"], hp["normalize"])}
         if hp["causal_ce"] == 0 and hp["spurious_weight"] == 0:
-            return total
+            return out
         causal_ce = cross_entropy(causal.logits, y, reduction="none")
         if hp["causal_ce"] > 0:
-            total = total + hp["causal_ce"] / alpha * causal_ce.mean()
+            out["causal_ce"] = hp["causal_ce"] * causal_ce.mean()
         if hp["spurious_weight"] > 0:
             rep = ctx.encode(spurious_w).graph_repr
             if hp["spurious_detach"]:
                 rep = rep.detach()
             logits = self.spurious_head(rep, causal.logits.shape[1])
             spurious_ce = cross_entropy(logits, y, reduction="none")
-            hinge = ciga_hinge(spurious_ce, causal_ce.detach())
-            total = total + hp["spurious_weight"] / alpha * hinge
-        return total
+            out["hinge"] = hp["spurious_weight"] * ciga_hinge(spurious_ce, causal_ce.detach())
+        return out

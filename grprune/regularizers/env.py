@@ -71,12 +71,15 @@ class AnnealedPenalty(Regularizer):
 
     DomainBed's IRM and VREx weight their penalty 1.0 for the first 500 updates
     (``irm_penalty_anneal_iters``, ``vrex_penalty_anneal_iters``) and
-    ``irm_lambda`` / ``vrex_lambda`` after. Steps are counted from the first
-    training step the term is active (after ``train.warmup_epochs``), kept in
-    ``steps`` (saved in the state dict, so a resumed run continues the count).
+    ``irm_lambda`` / ``vrex_lambda`` after. The weight of a step is a function of
+    ``ctx.step``, the trainer's count of training steps since the regularizers
+    switched on (after ``train.warmup_epochs``; a resumed run continues it):
+
+    .. math:: \\lambda(t) = \\text{anneal\\_weight} \\text{ if } t < \\text{anneal\\_steps}
+              \\text{ else weight}
+
     DomainBed also resets Adam at the switch; the trainer does not (a
-    regularizer has no access to the optimizer). The trainer reads :attr:`weight` after :meth:`loss`, which sets
-    the weight of the current step.
+    regularizer has no access to the optimizer).
     """
 
     params = {
@@ -86,26 +89,19 @@ class AnnealedPenalty(Regularizer):
         "anneal_weight": Param(1.0, "weight during the anneal steps (DomainBed: 1.0)", low=0.0),
     }
 
-    def __init__(self, **hparams: Any) -> None:
-        super().__init__(**hparams)
-        self.steps = 0  # training steps seen; a Python int, so no device sync per step
-        self._annealing = self.hparams["anneal_steps"] > 0
-
-    @property
-    def weight(self) -> float:
-        """The weight of the current step."""
-        return float(self.hparams["anneal_weight" if self._annealing else "weight"])
+    def weight_at(self, ctx: StepContext) -> float:
+        """``anneal_weight`` while ``ctx.step < anneal_steps``, ``weight`` after."""
+        annealing = ctx.step < self.hparams["anneal_steps"]
+        return float(self.hparams["anneal_weight" if annealing else "weight"])
 
     def get_extra_state(self) -> dict:
-        return {"steps": self.steps}
+        return {}
 
     def set_extra_state(self, state: dict) -> None:
-        self.steps = int(state["steps"])
+        """Checkpoints from before ``ctx.step`` hold a step count here; the trainer
+        now counts steps, so it is not needed."""
 
     def loss(self, ctx: StepContext) -> Tensor:
-        self._annealing = self.steps < self.hparams["anneal_steps"]
-        if self.training:
-            self.steps += 1
         return self.penalty(ctx)
 
     def penalty(self, ctx: StepContext) -> Tensor:  # pragma: no cover - abstract
@@ -142,6 +138,7 @@ class IRMPenalty(AnnealedPenalty):
     """
 
     requires = frozenset({"env"})
+    display_name, table_order, name_order = "IRM", 10.0, 4.0
     params = {
         **AnnealedPenalty.params,
         "weight": Param(100.0, "IRM penalty weight (DomainBed irm_lambda: 100)", low=0.0),
@@ -196,6 +193,7 @@ class VRExPenalty(AnnealedPenalty):
     """
 
     requires = frozenset({"env"})
+    display_name, table_order, name_order = "VREx", 30.0, 5.0
     params = {**AnnealedPenalty.params,
               "weight": Param(10.0, "V-REx penalty weight (DomainBed vrex_lambda: 10)", low=0.0)}
 
@@ -240,6 +238,7 @@ class GroupDRO(Regularizer):
     """
 
     requires = frozenset({"env"})
+    display_name, table_order, name_order = "GroupDRO", 20.0, 6.0
     params = {
         "weight": Param(1.0, "weight of the q-weighted risk, added to the CE (see docs)",
                         low=0.0),

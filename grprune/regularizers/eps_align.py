@@ -40,6 +40,7 @@ class EpsilonAlignment(Regularizer):
     """
 
     requires = frozenset({"selector"})
+    name_order = 1.0
     params = {
         "weight": Param(0.01, "lambda_2, weight of L_s", low=0.0, search=(0.1, 0.01, 0.001)),
         "k": Param(50.0, "K: percent of edges (lowest probability) aligned to eps", low=0.0,

@@ -114,6 +114,7 @@ class GSAT(Regularizer):
     """
 
     requires = frozenset({"selector"})
+    display_name, table_order, name_order = "GSAT", 50.0, 2.0
     selector_defaults = {"hard": False, "eval_mode": "soft"}
     params = {
         "weight": Param(1.0, "GSAT's info_loss_coef, weight of the KL term", low=0.0),

@@ -39,6 +39,7 @@ class SizeConstraint(Regularizer):
     """
 
     requires = frozenset({"selector"})
+    name_order = 0.0
     params = {
         "weight": Param(10.0, "lambda_1, weight of L_e", low=0.0, search=(10.0, 40.0)),
         "eta": Param(0.85, "edge budget: target fraction of kept edges", low=0.0, high=1.0,

@@ -1,9 +1,16 @@
 """Subgraph selectors: ``gumbel-gin`` (PrunE default), ``gumbel-gcn`` and
-``drop-edge`` (random bond dropping, no learned scores)."""
+``drop-edge`` (random bond dropping, no learned scores).
 
-from grprune.selectors.base import EVAL_MODES, SELECTORS, Selection, Selector, concrete_sample
+:class:`Selector` is the interface (``forward(batch) -> Selection``);
+:class:`GumbelSelector` adds PrunE's Gumbel sampling to a subclass's ``edge_logits``.
+"""
+
+from grprune.selectors.base import (EVAL_MODES, SELECTORS, Selection, Selector, check_selection,
+                                    concrete_sample)
 from grprune.selectors.drop_edge import DropEdgeSelector
-from grprune.selectors.gumbel import GumbelGCNSelector, GumbelGINSelector, GumbelSelector
+from grprune.selectors.gumbel import (GNNGumbelSelector, GumbelGCNSelector, GumbelGINSelector,
+                                      GumbelSelector)
 
-__all__ = ["SELECTORS", "Selection", "Selector", "concrete_sample", "GumbelSelector",
+__all__ = ["SELECTORS", "Selection", "Selector", "check_selection", "concrete_sample",
+           "GumbelSelector", "GNNGumbelSelector",
            "GumbelGINSelector", "GumbelGCNSelector", "DropEdgeSelector", "EVAL_MODES"]

@@ -1,22 +1,25 @@
-"""Subgraph selector interface: edge logits -> probabilities -> sampled edge mask."""
+"""Subgraph selector interface: a batch in, a :class:`Selection` (edge logits, keep
+probabilities, the edge mask the encoder consumes) out."""
 
 from __future__ import annotations
 
-from typing import ClassVar
-
+import math
 from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
 
 from grprune.batch import GraphBatch, rank_in_segment
-from grprune.hparams import Configurable, Param
+from grprune.errors import GrpruneError
+from grprune.hparams import Configurable
 from grprune.registry import Registry
 
 SELECTORS = Registry("selector", entry_point_group="grprune.selectors")
 
-#: evaluation rules for the edge mask, see :meth:`Selector.forward`
+#: evaluation rules for the edge mask, see :class:`~grprune.selectors.gumbel.GumbelSelector`
 EVAL_MODES = ("threshold", "soft", "sample", "budget")
 #: what one Gumbel sample covers, ``selector.sample_per``
 SAMPLE_UNITS = ("bond", "edge")
@@ -109,47 +112,29 @@ def concrete_sample(logits: Tensor, tau: float, hard: bool, noise: Tensor | None
 
 
 class Selector(nn.Module, Configurable, ABC):
-    """Learned subgraph selector :math:`t(\\cdot)` (paper Section 4).
+    """A subgraph selector :math:`t(\\cdot)` (paper Section 4): a batch in, a :class:`Selection` out.
 
-    Subclasses implement :meth:`edge_logits`; this class turns logits into a
-    :class:`Selection` with one score and one sample per undirected bond.
+    Subclasses implement :meth:`forward` and declare their hyperparameters in
+    ``params`` (``selector.*`` keys); :class:`~grprune.selectors.gumbel.GumbelSelector`
+    adds the Gumbel (binary concrete) sampling of PrunE, so that a learned
+    selector only scores edges.
 
-    Hyperparameters (``selector.*``): ``tau`` temperature; ``hard``
-    straight-through hard samples (PrunE) or soft concrete samples (GSAT);
-    ``sample_per``: one sample per undirected bond, shared by its two directed
-    edges (``bond``, default), or one per directed edge (``edge``, the official
-    code's ``F.gumbel_softmax`` over all of ``edge_index``); ``eval_mode`` the
-    evaluation rule:
-
-    * ``threshold`` (default): keep an edge iff :math:`p_{ij} > 0.5`, the most
-      likely mask under the selector's Bernoulli model. Deterministic.
-    * ``soft``: ``edge_weight = p``. Deterministic.
-    * ``sample``: a fresh hard sample as in training (the official code's
-      evaluation); stochastic, so predictions are averaged over
-      ``eval_samples`` draws by the trainer.
-    * ``budget``: keep the :math:`\\lceil \\eta\\, U_G \\rceil` most probable
-      bonds of each graph (:math:`U_G` its bonds, :math:`\\eta` =
-      ``eval_budget``, by default the size constraint's ``reg.size.eta``), so that
-      the budget of L_e (Eq. 3) also decides what evaluation keeps.
-      Deterministic (ties: the earlier bond).
+    Attributes
+    ----------
+    learned : bool
+        False for selectors without learned edge scores (e.g. random dropping);
+        regularizers that need edge logits refuse them (``Regularizer.supports``).
+    display_name : str or None
+        The method's name in tables when this selector runs without regularizers
+        (``DropEdge``); None: the registered name.
+    table_order : float
+        Position of that method among the rows of a results table (smaller first).
     """
 
-    #: False for selectors without learned edge scores (e.g. random dropping);
-    #: regularizers that require a selector refuse them
     learned: ClassVar[bool] = True
-    params = {
-        "tau": Param(1.0, "temperature of the Gumbel (binary concrete) relaxation, paper Eq. 2",
-                     low=0.0, low_open=True),
-        "hard": Param(True, "straight-through hard samples (true) or soft concrete samples"),
-        "sample_per": Param("bond", "one Gumbel sample per bond (both directions) or per "
-                                    "directed edge (official code)", choices=SAMPLE_UNITS),
-        "eval_mode": Param("threshold", "edge mask at evaluation (official code: sample)",
-                           choices=EVAL_MODES),
-        "eval_samples": Param(1, "with eval_mode=sample: predictions averaged over this many "
-                                 "draws", low=1),
-        "eval_budget": Param(0.0, "with eval_mode=budget: fraction of each graph's bonds kept "
-                                  "(0 = reg.size.eta)", low=0.0, high=1.0),
-    }
+    display_name: ClassVar[str | None] = None
+    table_order: ClassVar[float] = math.inf
+    params: ClassVar[dict] = {}
 
     def __init__(self, feature_kind: str = "ogb", node_dim: int = 0, edge_dim: int = 0,
                  **hparams) -> None:
@@ -157,37 +142,34 @@ class Selector(nn.Module, Configurable, ABC):
         self.hparams = self.resolve_hparams(hparams, prefix="selector.")
 
     @abstractmethod
-    def edge_logits(self, batch: GraphBatch) -> Tensor:
-        """Per-directed-edge logits, shape (E,). Need not be symmetric."""
-
     def forward(self, batch: GraphBatch) -> Selection:
-        """Score, symmetrise per bond and sample (training) or apply ``eval_mode``."""
-        raw = self.edge_logits(batch)
-        num_bonds = batch.num_bonds
-        # one score per undirected bond: mean of its two directions
-        bond_logits = raw.new_zeros(num_bonds).index_add_(0, batch.bond, raw)
-        count = raw.new_zeros(num_bonds).index_add_(0, batch.bond, torch.ones_like(raw))
-        bond_logits = bond_logits / count.clamp_min(1)
-        logits = bond_logits[batch.bond]
-        prob = torch.sigmoid(logits)
-        tau, mode = self.hparams["tau"], self.hparams["eval_mode"]
-        relaxed = None
-        if self.training or mode == "sample":
-            hard = self.hparams["hard"]
-            if self.hparams["sample_per"] == "edge":
-                weight, relaxed = concrete_sample(logits, tau, hard)
-            else:
-                bond_sample, bond_relaxed = concrete_sample(bond_logits, tau, hard)
-                weight, relaxed = bond_sample[batch.bond], bond_relaxed[batch.bond]
-        elif mode == "threshold":
-            weight = (prob > 0.5).to(prob.dtype)
-        elif mode == "budget":
-            weight = budget_mask(bond_logits, batch, self.hparams["eval_budget"])[batch.bond]
-            weight = weight.to(prob.dtype)
-        else:
-            weight = prob
-        return Selection(edge_logits=logits, edge_prob=prob, edge_weight=weight,
-                         relaxed=relaxed, tau=tau)
+        """The selection for ``batch``: one entry per directed edge (E,)."""
+
+    @property
+    def eval_draws(self) -> int:
+        """Forward passes whose predictions evaluation averages: ``eval_samples`` with
+        ``eval_mode=sample``, else 1."""
+        if self.hparams.get("eval_mode") != "sample":
+            return 1
+        return max(1, int(self.hparams.get("eval_samples", 1)))
+
+
+def check_selection(selection: Any, batch: GraphBatch, name: str) -> Selection:
+    """:meth:`Selection.validate` for the selector ``name``'s output on ``batch``.
+
+    Raises
+    ------
+    GrpruneError
+        If it is not a :class:`Selection` or fails validation; the message names
+        the selector.
+    """
+    if not isinstance(selection, Selection):
+        raise GrpruneError(f"selector {name!r} returned {type(selection).__name__}, "
+                           f"not a Selection")
+    try:
+        return selection.validate(batch.src.numel())
+    except (ValueError, TypeError, AttributeError, RuntimeError) as exc:
+        raise GrpruneError(f"selector {name!r} returned an invalid Selection: {exc}") from None
 
 
 def budget_mask(bond_score: Tensor, batch: GraphBatch, budget: float) -> Tensor:

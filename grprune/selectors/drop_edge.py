@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from grprune.batch import GraphBatch
 from grprune.hparams import Param
@@ -47,6 +47,8 @@ class DropEdgeSelector(Selector):
     """
 
     learned: ClassVar[bool] = False
+    display_name = "DropEdge"
+    table_order = 40.0
     params = {
         "rate": Param(0.2, "probability of dropping each bond in training", low=0.0, high=1.0,
                       high_open=True),
@@ -56,11 +58,6 @@ class DropEdgeSelector(Selector):
         "eval_samples": Param(1, "with eval_mode=sample: predictions averaged over this many "
                                  "draws", low=1),
     }
-
-    def __init__(self, feature_kind: str = "ogb", node_dim: int = 0, edge_dim: int = 0,
-                 **hparams: Any) -> None:
-        nn.Module.__init__(self)  # Selector.__init__ checks tau, which DropEdge has not
-        self.hparams = self.resolve_hparams(hparams, prefix="selector.")
 
     def edge_logits(self, batch: GraphBatch) -> Tensor:
         """The constant logit of the keep probability, shape (E,)."""

@@ -1,6 +1,9 @@
-"""Gumbel selectors: a small GNN scores each edge, paper Eqs. 1-2."""
+"""Gumbel selectors: edge logits -> binary concrete samples (paper Eq. 2), and the GNN
+edge scorers of ``gumbel-gin`` / ``gumbel-gcn`` (paper Eq. 1)."""
 
 from __future__ import annotations
+
+from abc import abstractmethod
 
 import torch
 from torch import Tensor, nn
@@ -8,10 +11,85 @@ from torch import Tensor, nn
 from grprune.batch import GraphBatch
 from grprune.encoders.base import ENCODERS
 from grprune.hparams import Param
-from grprune.selectors.base import SELECTORS, Selector
+from grprune.selectors.base import (EVAL_MODES, SAMPLE_UNITS, SELECTORS, Selection, Selector,
+                                    budget_mask, concrete_sample)
 
 
 class GumbelSelector(Selector):
+    """A learned selector sampling one Gumbel (binary concrete) mask per bond.
+
+    Subclasses implement :meth:`edge_logits`; :meth:`forward` turns logits into a
+    :class:`Selection` with one score and one sample per undirected bond.
+
+    Hyperparameters (``selector.*``): ``tau`` temperature; ``hard``
+    straight-through hard samples (PrunE) or soft concrete samples (GSAT);
+    ``sample_per``: one sample per undirected bond, shared by its two directed
+    edges (``bond``, default), or one per directed edge (``edge``, the official
+    code's ``F.gumbel_softmax`` over all of ``edge_index``); ``eval_mode`` the
+    evaluation rule:
+
+    * ``threshold`` (default): keep an edge iff :math:`p_{ij} > 0.5`, the most
+      likely mask under the selector's Bernoulli model. Deterministic.
+    * ``soft``: ``edge_weight = p``. Deterministic.
+    * ``sample``: a fresh hard sample as in training (the official code's
+      evaluation); stochastic, so predictions are averaged over
+      ``eval_samples`` draws by the trainer.
+    * ``budget``: keep the :math:`\\lceil \\eta\\, U_G \\rceil` most probable
+      bonds of each graph (:math:`U_G` its bonds, :math:`\\eta` =
+      ``eval_budget``, by default the size constraint's ``reg.size.eta``), so that
+      the budget of L_e (Eq. 3) also decides what evaluation keeps.
+      Deterministic (ties: the earlier bond).
+    """
+
+    params = {
+        "tau": Param(1.0, "temperature of the Gumbel (binary concrete) relaxation, paper Eq. 2",
+                     low=0.0, low_open=True),
+        "hard": Param(True, "straight-through hard samples (true) or soft concrete samples"),
+        "sample_per": Param("bond", "one Gumbel sample per bond (both directions) or per "
+                                    "directed edge (official code)", choices=SAMPLE_UNITS),
+        "eval_mode": Param("threshold", "edge mask at evaluation (official code: sample)",
+                           choices=EVAL_MODES),
+        "eval_samples": Param(1, "with eval_mode=sample: predictions averaged over this many "
+                                 "draws", low=1),
+        "eval_budget": Param(0.0, "with eval_mode=budget: fraction of each graph's bonds kept "
+                                  "(0 = reg.size.eta)", low=0.0, high=1.0),
+    }
+
+    @abstractmethod
+    def edge_logits(self, batch: GraphBatch) -> Tensor:
+        """Per-directed-edge logits, shape (E,). Need not be symmetric."""
+
+    def forward(self, batch: GraphBatch) -> Selection:
+        """Score, symmetrise per bond and sample (training) or apply ``eval_mode``."""
+        raw = self.edge_logits(batch)
+        num_bonds = batch.num_bonds
+        # one score per undirected bond: mean of its two directions
+        bond_logits = raw.new_zeros(num_bonds).index_add_(0, batch.bond, raw)
+        count = raw.new_zeros(num_bonds).index_add_(0, batch.bond, torch.ones_like(raw))
+        bond_logits = bond_logits / count.clamp_min(1)
+        logits = bond_logits[batch.bond]
+        prob = torch.sigmoid(logits)
+        tau, mode = self.hparams["tau"], self.hparams["eval_mode"]
+        relaxed = None
+        if self.training or mode == "sample":
+            hard = self.hparams["hard"]
+            if self.hparams["sample_per"] == "edge":
+                weight, relaxed = concrete_sample(logits, tau, hard)
+            else:
+                bond_sample, bond_relaxed = concrete_sample(bond_logits, tau, hard)
+                weight, relaxed = bond_sample[batch.bond], bond_relaxed[batch.bond]
+        elif mode == "threshold":
+            weight = (prob > 0.5).to(prob.dtype)
+        elif mode == "budget":
+            weight = budget_mask(bond_logits, batch, self.hparams["eval_budget"])[batch.bond]
+            weight = weight.to(prob.dtype)
+        else:
+            weight = prob
+        return Selection(edge_logits=logits, edge_prob=prob, edge_weight=weight,
+                         relaxed=relaxed, tau=tau)
+
+
+class GNNGumbelSelector(GumbelSelector):
     """Node embeddings from a GNN, an edge MLP on them, Gumbel sampling.
 
     .. math::
@@ -30,7 +108,7 @@ class GumbelSelector(Selector):
 
     encoder_name = "gin"
     params = {
-        **Selector.params,
+        **GumbelSelector.params,
         "layers": Param(2, "GNN layers of the selector (paper: 2 or 3)", low=1),
         "hidden": Param(64, "hidden width of the selector", low=1),
         "dropout": Param(0.0, "dropout inside the selector GNN", low=0.0, high=1.0,
@@ -83,14 +161,14 @@ class GumbelSelector(Selector):
 
 
 @SELECTORS.register("gumbel-gin")
-class GumbelGINSelector(GumbelSelector):
+class GumbelGINSelector(GNNGumbelSelector):
     """PrunE's selector t(.) with a GIN (paper default)."""
 
     encoder_name = "gin"
 
 
 @SELECTORS.register("gumbel-gcn")
-class GumbelGCNSelector(GumbelSelector):
+class GumbelGCNSelector(GNNGumbelSelector):
     """PrunE's selector t(.) with a GCN (the paper's search includes it)."""
 
     encoder_name = "gcn"

@@ -3,7 +3,8 @@
 ``grprune sweep`` expands a grid (:mod:`grprune.sweep.grid`) into configurations,
 resolved exactly as ``grprune run`` resolves them. Each configuration runs in its own
 child process, ``python -m grprune run --config <run_dir>/config.json --out <run_dir>``,
-locally or as a Ray task (:mod:`grprune.sweep.launchers`), into
+locally or as a Ray task (:mod:`grprune.sweep.launchers`), with the sweep's plugins
+in ``GRPRUNE_PLUGINS`` (``grprune --plugin``, :mod:`grprune.cli.plugins`), into
 ``<root>/<dataset>/<method>-seed<seed>-<hash>``
 (:func:`grprune.run.default_run_dir`). Finished configurations are skipped; interrupted
 and failed ones are run again and resume from their ``state.pt``

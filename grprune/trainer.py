@@ -14,7 +14,6 @@ import math
 import random
 import resource
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -27,14 +26,15 @@ from grprune.batch import GraphBatch
 from grprune.compat import dgl  # noqa: F401  (DGL import order)
 from grprune.config import parse_milestones
 from grprune.data.store import GraphStore
-from grprune.diagnostics import SelectorStats
 from grprune.encoders import ENCODERS
 from grprune.errors import GrpruneError
+from grprune.evaluation import EdgeScores, Evaluation, evaluate_batches, write_edge_probs
 from grprune.losses import cross_entropy
-from grprune.metrics import evaluate
 from grprune.model import GraphClassifier
+from grprune.provenance import environment
 from grprune.regularizers import REGULARIZERS, Regularizer, StepContext
-from grprune.selectors import SELECTORS
+from grprune.regularizers.base import check_supports, sum_terms
+from grprune.selectors import SELECTORS, check_selection
 
 EVAL_SPLITS = ("train", "valid", "test", "id-valid")
 #: in-distribution hold-outs, evaluated with the selected checkpoint (id-valid every epoch too)
@@ -106,24 +106,13 @@ def build_model(cfg: dict, dataset) -> tuple[GraphClassifier, dict[str, Regulari
     Raises
     ------
     GrpruneError
-        If a regularizer needs environment ids and the dataset has fewer than two.
+        If a regularizer does not support the selector or the dataset
+        (:meth:`Regularizer.supports`, e.g. environment ids on a dataset with one),
+        before anything is built.
     """
-    model, regs = build_model_from_dims(cfg, model_dims(dataset))
-    for name, reg in regs.items():
-        if "env" in reg.requires and len(torch.unique(dataset.envs[dataset.envs >= 0])) < 2:
-            raise GrpruneError(f"regularizer {name!r} needs environment ids, but dataset "
-                               f"{dataset.name!r} has a single environment")
-    return model, regs
-
-
-@dataclass
-class Evaluation:
-    """Predictions on one split."""
-
-    metric: float
-    prob: np.ndarray  # (G, C)
-    kept: float  # fraction of edges kept by the evaluation mask (1.0 without selector)
-    selector: dict | None = None  # grprune.diagnostics.SelectorStats.result(), learned selectors
+    check_supports({name: REGULARIZERS.get(name) for name in cfg["reg"]},
+                   cfg["selector"]["name"], dataset)
+    return build_model_from_dims(cfg, model_dims(dataset))
 
 
 def lr_at(epoch: int, lr: float, milestones: str, gamma: float) -> float:
@@ -181,6 +170,7 @@ class Trainer:
         self.store = self._store()
         # evaluation batches are the same every epoch: batched once, then reused
         self._eval_batches: dict[str, list[GraphBatch]] = {}
+        self._selection_checked = False  # the first selection is validated (check_selection)
 
     # -- data ---------------------------------------------------------------
     def _splits(self) -> dict[str, np.ndarray]:
@@ -250,17 +240,19 @@ class Trainer:
         sums: dict[str, torch.Tensor] = {}
         kept = torch.zeros((), device=self.device)
         graphs, edges = 0, 0
-        for batch in self._batches("train", train=True):
+        first_step = (epoch - self.tc["warmup_epochs"]) * self._train_batches_per_epoch()
+        for i, batch in enumerate(self._batches("train", train=True)):
             out = self.model(batch, use_selector=not warm)
+            if not warm and not self._selection_checked and out.selection is not None:
+                check_selection(out.selection, batch, self.cfg["selector"]["name"])
+                self._selection_checked = True
             ce = cross_entropy(out.logits, batch.y)
             terms = {"ce": ce}
             total = ce
             if not warm and self.regs:
-                ctx = StepContext(batch=batch, output=out, model=self.model, epoch=epoch)
-                for name, reg in self.regs.items():
-                    value = reg.loss(ctx)
-                    terms[name] = value
-                    total = total + reg.weight * value
+                ctx = StepContext(batch=batch, output=out, model=self.model, epoch=epoch,
+                                  step=first_step + i)
+                total = self._add_reg_terms(ctx, total, terms)
             terms["total"] = total
             self.optimizer.zero_grad(set_to_none=True)
             total.backward()
@@ -279,48 +271,37 @@ class Trainer:
         losses["kept_edge_fraction"] = float(kept) / edges if edges else 1.0
         return losses
 
-    @torch.no_grad()
-    def evaluate(self, split: str, use_selector: bool = True,
-                 collect_edges: bool = False) -> tuple[Evaluation, dict | None]:
-        """Metric, class probabilities, kept-edge fraction and, for a learned selector in
-        use, its diagnostics (:class:`grprune.diagnostics.SelectorStats`) on a split."""
-        self.model.eval()
-        probs, labels, edges = [], [], 0
-        kept = torch.zeros((), device=self.device)
-        stats = (SelectorStats() if use_selector and getattr(self.model.selector, "learned", False)
-                 else None)
-        edge_parts: dict[str, list] = {k: [] for k in ("index", "num_edges", "src", "dst",
-                                                       "prob", "weight", "gt")}
-        for batch in self._batches(split):
-            p, out = self.model.predict(batch, use_selector=use_selector)
-            probs.append(p.cpu())
-            labels.append(batch.y.cpu())
-            edges += batch.src.numel()
-            s = out.selection
-            kept += s.edge_weight.sum() if s is not None else batch.src.numel()
-            if stats is not None:
-                stats.add(batch, s.edge_logits)
-            if collect_edges:
-                self._collect_edges(batch, s, edge_parts)
-        prob = torch.cat(probs).numpy() if probs else np.zeros((0, self.dataset.num_classes))
-        y = torch.cat(labels).numpy() if labels else np.zeros(0, dtype=int)
-        ev = Evaluation(metric=evaluate(self.metric, y, prob), prob=prob,
-                        kept=float(kept) / edges if edges else 1.0,
-                        selector=stats.result() if stats is not None else None)
-        return ev, (edge_parts if collect_edges else None)
+    def _train_batches_per_epoch(self) -> int:
+        n, size = len(self.splits["train"]), self.tc["batch_size"]
+        return (n + size - 1) // size
 
-    @staticmethod
-    def _collect_edges(batch: GraphBatch, s, parts: dict) -> None:
-        local_src, local_dst = batch.local_edges()
-        ones = torch.ones_like(batch.src, dtype=torch.float32)
-        parts["index"].append(batch.index.cpu())
-        parts["num_edges"].append(batch.num_edges.cpu())
-        parts["src"].append(local_src.cpu())
-        parts["dst"].append(local_dst.cpu())
-        parts["prob"].append((s.edge_prob if s is not None else ones).float().cpu())
-        parts["weight"].append((s.edge_weight if s is not None else ones).float().cpu())
-        if batch.edge_gt is not None:
-            parts["gt"].append(batch.edge_gt.cpu())
+    def _add_reg_terms(self, ctx: StepContext, total: torch.Tensor,
+                       log: dict[str, torch.Tensor]) -> torch.Tensor:
+        """``total`` plus every regularizer's weighted terms (:meth:`Regularizer.terms`).
+
+        Logs into ``log``: ``<reg>`` the unweighted value :math:`R_i` of a
+        regularizer that implements :meth:`Regularizer.loss` (the sum of its weighted
+        terms otherwise), and ``<reg>/<term>`` each weighted term.
+        """
+        for name, reg in self.regs.items():
+            reg_terms = reg.terms(ctx)
+            for term, value in reg_terms.items():
+                log[f"{name}/{term}"] = value
+                total = total + value
+            if reg_terms:
+                log[name] = ctx.values.get(reg.name, sum_terms(reg_terms))
+        return total
+
+    def evaluate(self, split: str, use_selector: bool = True,
+                 collect_edges: bool = False) -> tuple[Evaluation, EdgeScores | None]:
+        """Metric, class probabilities, kept-edge fraction and, for a learned selector in
+        use, its diagnostics on a split: :func:`grprune.evaluation.evaluate_batches`, the
+        evaluation that inference shares. The second value is :attr:`Evaluation.edges`
+        (every edge's selector output with ``collect_edges``, else None)."""
+        ev = evaluate_batches(self.model, self._batches(split), use_selector=use_selector,
+                              metric=self.metric, num_classes=self.dataset.num_classes,
+                              collect_edges=collect_edges)
+        return ev, ev.edges
 
     # -- state -------------------------------------------------------------
     def _state(self, epoch: int, best: dict, records: list[dict], stopped: bool) -> dict:
@@ -447,8 +428,8 @@ class Trainer:
                 best = {**best, "epoch": last["epoch"],
                         "valid": last["valid"][self.metric],
                         "train": last.get("train", {}).get(self.metric, math.nan)}
-        ev, parts = self.evaluate("test", use_selector=use_selector, collect_edges=True)
-        self._write_edge_probs(parts)
+        ev, edges = self.evaluate("test", use_selector=use_selector, collect_edges=True)
+        write_edge_probs(self.run_dir / R.EDGE_PROBS, edges, getattr(self.dataset, "smiles", None))
         evals = {name: self.evaluate(name, use_selector=use_selector)[0]
                  for name in ("valid", *FINAL_SPLITS) if name in self.splits}
         evals["test"] = ev
@@ -478,22 +459,8 @@ class Trainer:
             "selector_diagnostics": diagnostics,
             "peak_mem_mib": round(peak, 1), "peak_rss_mib": round(peak_rss, 1),
             "device": str(self.device), "config_hash": self.cfg.get("hash"),
+            "environment": environment(self.device),
             "determinism": self.determinism,
             "model": model_dims(self.dataset),
         }
         return summary
-
-    def _write_edge_probs(self, parts: dict) -> None:
-        cat = {k: (torch.cat(v).numpy() if v else np.zeros(0)) for k, v in parts.items()}
-        num_edges = cat["num_edges"].astype(np.int64)
-        ptr = np.concatenate([[0], np.cumsum(num_edges)]).astype(np.int64)
-        arrays = {"graph_index": cat["index"].astype(np.int64), "edge_ptr": ptr,
-                  "src": cat["src"].astype(np.int64), "dst": cat["dst"].astype(np.int64),
-                  "edge_prob": cat["prob"].astype(np.float32),
-                  "edge_weight": cat["weight"].astype(np.float32)}
-        smiles = getattr(self.dataset, "smiles", None)
-        if smiles is not None:
-            arrays["smiles"] = np.asarray([smiles[i] for i in arrays["graph_index"]])
-        if len(cat["gt"]) == len(arrays["src"]) and len(cat["gt"]):
-            arrays["edge_gt"] = cat["gt"].astype(np.int8)
-        R.atomic_save(self.run_dir / R.EDGE_PROBS, lambda f: np.savez_compressed(f, **arrays))

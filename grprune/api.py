@@ -1,0 +1,313 @@
+"""The Python API: :func:`train` a configuration, :func:`load_run` a finished one.
+
+:func:`train` takes the options of ``grprune run`` as keywords and resolves them the
+same way (:func:`grprune.run.plan_run`: the parts' defaults, then the preset, then
+``config``, then the keywords, then the hyperparameters), runs in the same run
+directory (a finished one is skipped, an interrupted one resumed, another
+configuration's refused; :func:`grprune.run.execute`) and returns the finished
+:class:`~grprune.inference.Run`.
+
+Hyperparameters are namespaced keys, as with ``-H``: pass them as a dict,
+``hparams={"reg.size.eta": 0.75, "data.limit": 48}``, or as keywords with the dots
+written ``_``: ``reg_size_eta=0.75``, ``data_limit=48``, ``data_path="mols.csv"``,
+``reg_eps_align_k=5`` (a keyword wins over the dict when both give one key).
+
+``data`` is a registered dataset name, or a dataset built in memory with
+:func:`grprune.data.from_graphs`. The latter is trained as the ``dgl-graphs``
+dataset with ``data.split=file``: its graphs, labels, environments and split are
+saved once to ``DATA_ROOT/graphs/<name>-<sha256>.bin`` and ``data.path`` points
+there, so the configuration hash follows the graphs' content, and the run can be
+resumed, explained and re-run from its ``config.json`` like any other.
+
+>>> import grprune
+>>> run = grprune.train(data="ogbg-molbbbp", epochs=1, out="runs/tiny")  # doctest: +SKIP
+>>> run.summary["test"], run.records[["epoch", "valid.rocauc"]]           # doctest: +SKIP
+>>> run.predict(["CCO", "c1ccccc1O"])                                      # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import uuid
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from grprune.errors import GrpruneError
+
+#: sections that keyword hyperparameters (``train_lr=...``) may name
+SECTIONS = ("data", "selector", "encoder", "train", "reg")
+
+
+def _log(msg: str) -> None:
+    print(f"grprune: {msg}", file=sys.stderr)
+
+
+def hparam_keywords(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """Keyword hyperparameters as namespaced keys: ``train_lr`` -> ``train.lr``,
+    ``reg_eps_align_k`` -> ``reg.eps-align.k`` (the longest registered regularizer
+    name that fits).
+
+    Raises
+    ------
+    GrpruneError
+        On a keyword that names no section, or ``reg_...`` naming no regularizer.
+
+    Examples
+    --------
+    >>> hparam_keywords({"data_path": "a.csv", "train_lr": 0.01})
+    {'data.path': 'a.csv', 'train.lr': 0.01}
+    """
+    out: dict[str, Any] = {}
+    for key, value in kwargs.items():
+        section, _, rest = key.partition("_")
+        if section not in SECTIONS or not rest:
+            raise GrpruneError(
+                f"unknown keyword {key!r}: hyperparameters are SECTION_KEY keywords "
+                f"(data_path=..., train_lr=..., reg_size_eta=...) or hparams="
+                f"{{'reg.size.eta': 0.75}}; sections: {', '.join(SECTIONS)}")
+        if section == "reg":
+            from grprune.regularizers import REGULARIZERS
+            names = sorted(REGULARIZERS.names(), key=len, reverse=True)
+            name = next((n for n in names if rest.startswith(n.replace("-", "_") + "_")), None)
+            if name is None:
+                raise GrpruneError(f"keyword {key!r} names no regularizer: expected "
+                                   f"reg_NAME_KEY with NAME one of {', '.join(sorted(names))}")
+            rest = f"{name}.{rest[len(name) + 1:]}"
+        out[f"{section}.{rest}"] = value
+    return out
+
+
+def _values(hparams: Mapping[str, Any]) -> dict[str, Any]:
+    """Check namespaced keys; lists and tuples become comma lists (``train.lr_milestones``).
+
+    Raises
+    ------
+    GrpruneError
+        On a key without a known section.
+    """
+    out = {}
+    for key, value in hparams.items():
+        section = str(key).split(".", 1)[0]
+        if "." not in str(key) or section not in SECTIONS:
+            raise GrpruneError(f"bad hyperparameter key {key!r}: expected section.key "
+                               f"(reg.size.eta, train.lr, data.path); sections: "
+                               f"{', '.join(SECTIONS)}")
+        if isinstance(value, (list, tuple)):
+            value = ",".join(map(str, value))
+        out[str(key)] = value
+    return out
+
+
+def graphs_fingerprint(dataset) -> str:
+    """sha256 of a dataset's content: every graph's edges and feature tensors, the
+    labels, environments and split parts (``dgl.save_graphs`` files of the same graphs
+    differ byte for byte, so the file is not hashed)."""
+    import hashlib
+
+    import numpy as np
+    h = hashlib.sha256()
+
+    def add(tag: str, array) -> None:
+        a = np.ascontiguousarray(np.asarray(array))
+        h.update(f"{tag}:{a.dtype.str}:{a.shape}".encode())
+        h.update(a.tobytes())
+
+    for g in dataset.graphs:
+        src, dst = g.edges()
+        add("n", [g.num_nodes()])
+        add("src", src.numpy())
+        add("dst", dst.numpy())
+        for kind, frame in (("ndata", g.ndata), ("edata", g.edata)):
+            for key in sorted(frame):
+                add(f"{kind}.{key}", frame[key].numpy())
+    add("label", dataset.labels.numpy())
+    add("env", dataset.envs.numpy())
+    for part in sorted(dataset.splits):
+        add(f"split.{part}", dataset.splits[part])
+    return h.hexdigest()
+
+
+def store_graphs(dataset, root: str | Path | None = None) -> Path:
+    """Save an in-memory dataset once, under a name that is its content's hash.
+
+    Parameters
+    ----------
+    dataset : GraphDataset
+        From :func:`grprune.data.from_graphs`.
+    root : path, optional
+        Data root; default :func:`grprune.data.default_root`.
+
+    Returns
+    -------
+    Path
+        ``ROOT/graphs/<name>-<sha256[:16]>.bin`` (:func:`graphs_fingerprint`), a
+        ``dgl-graphs`` file (:func:`grprune.data.save_dataset`) with the ``split``
+        tensor; written only when it is not there yet.
+    """
+    from grprune.data import default_root, save_dataset
+    folder = Path(root or default_root()).expanduser() / "graphs"
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "-", str(dataset.name)) or "graphs"
+    path = folder / f"{name}-{graphs_fingerprint(dataset)[:16]}.bin"
+    if path.is_file():
+        return path
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / f".{os.getpid()}-{uuid.uuid4().hex}.bin"
+    try:
+        save_dataset(dataset, tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
+def _in_memory(dataset, hparams: dict[str, Any], split: str | None,
+               root: str | Path | None) -> dict[str, Any]:
+    """The ``data.*`` values that train the ``dgl-graphs`` source on ``dataset``.
+
+    Raises
+    ------
+    GrpruneError
+        If ``dataset`` is no dataset, or ``split``, ``data.path`` or ``data.split`` is
+        given too.
+    """
+    if not all(hasattr(dataset, a) for a in ("graphs", "labels", "envs", "splits")):
+        raise GrpruneError(f"data must be a dataset name or a dataset built by "
+                           f"grprune.from_graphs(...), not {type(dataset).__name__}")
+    clash = [k for k in ("data.path", "data.split") if k in hparams]
+    if split is not None or clash:
+        raise GrpruneError(f"{clash[0] if clash else 'split'} cannot be set for a dataset in "
+                           f"memory: its split is from_graphs(split=...)")
+    out = {"data.path": str(store_graphs(dataset, root or hparams.get("data.root"))),
+           "data.split": "file"}
+    if getattr(dataset, "metric", None) in ("rocauc", "accuracy"):
+        out["data.metric"] = dataset.metric
+    return out
+
+
+def _epoch_callback(plan, on_epoch: Callable[[dict], None] | None):
+    """``(close, callback)``: the CLI's progress printer (``train.progress``) and the
+    user's ``on_epoch`` in one epoch callback, and what ends the printer."""
+    from grprune.cli import EpochPrinter
+    printer = None
+    if plan.cfg["train"]["progress"] != "none":
+        printer = EpochPrinter(plan.cfg["train"]["progress"], "?",
+                               plan.cfg["train"]["epochs"], plan.title)
+        _log(f"{plan.title} -> {plan.run_dir}")
+
+    def callback(rec: dict) -> None:
+        if printer is not None:
+            printer.metric = next(k for k in rec["valid"] if k != "kept_edge_fraction")
+            printer(rec)
+        if on_epoch is not None:
+            on_epoch(rec)
+
+    return (printer.close if printer is not None else lambda: None), callback
+
+
+def train(data: Any = None, reg: str | None = None, *, selector: str | None = None,
+          encoder: str | None = None, split: str | None = None, shift: str | None = None,
+          preset: str | None = None, epochs: int | None = None, seed: int | None = None,
+          device: str | None = None, out: str | Path | None = None,
+          config: str | Path | None = None, root: str | Path | None = None,
+          download: bool = False, deterministic: bool | None = None,
+          progress: str | None = None, force: bool = False,
+          hparams: Mapping[str, Any] | None = None,
+          on_epoch: Callable[[dict], None] | None = None, **kwargs: Any):
+    """Train one configuration, as ``grprune run`` does, and return the finished run.
+
+    Parameters
+    ----------
+    data : str or GraphDataset, optional
+        A registered dataset name (``"ogbg-molbbbp"``, ``"molecule-csv"`` with
+        ``data_path=...``), or a dataset from :func:`grprune.data.from_graphs`
+        (module docstring). Default: the config file's, else ``ogbg-molbbbp``.
+    reg : str, optional
+        Comma list of regularizers (``"size,eps-align"``, the default), or ``"none"``.
+    selector, encoder, split, shift, preset : str, optional
+        As ``--selector`` (``auto``), ``--encoder``, ``--split``, ``--shift``, ``--preset``.
+    epochs, seed : int, optional
+    device : str, optional
+        ``auto`` (default), ``cpu``, ``cuda`` or ``cuda:N``; the returned run's model
+        is put there too.
+    out : path, optional
+        Run directory; default ``runs/<dataset>/<method>-seed<seed>-<hash>``.
+    config : path, optional
+        A JSON or YAML config file (``--config``; a run's ``config.json`` works).
+    root, download, deterministic
+        As ``--root``, ``--download``, ``--deterministic``.
+    progress : str, optional
+        ``auto`` (default: rich on a terminal, plain lines on stderr otherwise),
+        ``rich``, ``plain`` or ``none``.
+    force : bool
+        Re-run into a finished (or corrupt, or other configuration's) run directory.
+    hparams : mapping, optional
+        Namespaced hyperparameters, ``{"reg.size.eta": 0.75}``; win over the keywords.
+    on_epoch : callable, optional
+        Called with each epoch's record (a ``results.jsonl`` line).
+    **kwargs
+        Hyperparameters as ``SECTION_KEY=value`` (:func:`hparam_keywords`).
+
+    Returns
+    -------
+    grprune.inference.Run
+        The finished run (also when the directory already held it: nothing is trained
+        then, and a note goes to stderr).
+
+    Raises
+    ------
+    GrpruneError
+        As ``grprune run``: unknown names or keys, bad values, missing data, or a run
+        directory of another configuration or process, or not a run directory.
+    """
+    from grprune.run import execute, plan_run
+
+    values = {**_values(hparams or {}), **_values(hparam_keywords(kwargs))}
+    dataset = None
+    if data is not None and not isinstance(data, str):
+        dataset = data
+        values.update(_in_memory(dataset, values, split, root))
+        data = "dgl-graphs"
+    plan = plan_run(data=data, selector=selector, reg=reg, encoder=encoder, preset=preset,
+                    config_file=config, split=split, shift=shift, epochs=epochs, seed=seed,
+                    device=device, root=root, download=download, progress=progress,
+                    deterministic=deterministic, hparams=values, out=out)
+    close, callback = _epoch_callback(plan, on_epoch)
+    try:
+        status, _ = execute(plan.cfg, plan.run_dir, force=force, on_epoch=callback, log=_log,
+                            dataset=dataset)
+    finally:
+        close()
+    if status == "finished":
+        _log(f"{plan.run_dir} already holds this finished run; nothing to do "
+             f"(force=True re-runs it)")
+    run = load_run(plan.run_dir, device=plan.cfg["train"]["device"])
+    if dataset is not None:
+        run._dataset = dataset
+    return run
+
+
+def load_run(path: str | Path, device: str = "cpu"):
+    """Open a finished run directory (``grprune run`` or :func:`train` wrote it).
+
+    Parameters
+    ----------
+    path : str or Path
+    device : str
+        Where the model goes when first used: ``auto``, ``cpu``, ``cuda``, ``cuda:N``.
+
+    Returns
+    -------
+    grprune.inference.Run
+        Its model is loaded from ``checkpoint.pt`` on first use of ``run.model``.
+
+    Raises
+    ------
+    GrpruneError
+        If ``path`` does not exist or is no run directory, holds an unfinished
+        (interrupted, running, failed) or corrupt run, has no ``checkpoint.pt``, or
+        CUDA is asked for and absent.
+    """
+    from grprune.inference import load_run as _load
+    return _load(path, device=device, lazy=True)

@@ -1,0 +1,402 @@
+"""Your own molecules: a CSV of SMILES and binary labels as the ``molecule-csv`` dataset.
+
+::
+
+    grprune run --data molecule-csv -H data.path=mols.csv \\
+        -H data.smiles_column=smiles -H data.label_column=y --split scaffold
+
+Rows whose SMILES is missing or that RDKit cannot parse, and rows whose label is
+missing or not 0/1, are left out, counted and listed (``info["bad_rows"]``:
+0-based data row and reason; ``grprune data info`` shows them), never an error. A
+missing file or column is one message (exit code 2) naming the columns present.
+
+Featurizers (``data.featurizer``):
+
+* ``ogb`` (default): :func:`grprune.data.molecules.smiles_to_graph`, OGB's 9
+  categorical atom and 3 bond features, as the OGB datasets; OGB's encoders.
+* ``dgllife-canonical``: dgllife's ``CanonicalAtomFeaturizer`` (74 floats per
+  atom) and ``CanonicalBondFeaturizer`` (12 per bond), atoms in RDKit's order;
+  the model's linear input layers read them.
+
+Both give RDKit bond ``k`` as directed edges ``2k`` and ``2k + 1``, so
+``grprune explain`` and ``grprune predict`` map edges to bonds as for OGB sets.
+
+Splits are the OGB sets' rules (:mod:`grprune.data.splits`): ``scaffold``
+(:func:`scaffold_split`), ``size`` (:func:`size_split`, seeded by
+``data.split_seed``) and ``random`` (:func:`random_split`), 80/10/10.
+Environment ids are scaffold domains (the rank of the molecule's Bemis–Murcko
+scaffold among the distinct ones) for ``scaffold`` and ``random``, size domains
+(the rank of the number of atoms) for ``size``, so IRM-type regularizers run.
+
+Graphs are cached under ``<root>/molecule_csv/grprune_v1/<key>/`` keyed by the
+file's sha256, the columns, the featurizer and library versions: an edited CSV
+is featurized again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+from grprune.compat import dgl
+from grprune.data.cache import CACHE_DIRNAME, cached_strings, load_or_build
+from grprune.data.dataset import GraphDataset
+from grprune.data.molecules import file_sha256, lenient_mol, read_text_csv, smiles_to_graph
+from grprune.data.packed import graph_sizes
+from grprune.data.registry import DATASETS, DatasetSource
+from grprune.data.splits import murcko_scaffolds, random_split, scaffold_split, size_split
+from grprune.errors import DataError, GrpruneError, did_you_mean
+from grprune.hparams import Param
+
+#: width of dgllife's canonical atom and bond features
+DGLLIFE_ATOM_DIM, DGLLIFE_BOND_DIM = 74, 12
+_DGLLIFE: dict[str, Any] = {}
+
+
+def dgllife_graph(smiles: str, lenient: bool = False) -> dgl.DGLGraph:
+    """Featurize one SMILES with dgllife's canonical atom and bond featurizers.
+
+    Atoms keep RDKit's order (dgllife's ``smiles_to_bigraph`` would renumber them
+    canonically), and RDKit bond ``k`` is directed edges ``2k`` (begin -> end) and
+    ``2k + 1``, as :func:`grprune.data.molecules.smiles_to_graph` orders them.
+
+    Parameters
+    ----------
+    smiles : str
+    lenient : bool
+        If RDKit rejects the molecule, retry without the valence check.
+
+    Returns
+    -------
+    dgl.DGLGraph
+        int64 ids; ``ndata['feat']`` float32 (N, 74), ``edata['feat']`` float32 (E, 12).
+
+    Raises
+    ------
+    DataError
+        If the SMILES is empty or RDKit cannot parse it.
+    """
+    from rdkit import Chem, rdBase
+
+    if not isinstance(smiles, str) or not smiles.strip():
+        raise DataError(f"empty or missing SMILES {smiles!r}")
+    with rdBase.BlockLogs():
+        mol = Chem.MolFromSmiles(smiles)
+        if mol is None and lenient:
+            mol = lenient_mol(smiles)
+    if mol is None or mol.GetNumAtoms() == 0:
+        raise DataError(f"RDKit cannot parse SMILES {smiles!r}")
+    if not _DGLLIFE:
+        from dgllife.utils import CanonicalAtomFeaturizer, CanonicalBondFeaturizer
+        _DGLLIFE.update(atom=CanonicalAtomFeaturizer("feat"),
+                        bond=CanonicalBondFeaturizer("feat", self_loop=False))
+    try:
+        node_feat = _DGLLIFE["atom"](mol)["feat"]
+        if mol.GetNumBonds():
+            edge_feat = _DGLLIFE["bond"](mol)["feat"]
+        else:
+            edge_feat = torch.zeros(0, DGLLIFE_BOND_DIM)
+    except Exception as exc:  # an element or property dgllife's one-hot lists cannot hold
+        raise DataError(f"dgllife cannot featurize SMILES {smiles!r} "
+                        f"({type(exc).__name__})") from None
+    src, dst = [], []
+    for bond in mol.GetBonds():
+        i, j = bond.GetBeginAtomIdx(), bond.GetEndAtomIdx()
+        src += [i, j]
+        dst += [j, i]
+    g = dgl.graph((torch.tensor(src, dtype=torch.int64), torch.tensor(dst, dtype=torch.int64)),
+                  num_nodes=mol.GetNumAtoms())
+    g.ndata["feat"] = node_feat.float()
+    g.edata["feat"] = edge_feat.float()
+    return g
+
+
+#: featurizer name -> (feature kind of the model, ``to_graph(smiles, lenient=False)``)
+FEATURIZERS: dict[str, tuple[str, Callable[..., dgl.DGLGraph]]] = {
+    "ogb": ("ogb", smiles_to_graph),
+    "dgllife-canonical": ("linear", dgllife_graph),
+}
+
+
+def run_featurizer(cfg: dict, dims: dict) -> Callable[..., dgl.DGLGraph] | None:
+    """The featurizer a molecule run was trained with, to featurize new SMILES.
+
+    Parameters
+    ----------
+    cfg : dict
+        The run's resolved configuration (``cfg["data"]["featurizer"]`` where the
+        dataset has that key).
+    dims : dict
+        :func:`grprune.trainer.model_dims` of the run (``feature_kind``, ``node_dim``).
+
+    Returns
+    -------
+    callable or None
+        ``to_graph(smiles, lenient=False) -> DGLGraph``; None for a run on
+        non-molecular data (its features come from no SMILES featurizer).
+    """
+    name = (cfg.get("data") or {}).get("featurizer")
+    if name is None:
+        name = "ogb" if dims.get("feature_kind") == "ogb" else None
+    kind, to_graph = FEATURIZERS.get(name, (None, None))
+    if kind is None or kind != dims.get("feature_kind"):
+        return None
+    if kind == "linear" and int(dims.get("node_dim", 0)) != DGLLIFE_ATOM_DIM:
+        return None
+    return to_graph
+
+
+def _label_problem(text: str) -> str | None:
+    """Why a label cell is not a binary class label (None when it is 0 or 1)."""
+    text = text.strip()
+    if not text:
+        return "missing label"
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if value not in (0.0, 1.0):
+        return f"label {text!r} is not 0 or 1"
+    return None
+
+
+def read_rows(path: Path, smiles_column: str, label_column: str
+              ) -> tuple[list[str], np.ndarray, dict[int, str]]:
+    """The SMILES and labels of a molecule CSV, with the rows whose label is unusable.
+
+    Parameters
+    ----------
+    path : Path
+        CSV file, plain or compressed (inferred from the suffix).
+    smiles_column, label_column : str
+
+    Returns
+    -------
+    smiles : list of str, length S
+        One per data row (``""`` where missing).
+    labels : np.ndarray of int64, shape (S,)
+        0 or 1; -1 where the label is unusable.
+    bad : dict of int to str
+        0-based data row -> reason, for missing SMILES and unusable labels.
+
+    Raises
+    ------
+    DataError
+        If the file is missing or unreadable, or a column is missing (one line
+        that names the columns present).
+    """
+    df = read_text_csv(path, "data file (data.path)")
+    columns = [str(c) for c in df.columns]
+    for key, col in (("smiles_column", smiles_column), ("label_column", label_column)):
+        if col not in columns:
+            hint = did_you_mean(col, columns)
+            raise DataError(f"{path} has no column {col!r} (data.{key}).{hint} "
+                            f"Columns: {', '.join(columns)}")
+    if len(df) == 0:
+        raise DataError(f"{path} has a header but no data rows")
+    smiles = [s.strip() for s in df[smiles_column].tolist()]
+    labels = np.full(len(df), -1, dtype=np.int64)
+    bad: dict[int, str] = {}
+    for row, (s, text) in enumerate(zip(smiles, df[label_column].tolist())):
+        problems = [p for p in (None if s else "missing SMILES", _label_problem(text)) if p]
+        if problems:
+            bad[row] = "; ".join(problems)
+        else:
+            labels[row] = int(float(text))
+    return smiles, labels, bad
+
+
+def featurize_rows(smiles: list[str], labels: np.ndarray, bad: dict[int, str],
+                   featurizer: str) -> tuple[list, np.ndarray, dict[int, str]]:
+    """Featurize the rows :func:`read_rows` found usable.
+
+    Returns
+    -------
+    graphs : list of dgl.DGLGraph, length G
+    kept : np.ndarray of int64, shape (G,)
+        Data row of each graph (increasing).
+    bad : dict of int to str
+        ``bad`` plus the rows whose SMILES the featurizer rejects.
+    """
+    to_graph = FEATURIZERS[featurizer][1]
+    bad = dict(bad)
+    graphs, kept = [], []
+    for row, s in enumerate(smiles):
+        if row in bad:
+            continue
+        try:
+            graphs.append(to_graph(s))
+        except DataError as exc:
+            bad[row] = str(exc)
+            continue
+        kept.append(row)
+    return graphs, np.asarray(kept, dtype=np.int64), dict(sorted(bad.items()))
+
+
+def _cache_key(path: Path, smiles_column: str, label_column: str, featurizer: str) -> dict:
+    import ogb
+    import rdkit
+
+    key = {"format_version": 1, "source_sha256": file_sha256(path),
+           "smiles_column": smiles_column, "label_column": label_column,
+           "featurizer": featurizer, "rdkit_version": rdkit.__version__,
+           "ogb_version": ogb.__version__}
+    if featurizer.startswith("dgllife"):
+        from importlib.metadata import version
+        key["dgllife_version"] = version("dgllife")
+    return key
+
+
+def cached_rows(path: Path, smiles_column: str, label_column: str, featurizer: str,
+                root: Path) -> dict[str, Any]:
+    """Read, check and featurize a molecule CSV through the graph cache.
+
+    Returns
+    -------
+    dict
+        ``graphs`` (G), ``labels`` (G,), ``source_rows`` (G,), ``smiles`` (G),
+        ``bad_rows`` (list of ``{"row", "reason"}``), ``n_source_rows``,
+        ``source_sha256``, ``cache`` (status) and ``cache_dir``.
+
+    Raises
+    ------
+    DataError
+        See :func:`read_rows`; also when no row is usable.
+    """
+    smiles, labels, bad = read_rows(path, smiles_column, label_column)
+    key = _cache_key(path, smiles_column, label_column, featurizer)
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+    cache_dir = root / "molecule_csv" / CACHE_DIRNAME / digest
+
+    def build():
+        graphs, kept, all_bad = featurize_rows(smiles, labels, bad, featurizer)
+        if not graphs:
+            raise DataError(f"{path}: none of its {len(smiles)} rows is usable (e.g. row "
+                            f"{next(iter(all_bad))}: {next(iter(all_bad.values()))})")
+        tensors = {"labels": torch.from_numpy(labels[kept]), "source_rows": torch.from_numpy(kept)}
+        rows = [{"row": int(r), "reason": why} for r, why in all_bad.items()]
+        return graphs, tensors, {"n_source_rows": len(smiles), "bad_rows": rows}
+
+    graphs, tensors, meta, status = load_or_build(
+        cache_dir, key, build, ("n_source_rows", "bad_rows"), ("labels", "source_rows"))
+    rows = tensors["source_rows"].numpy().astype(np.int64)
+    return {"graphs": graphs, "labels": tensors["labels"].long(), "source_rows": rows,
+            "smiles": [smiles[i] for i in rows], "bad_rows": list(meta["bad_rows"]),
+            "n_source_rows": int(meta["n_source_rows"]), "source_sha256": key["source_sha256"],
+            "cache": status, "cache_dir": str(cache_dir)}
+
+
+def split_and_envs(split: str, split_seed: int, data: dict[str, Any]
+                   ) -> tuple[dict[str, np.ndarray], np.ndarray, str]:
+    """The split of :func:`cached_rows`' molecules and their environment ids.
+
+    Returns
+    -------
+    parts : dict of str to np.ndarray of int64
+    envs : np.ndarray of int64, shape (G,)
+        Scaffold domains (``scaffold``, ``random``) or size domains (``size``).
+    env_source : str
+        ``"scaffold"`` or ``"size"``.
+    """
+    n = len(data["graphs"])
+    if split == "size":
+        sizes = graph_sizes(data["graphs"])[0]
+        return size_split(sizes, seed=split_seed), np.unique(sizes, return_inverse=True)[1], "size"
+    import rdkit
+
+    key = {"source_sha256": data["source_sha256"], "rdkit_version": rdkit.__version__,
+           "scaffold_version": 2}
+    scaffolds = cached_strings(Path(data["cache_dir"]) / "scaffolds.json", key,
+                               lambda: murcko_scaffolds(data["smiles"], include_chirality=True),
+                               n)[0]
+    envs = np.unique(np.asarray(scaffolds, dtype=object).astype(str), return_inverse=True)[1]
+    if split == "random":
+        return random_split(n, seed=split_seed), envs, "scaffold"
+    return scaffold_split(data["smiles"], scaffolds=scaffolds), envs, "scaffold"
+
+
+@DATASETS.register("molecule-csv", aliases=("mol-csv",))
+class MoleculeCsv(DatasetSource):
+    """Your own molecules: a CSV file of SMILES and binary labels (module docstring)."""
+
+    splits = ("scaffold", "size", "random")
+    params = {
+        "path": Param("", "the CSV file (plain or .gz); required"),
+        "smiles_column": Param("smiles", "column holding the SMILES"),
+        "label_column": Param("label", "column holding the binary label (0 or 1)"),
+        "featurizer": Param("ogb", "ogb (OGB's categorical features) or dgllife-canonical "
+                                   "(dgllife's canonical float features, linear input layer)",
+                            choices=tuple(FEATURIZERS)),
+        "split": Param("scaffold", "scaffold (OGB's rule), size (largest molecules in train) "
+                                   "or random; 80/10/10"),
+        "split_seed": Param(0, "seed of the size split's valid/test shuffle and of the random "
+                               "split", low=0),
+    }
+    metric = "rocauc"
+    num_classes = 2
+    description = "your own molecules: a CSV of SMILES and 0/1 labels (-H data.path=FILE)"
+
+    @classmethod
+    def example_params(cls, directory: str | Path) -> dict[str, Any]:
+        """Write a small example CSV (every 10th molecule of the bundled BACE file, 152
+        rows) into ``directory`` and return the :func:`~grprune.data.load_dataset`
+        parameters that load it."""
+        from grprune.data.molecules import read_molecule_csv
+        from grprune.data.ogbg import FILES
+
+        smiles, labels = read_molecule_csv(FILES / "moleculenet" / "bace.csv.gz", "mol", "Class")
+        path = Path(directory) / "example-molecules.csv"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lines = [f"{s},{y}" for s, y in zip(smiles[::10], labels[::10])]
+        path.write_text("smiles,label\n" + "\n".join(lines) + "\n")
+        return {"path": str(path)}
+
+    @classmethod
+    def resolve_params(cls, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        """:meth:`DatasetSource.resolve_params`, with ``path`` made absolute (so a
+        config replays from any directory)."""
+        out = super().resolve_params(params)
+        if out.get("path"):
+            out["path"] = str(Path(out["path"]).expanduser().resolve())
+        return out
+
+    def load(self, *, root: Path, download: bool = False, path: str = "",
+             smiles_column: str = "smiles", label_column: str = "label",
+             featurizer: str = "ogb", split: str = "scaffold", split_seed: int = 0
+             ) -> GraphDataset:
+        """Load the CSV; see :meth:`DatasetSource.load` and the module docstring.
+
+        Raises
+        ------
+        GrpruneError
+            Without ``path`` (``-H data.path=FILE``).
+        DataError
+            If the file is missing or unreadable, a column is missing, or no row is usable.
+        """
+        if not str(path).strip():
+            raise GrpruneError("dataset molecule-csv needs a CSV file: -H data.path=FILE "
+                               "(and data.smiles_column, data.label_column)")
+        split = self.resolve_split(split)
+        csv = Path(path).expanduser()
+        data = cached_rows(csv, smiles_column, label_column, featurizer, Path(root))
+        parts, envs, env_source = split_and_envs(split, split_seed, data)
+        bad = data["bad_rows"]
+        info = {"dataset": self.registered_name, "source": str(csv),
+                "source_sha256": data["source_sha256"], "featurizer": featurizer,
+                "n_source_rows": data["n_source_rows"], "n_skipped": len(bad),
+                "skipped_rows": [r["row"] for r in bad], "bad_rows": bad,
+                "split": split, "split_source": "computed", "split_seed": int(split_seed),
+                "env_source": env_source, "n_graphs": len(data["graphs"]),
+                "split_sizes": {k: int(len(v)) for k, v in parts.items()},
+                "n_domains": int(envs.max()) + 1 if len(envs) else 0,
+                "cache": data["cache"], "cache_dir": data["cache_dir"]}
+        return GraphDataset(self.registered_name, data["graphs"], data["labels"], parts,
+                            num_classes=2, metric=self.metric,
+                            atom_encoder=FEATURIZERS[featurizer][0], envs=envs,
+                            smiles=data["smiles"], source_rows=data["source_rows"], info=info)
+

@@ -1,0 +1,353 @@
+"""Evaluation of a model on batches of graphs: the one path of the trainer and of inference.
+
+:func:`evaluate_batches` runs the model in eval mode over batches and returns an
+:class:`Evaluation`: the split metric, the class probabilities, the fraction of
+edges the evaluation mask keeps, the selector diagnostics and, on request, every
+edge's selector output as an :class:`EdgeScores` (CSR arrays over the graphs).
+The trainer (:meth:`grprune.trainer.Trainer.evaluate`) calls it every epoch and
+on the selected checkpoint, whose test edges it saves with
+:func:`write_edge_probs` to ``edge_probs.npz``; :mod:`grprune.inference` calls
+it to score new graphs (``grprune predict``), and ``grprune explain`` reads the
+saved file back with :func:`read_edge_probs`.
+
+The evaluation rule: the model is in eval mode, the selector is used unless
+``use_selector=False`` (ERM warm-up), and the selector's ``eval_mode`` decides
+the mask (``threshold``: :math:`p > 0.5`; ``soft``: :math:`p`; ``sample``: a
+fresh hard sample, class probabilities averaged over ``selector.eval_samples``
+draws). Without a selector (or with it off) every edge has logit ``+inf`` and
+probability and weight 1.
+
+Shapes: ``G`` graphs, ``E`` directed edges, ``U`` undirected bonds, ``C`` classes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+import torch
+
+from grprune.batch import GraphBatch
+from grprune.diagnostics import SelectorStats
+from grprune.metrics import evaluate
+from grprune.ops import bond_max_np, bonds_by_first_edge
+
+#: arrays of ``edge_probs.npz`` that :func:`read_edge_probs` needs to rebuild every
+#: :class:`GraphScore` (runs written before ``edge_logits``, ``prob`` and
+#: ``num_nodes`` were saved lack them)
+SCORE_ARRAYS = ("graph_index", "edge_ptr", "src", "dst", "edge_prob", "edge_weight",
+                "edge_logits", "prob", "num_nodes")
+
+
+@dataclass
+class GraphScore:
+    """The model's output for one graph with ``E`` directed edges and ``U`` bonds.
+
+    Attributes
+    ----------
+    prob : np.ndarray of float32, shape (C,)
+        Class probabilities (softmax of the logits; averaged over draws with
+        ``selector.eval_mode=sample``).
+    src, dst : np.ndarray of int64, shape (E,)
+        Directed edges, local node ids, in the graph's edge order.
+    edge_logits : np.ndarray of float32, shape (E,)
+        Selector logit :math:`w_{ij}` (``+inf`` without a selector).
+    edge_prob : np.ndarray of float32, shape (E,), values in [0, 1]
+        Keep probability :math:`\\sigma(w_{ij})`; 1 without a selector.
+    edge_weight : np.ndarray of float32, shape (E,), values in [0, 1]
+        The evaluation mask the encoder used (1 = kept).
+    edge_gt : np.ndarray of int64, shape (E,), or None
+        Ground-truth motif edge (1) or not (0); synthetic data only.
+    num_nodes : int
+    bond_of_edge : np.ndarray of int64, shape (E,)
+        Undirected bond of each edge (:func:`grprune.ops.bonds_by_first_edge`:
+        bonds numbered by their first directed edge).
+    bond_edge : np.ndarray of int64, shape (U,)
+        First directed edge of each bond.
+    """
+
+    prob: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+    edge_logits: np.ndarray
+    edge_prob: np.ndarray
+    edge_weight: np.ndarray
+    edge_gt: np.ndarray | None
+    num_nodes: int
+    bond_of_edge: np.ndarray = field(init=False)
+    bond_edge: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.bond_of_edge, self.bond_edge = bonds_by_first_edge(self.src, self.dst)
+
+    @property
+    def num_bonds(self) -> int:
+        """``U``, the number of undirected bonds."""
+        return int(len(self.bond_edge))
+
+    @property
+    def pred(self) -> int:
+        """The predicted class (argmax of :attr:`prob`)."""
+        return int(np.argmax(self.prob))
+
+    # one value per bond, taken from its first directed edge; both directions of
+    # a bond share one logit and one sample (Selector.forward), so either will do
+    @property
+    def bond_src(self) -> np.ndarray:
+        """Shape (U,): first node of each bond."""
+        return self.src[self.bond_edge]
+
+    @property
+    def bond_dst(self) -> np.ndarray:
+        """Shape (U,): second node of each bond."""
+        return self.dst[self.bond_edge]
+
+    @property
+    def bond_logits(self) -> np.ndarray:
+        """Shape (U,): selector logit of each bond."""
+        return self.edge_logits[self.bond_edge]
+
+    @property
+    def bond_prob(self) -> np.ndarray:
+        """Shape (U,): keep probability of each bond."""
+        return self.edge_prob[self.bond_edge]
+
+    @property
+    def bond_weight(self) -> np.ndarray:
+        """Shape (U,): evaluation mask of each bond."""
+        return self.edge_weight[self.bond_edge]
+
+    @property
+    def bond_gt(self) -> np.ndarray | None:
+        """Shape (U,): 1 if either direction is a ground-truth motif edge; None without."""
+        if self.edge_gt is None:
+            return None
+        return bond_max_np(self.edge_gt, self.bond_of_edge, self.num_bonds)
+
+
+@dataclass
+class EdgeScores:
+    """Every edge's selector output over ``G`` graphs, as CSR arrays (one evaluation).
+
+    Attributes
+    ----------
+    graph_index : np.ndarray of int64, shape (G,)
+        Index of each graph in its dataset (the position in the scored input for
+        graphs that are not a dataset's).
+    prob : np.ndarray of float32, shape (G, C)
+        Class probabilities.
+    num_nodes : np.ndarray of int64, shape (G,)
+    edge_ptr : np.ndarray of int64, shape (G + 1,)
+        Graph ``g`` owns edges ``edge_ptr[g] : edge_ptr[g + 1]``.
+    src, dst : np.ndarray of int64, shape (E,)
+        Local node ids.
+    edge_logits, edge_prob, edge_weight : np.ndarray of float32, shape (E,)
+        As in :class:`GraphScore`.
+    edge_gt : np.ndarray of int64, shape (E,), or None
+    """
+
+    graph_index: np.ndarray
+    prob: np.ndarray
+    num_nodes: np.ndarray
+    edge_ptr: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+    edge_logits: np.ndarray
+    edge_prob: np.ndarray
+    edge_weight: np.ndarray
+    edge_gt: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return int(len(self.graph_index))
+
+    def graph(self, k: int) -> GraphScore:
+        """The :class:`GraphScore` of the ``k``-th graph (a position, not a dataset index)."""
+        sl = slice(int(self.edge_ptr[k]), int(self.edge_ptr[k + 1]))
+        return GraphScore(
+            prob=self.prob[k], src=self.src[sl], dst=self.dst[sl],
+            edge_logits=self.edge_logits[sl], edge_prob=self.edge_prob[sl],
+            edge_weight=self.edge_weight[sl],
+            edge_gt=None if self.edge_gt is None else self.edge_gt[sl],
+            num_nodes=int(self.num_nodes[k]))
+
+    def graph_scores(self) -> list[GraphScore]:
+        """One :class:`GraphScore` per graph, in order."""
+        return [self.graph(k) for k in range(len(self))]
+
+    def by_index(self, indices: Iterable[int]) -> dict[int, GraphScore] | None:
+        """Dataset index -> :class:`GraphScore` for the given indices; None if one is missing."""
+        where = {int(i): k for k, i in enumerate(self.graph_index.tolist())}
+        indices = list(dict.fromkeys(int(i) for i in indices))
+        if any(i not in where for i in indices):
+            return None
+        return {i: self.graph(where[i]) for i in indices}
+
+
+class _EdgeCollector:
+    """Copies each evaluated batch's edges to the host; :meth:`result` concatenates them."""
+
+    KEYS = ("index", "prob", "num_nodes", "num_edges", "src", "dst", "logits", "eprob",
+            "weight", "gt")
+
+    def __init__(self) -> None:
+        self.parts: dict[str, list[torch.Tensor]] = {k: [] for k in self.KEYS}
+
+    def add(self, batch: GraphBatch, prob: torch.Tensor, s) -> None:
+        local_src, local_dst = batch.local_edges()
+        ones = torch.ones_like(batch.src, dtype=torch.float32)
+        p = self.parts
+        p["index"].append(batch.index.cpu())
+        p["prob"].append(prob.float().cpu())
+        p["num_nodes"].append(batch.num_nodes.cpu())
+        p["num_edges"].append(batch.num_edges.cpu())
+        p["src"].append(local_src.cpu())
+        p["dst"].append(local_dst.cpu())
+        p["logits"].append(s.edge_logits.float().cpu() if s is not None
+                           else torch.full_like(ones, math.inf))
+        p["eprob"].append((s.edge_prob if s is not None else ones).float().cpu())
+        p["weight"].append((s.edge_weight if s is not None else ones).float().cpu())
+        if batch.edge_gt is not None:
+            p["gt"].append(batch.edge_gt.cpu())
+
+    def result(self, num_classes: int) -> EdgeScores:
+        cat = {k: (torch.cat(v).numpy() if v else np.zeros(0)) for k, v in self.parts.items()}
+        ptr = np.concatenate([[0], np.cumsum(cat["num_edges"].astype(np.int64))])
+        src = cat["src"].astype(np.int64)
+        gt = cat["gt"] if len(cat["gt"]) == len(src) and len(src) else None
+        prob = cat["prob"] if self.parts["prob"] else np.zeros((0, num_classes))
+        return EdgeScores(
+            graph_index=cat["index"].astype(np.int64), prob=prob.astype(np.float32),
+            num_nodes=cat["num_nodes"].astype(np.int64), edge_ptr=ptr.astype(np.int64),
+            src=src, dst=cat["dst"].astype(np.int64),
+            edge_logits=cat["logits"].astype(np.float32),
+            edge_prob=cat["eprob"].astype(np.float32),
+            edge_weight=cat["weight"].astype(np.float32),
+            edge_gt=None if gt is None else gt.astype(np.int64))
+
+
+@dataclass
+class Evaluation:
+    """A model's predictions on one set of graphs (:func:`evaluate_batches`).
+
+    Attributes
+    ----------
+    metric : float
+        The split metric (:func:`grprune.metrics.evaluate`); NaN when no metric
+        was asked for.
+    prob : np.ndarray of shape (G, C)
+        Class probabilities, in batch order.
+    kept : float
+        Fraction of directed edges kept by the evaluation mask (1.0 without selector).
+    selector : dict or None
+        :meth:`grprune.diagnostics.SelectorStats.result`, for a learned selector in use.
+    edges : EdgeScores or None
+        Every edge's selector output, with ``collect_edges=True``.
+    """
+
+    metric: float
+    prob: np.ndarray
+    kept: float
+    selector: dict | None = None
+    edges: EdgeScores | None = None
+
+
+@torch.no_grad()
+def evaluate_batches(model, batches: Iterable[GraphBatch], *, num_classes: int = 0,
+                     use_selector: bool = True, metric: str | None = None,
+                     diagnostics: bool = True, collect_edges: bool = False) -> Evaluation:
+    """Evaluate a model on batches, as the trainer does.
+
+    Parameters
+    ----------
+    model : grprune.model.GraphClassifier
+        Put in eval mode here; batches not on its device are moved there.
+    batches : iterable of GraphBatch
+    num_classes : int
+        ``C``, used only to shape the result of an empty input.
+    use_selector : bool
+        False evaluates the full graphs (ERM warm-up; all edges kept).
+    metric : str, optional
+        ``rocauc`` or ``accuracy`` against ``batch.y``; None skips it (NaN).
+    diagnostics : bool
+        Summarise a learned selector's logits (:class:`~grprune.diagnostics.SelectorStats`).
+    collect_edges : bool
+        Also return every edge's output (:attr:`Evaluation.edges`).
+
+    Returns
+    -------
+    Evaluation
+    """
+    model.eval()
+    device = next(model.parameters()).device
+    probs, labels, edges = [], [], 0
+    kept = torch.zeros((), device=device)
+    stats = (SelectorStats() if diagnostics and use_selector
+             and getattr(model.selector, "learned", False) else None)
+    collector = _EdgeCollector() if collect_edges else None
+    for batch in batches:
+        if batch.device != device:
+            batch = batch.to(device)
+        p, out = model.predict(batch, use_selector=use_selector)
+        probs.append(p.cpu())
+        labels.append(batch.y.cpu())
+        edges += batch.src.numel()
+        s = out.selection
+        kept += s.edge_weight.sum() if s is not None else batch.src.numel()
+        if stats is not None:
+            stats.add(batch, s.edge_logits)
+        if collector is not None:
+            collector.add(batch, p, s)
+    prob = torch.cat(probs).numpy() if probs else np.zeros((0, num_classes))
+    y = torch.cat(labels).numpy() if labels else np.zeros(0, dtype=int)
+    return Evaluation(metric=evaluate(metric, y, prob) if metric is not None else math.nan,
+                      prob=prob, kept=float(kept) / edges if edges else 1.0,
+                      selector=stats.result() if stats is not None else None,
+                      edges=collector.result(num_classes) if collector is not None else None)
+
+
+def edge_probs_arrays(edges: EdgeScores, smiles=None) -> dict[str, np.ndarray]:
+    """The arrays of ``edge_probs.npz``.
+
+    ``graph_index``, ``edge_ptr`` (CSR offsets), ``src``, ``dst`` (local node ids),
+    ``edge_prob`` (:math:`\\sigma(w)`), ``edge_weight`` (the evaluation mask),
+    ``edge_logits`` (:math:`w`, ``+inf`` without a selector), ``prob`` (class
+    probabilities, shape (G, C)), ``num_nodes``; ``smiles`` for molecules (taken
+    from ``smiles[graph_index]``) and ``edge_gt`` (int8) on synthetic data.
+    """
+    arrays = {"graph_index": edges.graph_index, "edge_ptr": edges.edge_ptr,
+              "src": edges.src, "dst": edges.dst, "edge_prob": edges.edge_prob,
+              "edge_weight": edges.edge_weight}
+    if smiles is not None:
+        arrays["smiles"] = np.asarray([smiles[i] for i in arrays["graph_index"]])
+    if edges.edge_gt is not None:
+        arrays["edge_gt"] = edges.edge_gt.astype(np.int8)
+    arrays.update(edge_logits=edges.edge_logits, prob=edges.prob, num_nodes=edges.num_nodes)
+    return arrays
+
+
+def write_edge_probs(path: str | Path, edges: EdgeScores, smiles=None) -> None:
+    """Write ``edge_probs.npz`` (:func:`edge_probs_arrays`) atomically."""
+    from grprune import results as R
+    arrays = edge_probs_arrays(edges, smiles)
+    R.atomic_save(Path(path), lambda f: np.savez_compressed(f, **arrays))
+
+
+def read_edge_probs(path: str | Path) -> EdgeScores | None:
+    """Read ``edge_probs.npz`` back; None when it is absent, unreadable or lacks
+    :data:`SCORE_ARRAYS` (written before they were saved)."""
+    try:
+        with np.load(Path(path)) as npz:
+            if any(k not in npz.files for k in SCORE_ARRAYS):
+                return None
+            a = {k: npz[k] for k in npz.files}
+    except (OSError, ValueError):
+        return None
+    return EdgeScores(
+        graph_index=a["graph_index"].astype(np.int64), prob=a["prob"],
+        num_nodes=a["num_nodes"].astype(np.int64), edge_ptr=a["edge_ptr"].astype(np.int64),
+        src=a["src"].astype(np.int64), dst=a["dst"].astype(np.int64),
+        edge_logits=a["edge_logits"], edge_prob=a["edge_prob"], edge_weight=a["edge_weight"],
+        edge_gt=a["edge_gt"].astype(np.int64) if "edge_gt" in a else None)

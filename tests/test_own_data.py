@@ -1,0 +1,208 @@
+"""Your own data: ``molecule-csv`` (a CSV of SMILES and labels) and ``dgl-graphs`` (a
+``dgl.save_graphs`` file, or graphs in Python through ``from_graphs``)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from click.testing import CliRunner
+
+from grprune.cli import main
+from grprune.compat import dgl
+from grprune.config import resolve_config
+from grprune.data import DATASETS, from_graphs, load_dataset, save_dataset
+from grprune.data.dgl_graphs import example_graphs
+from grprune.data.molecule_csv import dgllife_graph, run_featurizer
+from grprune.data.molecules import smiles_to_graph
+from grprune.data.ogbg import FILES
+from grprune.errors import DataError
+
+BAD_ROWS = {3: "RDKit cannot parse", 7: "missing label", 11: "label '2' is not 0 or 1"}
+
+
+def _cli(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def _one_error(res) -> str:
+    assert res.exit_code == 2, res.output
+    lines = [line for line in res.output.splitlines() if line.startswith("grprune: error")]
+    assert len(lines) == 1 and "Traceback" not in res.output, res.output
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def bace_csv(tmp_path_factory):
+    """Every 15th molecule of the bundled BACE CSV (101 rows, both classes), columns
+    renamed, rows 3, 7 and 11 broken (bad SMILES, missing label, label 2)."""
+    df = pd.read_csv(FILES / "moleculenet" / "bace.csv.gz")
+    d = df[["mol", "Class"]].rename(columns={"mol": "SMI", "Class": "active"})
+    d = d.iloc[::15].reset_index(drop=True).astype({"active": str})
+    d.loc[3, "SMI"], d.loc[7, "active"], d.loc[11, "active"] = "C1CC(", "", "2"
+    path = tmp_path_factory.mktemp("own") / "bace.csv"
+    d.to_csv(path, index=False)
+    return path
+
+
+def _csv_args(path, *more):
+    return ["--data", "molecule-csv", "-H", f"data.path={path}", "-H", "data.smiles_column=SMI",
+            "-H", "data.label_column=active", *more]
+
+
+@pytest.fixture(scope="module")
+def csv_run(bace_csv, tmp_path_factory, data_root):
+    out = tmp_path_factory.mktemp("csv-run") / "run"
+    res = _cli("run", *_csv_args(bace_csv), "--epochs", "1", "--progress", "none",
+               "--device", "cpu", "--out", out)
+    assert res.exit_code == 0, res.output
+    return out
+
+
+def test_csv_run_reports_bad_rows(csv_run, bace_csv):
+    summary = json.loads((csv_run / "summary.json").read_text())
+    info = summary["dataset_info"]
+    assert info["n_source_rows"] == 101 and info["n_skipped"] == 3
+    assert info["skipped_rows"] == sorted(BAD_ROWS)
+    for bad in info["bad_rows"]:
+        assert BAD_ROWS[bad["row"]] in bad["reason"]
+    assert summary["model"]["feature_kind"] == "ogb"
+    cfg = json.loads((csv_run / "config.json").read_text())
+    assert cfg["data"]["path"] == str(bace_csv.resolve())
+
+
+def test_data_info_lists_bad_rows(bace_csv, data_root):
+    res = _cli("data", "info", "molecule-csv", "-H", f"data.path={bace_csv}", "-H",
+               "data.smiles_column=SMI", "-H", "data.label_column=active", "--json")
+    assert res.exit_code == 0, res.output
+    facts = json.loads(res.output)
+    assert facts["n_skipped"] == 3 and facts["n_graphs"] == 98
+    assert [b["row"] for b in facts["info"]["bad_rows"]] == sorted(BAD_ROWS)
+    assert facts["n_envs"] > 2  # scaffold domains
+    text = _cli("data", "info", "molecule-csv", "-H", f"data.path={bace_csv}", "-H",
+                "data.smiles_column=SMI", "-H", "data.label_column=active", "--split", "size")
+    assert text.exit_code == 0, text.output
+    assert "skipped: 3" in text.output and "RDKit cannot parse)" not in text.output
+    for row, reason in BAD_ROWS.items():
+        assert f"row {row}: " in text.output and reason in text.output
+
+
+def test_predict_and_explain_on_csv_run(csv_run, tmp_path):
+    res = _cli("predict", csv_run, "--smiles", "CCO", "--smiles", "C1CC(", "--device", "cpu",
+               "--out", tmp_path / "p.csv")
+    assert res.exit_code == 0, res.output
+    preds = pd.read_csv(tmp_path / "p.csv")
+    assert preds["status"].tolist() == ["ok", "unparsable SMILES"]
+    assert 0 <= preds["prob_1"][0] <= 1
+    res = _cli("explain", csv_run, "--out", tmp_path / "ex")  # the first 8 test graphs
+    assert res.exit_code == 0, res.output
+    edges = pd.read_csv(tmp_path / "ex" / "edges.csv")
+    assert len(edges) and "smiles" in edges.columns
+
+
+def test_csv_errors_exit_2_with_one_line(bace_csv, tmp_path):
+    line = _one_error(_cli("run", *_csv_args(tmp_path / "nope.csv"), "--out", tmp_path / "a"))
+    assert "not found" in line and "nope.csv" in line
+    line = _one_error(_cli("run", "--data", "molecule-csv", "-H", f"data.path={bace_csv}",
+                           "-H", "data.smiles_column=smi", "--out", tmp_path / "b"))
+    assert "no column 'smi'" in line and "Columns: SMI, active" in line
+    line = _one_error(_cli("data", "info", "molecule-csv", "-H", f"data.path={bace_csv}",
+                           "-H", "data.smiles_column=SMI"))
+    assert "no column 'label' (data.label_column)" in line and "Columns: SMI, active" in line
+    line = _one_error(_cli("data", "info", "molecule-csv"))
+    assert "-H data.path=FILE" in line
+
+
+def test_csv_cache_follows_file_content(bace_csv, tmp_path):
+    kw = dict(path=str(bace_csv), smiles_column="SMI", label_column="active",
+              root=tmp_path, split="random")
+    first = load_dataset("molecule-csv", **kw)
+    again = load_dataset("molecule-csv", **kw)
+    assert first.info["cache"] == "built" and again.info["cache"] == "hit"
+    assert again.smiles == first.smiles and torch.equal(again.labels, first.labels)
+    edited = tmp_path / "edited.csv"
+    edited.write_text(bace_csv.read_text() + "CCO,1\n")
+    kw["path"] = str(edited)
+    grown = load_dataset("molecule-csv", **kw)
+    assert grown.info["cache"] == "built" and len(grown) == len(first) + 1
+    assert sorted(np.concatenate(list(first.splits.values())).tolist()) == list(range(98))
+
+
+def test_dgllife_featurizer(bace_csv, tmp_path, data_root):
+    g, ref = dgllife_graph("CC(=O)O"), smiles_to_graph("CC(=O)O")
+    assert g.ndata["feat"].shape == (4, 74) and g.edata["feat"].shape == (6, 12)
+    assert all(torch.equal(a, b) for a, b in zip(g.edges(), ref.edges()))  # RDKit bond order
+    assert dgllife_graph("C").edata["feat"].shape == (0, 12)
+    with pytest.raises(DataError):
+        dgllife_graph("C1CC(")
+    out = tmp_path / "run"
+    res = _cli("run", *_csv_args(bace_csv, "-H", "data.featurizer=dgllife-canonical"),
+               "--split", "size", "--reg", "irm", "--epochs", "1", "--progress", "none",
+               "--device", "cpu", "--out", out)
+    assert res.exit_code == 0, res.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["model"]["feature_kind"] == "linear" and summary["model"]["node_dim"] == 74
+    res = _cli("predict", out, "--smiles", "CCO", "--smiles", "C", "--device", "cpu")
+    assert res.exit_code == 0, res.output
+    cfg = json.loads((out / "config.json").read_text())
+    assert run_featurizer(cfg, summary["model"]) is dgllife_graph
+    assert run_featurizer({"data": {"name": "good-motif"}}, {"feature_kind": "linear"}) is None
+
+
+def test_dgl_graphs_file_reports_motif_metrics(tmp_path, data_root):
+    graphs, labels, envs = example_graphs()
+    path = tmp_path / "graphs.bin"
+    dgl.save_graphs(str(path), graphs, {"label": labels, "env": envs})
+    out = tmp_path / "run"
+    res = _cli("run", "--data", "dgl-graphs", "-H", f"data.path={path}", "--epochs", "1",
+               "--progress", "none", "--device", "cpu", "--out", out)
+    assert res.exit_code == 0, res.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert isinstance(summary["motif_edge_rocauc"], float)
+    assert summary["model"]["feature_kind"] == "linear" and summary["model"]["node_dim"] == 3
+    res = _cli("data", "info", "dgl-graphs", "-H", f"data.path={path}", "--split", "env",
+               "--json")
+    facts = json.loads(res.output)
+    assert facts["has_edge_gt"] and facts["splits"] == {"train": 20, "valid": 10, "test": 10}
+    line = _one_error(_cli("data", "info", "dgl-graphs", "-H", f"data.path={path}",
+                           "--split", "file"))
+    assert "needs a 'split' tensor" in line and "label, env" in line
+    line = _one_error(_cli("predict", out, "--smiles", "CCO"))
+    assert "molecule models" in line
+
+
+def test_from_graphs_python_entry_point(tmp_path, data_root):
+    from grprune.trainer import Trainer
+
+    one_way = dgl.graph(([0, 1], [1, 2]), num_nodes=3)  # no reverse edges, no features
+    one_way.edata["edge_gt"] = torch.tensor([1, 0])
+    ds = from_graphs([one_way] * 10, [0, 1] * 5, env=[0, 1] * 5)
+    g = ds.graphs[0]
+    assert ds.atom_encoder == "linear" and g.num_edges() == 4 and g.ndata["feat"].shape == (3, 1)
+    assert g.edata["edge_gt"].tolist() == [1, 0, 1, 0]
+    ogb = from_graphs([(smiles_to_graph("CCO"), 1), (smiles_to_graph("CC"), 0)] * 5)
+    assert ogb.atom_encoder == "ogb" and ogb.metric == "rocauc"  # (graph, label) pairs
+    graphs, labels, envs = example_graphs(24)
+    ds = from_graphs(graphs, labels, envs, split="env")
+    path = save_dataset(ds, tmp_path / "saved.bin")
+    back = load_dataset("dgl-graphs", path=str(path), split="file")
+    assert {k: v.tolist() for k, v in back.splits.items()} == \
+        {k: v.tolist() for k, v in ds.splits.items()}
+    cfg = resolve_config(data="dgl-graphs", flags={"train.epochs": 1, "train.device": "cpu"},
+                         overrides=[f"data.path={path}", "data.split=file"])
+    summary = Trainer(cfg, ds, tmp_path / "py-run").fit()
+    assert summary["motif_edge_rocauc"] is not None
+    with pytest.raises(DataError, match="shape"):
+        from_graphs(graphs, labels[:3])
+
+
+@pytest.mark.parametrize("name", ["molecule-csv", "dgl-graphs"])
+def test_example_params_load(name, tmp_path):
+    """What the registry-wide contract test can load these datasets with."""
+    source = DATASETS.get(name)
+    ds = load_dataset(name, root=tmp_path, **source.example_params(tmp_path))
+    assert ds.metric == source.metric and ds.num_classes == source.num_classes
+    assert all(len(ds.splits[p]) for p in source.parts)
