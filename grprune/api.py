@@ -27,10 +27,8 @@ resumed, explained and re-run from its ``config.json`` like any other.
 
 from __future__ import annotations
 
-import os
 import re
 import sys
-import uuid
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -150,15 +148,8 @@ def store_graphs(dataset, root: str | Path | None = None) -> Path:
     folder = Path(root or default_root()).expanduser() / "graphs"
     name = re.sub(r"[^A-Za-z0-9_.-]+", "-", str(dataset.name)) or "graphs"
     path = folder / f"{name}-{graphs_fingerprint(dataset)[:16]}.bin"
-    if path.is_file():
-        return path
-    folder.mkdir(parents=True, exist_ok=True)
-    tmp = folder / f".{os.getpid()}-{uuid.uuid4().hex}.bin"
-    try:
-        save_dataset(dataset, tmp)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    if not path.is_file():
+        save_dataset(dataset, path)  # atomic
     return path
 
 
@@ -243,7 +234,7 @@ def train(data: Any = None, reg: str | None = None, *, selector: str | None = No
     force : bool
         Re-run into a finished (or corrupt, or other configuration's) run directory.
     hparams : mapping, optional
-        Namespaced hyperparameters, ``{"reg.size.eta": 0.75}``; win over the keywords.
+        Namespaced hyperparameters, ``{"reg.size.eta": 0.75}``; keywords win over them.
     on_epoch : callable, optional
         Called with each epoch's record (a ``results.jsonl`` line).
     **kwargs

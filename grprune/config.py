@@ -84,7 +84,7 @@ class TrainSettings(Configurable):
                           low=0),
         "seed": Param(0, "random seed (same seed, same numbers)", low=0),
         "device": Param("auto", "auto (CUDA when present), cpu, cuda or cuda:N",
-                        parser=lambda text: parse_device(text)),
+                        parser=parse_device),
         "eval_train": Param(True, "also evaluate the training split every epoch"),
         "progress": Param("auto", "auto (rich on a terminal, plain lines otherwise), rich, "
                                   "plain or none", choices=("auto", "rich", "plain", "none")),

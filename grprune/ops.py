@@ -130,6 +130,36 @@ def rank_in_segment(values: Tensor, segment: Tensor, num_segments: int,
     return rank
 
 
+def top_fraction_in_segment(values: Tensor, segment: Tensor, num_segments: int,
+                            fraction: float) -> Tensor:
+    """The :math:`\\lceil f \\cdot n_s \\rceil` highest values of each segment (:math:`n_s`
+    its size, :math:`f` = ``fraction``): PrunE's evaluation budget and CIGA's causal
+    subgraph. Ties keep the earlier value (:func:`rank_in_segment`); the ceiling allows
+    for float error (0.7 * 3 = 2.0999...96 keeps 3).
+
+    Parameters
+    ----------
+    values : Tensor of shape (M,), not NaN
+    segment : Tensor of shape (M,), int64 in ``[0, num_segments)``
+    num_segments : int
+    fraction : float in [0, 1]
+
+    Returns
+    -------
+    Tensor of shape (M,), bool
+
+    Examples
+    --------
+    >>> top_fraction_in_segment(torch.tensor([.1, .9, .5, .3]), torch.tensor([0, 0, 0, 1]),
+    ...                         2, 0.5).tolist()
+    [False, True, True, True]
+    """
+    rank = rank_in_segment(values, segment, num_segments, descending=True)
+    size = segment.new_zeros(num_segments).index_add_(0, segment, torch.ones_like(segment))
+    keep = torch.ceil(size.double() * fraction - 1e-9).long()
+    return rank < keep[segment]
+
+
 def rank_in_segment_np(values: np.ndarray, segment: np.ndarray, num_segments: int,
                        descending: bool = False) -> np.ndarray:
     """:func:`rank_in_segment` over NumPy arrays: the same ranks, the same tie rule.

@@ -289,7 +289,8 @@ class Trainer:
                 log[f"{name}/{term}"] = value
                 total = total + value
             if reg_terms:
-                log[name] = ctx.values.get(reg.name, sum_terms(reg_terms))
+                log[name] = (ctx.values[reg.name] if reg.name in ctx.values
+                             else sum_terms(reg_terms))
         return total
 
     def evaluate(self, split: str, use_selector: bool = True,

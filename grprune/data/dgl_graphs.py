@@ -42,6 +42,7 @@ from grprune.data.registry import DATASETS, DatasetSource
 from grprune.data.splits import PART_NAMES, _check_frac, random_split
 from grprune.errors import DataError, GrpruneError
 from grprune.hparams import Param
+from grprune.results import atomic_save_to
 
 #: codes of the ``split`` tensor
 SPLIT_CODES = {code: part for code, part in enumerate(PART_NAMES)}
@@ -271,7 +272,8 @@ def from_graphs(graphs, labels=None, env=None, *, split: str = "random", split_s
 
 
 def save_dataset(dataset: GraphDataset, path: str | Path) -> Path:
-    """Write a dataset as a ``dgl-graphs`` file (graphs, ``label``, ``env``, ``split``), so
+    """Write a dataset as a ``dgl-graphs`` file (graphs, ``label``, ``env``, ``split``;
+    atomically: a reader never sees part of one), so
     a run on it can be replayed, explained and collected: ``--data dgl-graphs -H
     data.path=PATH --split file``."""
     codes = torch.full((len(dataset),), -1, dtype=torch.long)
@@ -279,8 +281,8 @@ def save_dataset(dataset: GraphDataset, path: str | Path) -> Path:
         if part in dataset.splits:
             codes[torch.as_tensor(dataset.splits[part])] = c
     path = Path(path)
-    dgl.save_graphs(str(path), list(dataset.graphs),
-                    {"label": dataset.labels, "env": dataset.envs, "split": codes})
+    tensors = {"label": dataset.labels, "env": dataset.envs, "split": codes}
+    atomic_save_to(path, lambda tmp: dgl.save_graphs(str(tmp), list(dataset.graphs), tensors))
     return path
 
 

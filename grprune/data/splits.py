@@ -33,6 +33,13 @@ def _check_frac(frac: Sequence[float]) -> tuple[float, float, float]:
     return float(frac[0]), float(frac[1]), float(frac[2])
 
 
+def _part_sizes(n: int, f_train: float, f_valid: float) -> tuple[int, int]:
+    """Train and valid sizes of a cut split: ``floor(f_train * n)`` and
+    ``floor(f_valid * n + 0.5)``, capped at what train leaves; test takes the rest."""
+    n_train = int(math.floor(f_train * n + 1e-9))
+    return n_train, min(int(math.floor(f_valid * n + 0.5)), n - n_train)
+
+
 def _as_split(train, valid, test) -> dict[str, np.ndarray]:
     return {
         k: np.sort(np.asarray(v, dtype=np.int64)) for k, v in zip(SPLIT_NAMES, (train, valid, test))
@@ -194,9 +201,8 @@ def size_split(
     sizes = np.asarray(num_nodes, dtype=np.int64).reshape(-1)
     n = len(sizes)
     order = np.argsort(-sizes, kind="stable")
-    n_train = int(math.floor(f_train * n + 1e-9))
+    n_train, n_valid = _part_sizes(n, f_train, f_valid)
     rest = np.random.default_rng(seed).permutation(np.sort(order[n_train:]))
-    n_valid = min(int(math.floor(f_valid * n + 0.5)), len(rest))
     return _as_split(order[:n_train], rest[:n_valid], rest[n_valid:])
 
 
@@ -233,8 +239,7 @@ def random_split(n: int, seed: int, frac: Sequence[float] = (0.8, 0.1, 0.1)
     """
     f_train, f_valid, _ = _check_frac(frac)
     order = np.random.default_rng(seed).permutation(int(n))
-    n_train = int(math.floor(f_train * n + 1e-9))
-    n_valid = min(int(math.floor(f_valid * n + 0.5)), n - n_train)
+    n_train, n_valid = _part_sizes(int(n), f_train, f_valid)
     return _as_split(order[:n_train], order[n_train:n_train + n_valid],
                      order[n_train + n_valid:])
 

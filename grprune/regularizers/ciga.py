@@ -23,6 +23,7 @@ from torch.nn.modules.lazy import LazyModuleMixin
 from torch.nn.parameter import UninitializedParameter
 
 from grprune.losses import cross_entropy
+from grprune.ops import bond_mean, bond_value, top_fraction_in_segment
 from grprune.hparams import Param
 from grprune.regularizers.base import REGULARIZERS, Regularizer, StepContext
 
@@ -59,28 +60,12 @@ def causal_edge_mask(edge_score: Tensor, bond: Tensor, edge_graph: Tensor, num_g
     One graph, bonds scored 0.1, 0.9, 0.5 and r = 0.5: ceil(1.5) = 2 bonds
     kept, those scored 0.9 and 0.5.
     """
-    num_edges = edge_score.numel()
-    if num_edges == 0:
+    if edge_score.numel() == 0:
         return torch.zeros(0, dtype=torch.bool, device=edge_score.device)
-    score = edge_score.detach().to(torch.float64)
     num_bonds = int(bond.max()) + 1
-    bond_score = score.new_zeros(num_bonds).index_add_(0, bond, score)
-    count = score.new_zeros(num_bonds).index_add_(0, bond, torch.ones_like(score))
-    bond_score = bond_score / count.clamp_min(1)
-    bond_graph = torch.zeros(num_bonds, dtype=torch.long, device=bond.device)
-    bond_graph.scatter_(0, bond, edge_graph)
-    # sort by graph, then score (descending), then bond id: two stable sorts
-    order = torch.sort(bond_score, descending=True, stable=True).indices
-    order = order[torch.sort(bond_graph[order], stable=True).indices]
-    per_graph = torch.bincount(bond_graph, minlength=num_graphs)
-    offsets = torch.cumsum(per_graph, 0) - per_graph
-    graph_sorted = bond_graph[order]
-    rank = torch.arange(num_bonds, device=bond.device) - offsets[graph_sorted]
-    # ceil(r * U_G), with a margin for float error (0.7 * 3 = 2.0999...96)
-    k = torch.ceil(per_graph.to(torch.float64) * ratio - 1e-9).long()
-    keep_bond = torch.zeros(num_bonds, dtype=torch.bool, device=bond.device)
-    keep_bond[order[rank < k[graph_sorted]]] = True
-    return keep_bond[bond]
+    bond_score = bond_mean(edge_score.detach().to(torch.float64), bond, num_bonds)
+    bond_graph = bond_value(edge_graph, bond, num_bonds)
+    return top_fraction_in_segment(bond_score, bond_graph, num_graphs, ratio)[bond]
 
 
 def sup_contrast_loss(rep: Tensor, labels: Tensor, temperature: float = 1.0,

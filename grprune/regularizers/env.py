@@ -27,7 +27,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from grprune.batch import segment_sum
+from grprune.ops import rank_in_segment, segment_sum
 from grprune.losses import cross_entropy
 from grprune.hparams import Param
 from grprune.regularizers.base import REGULARIZERS, Regularizer, StepContext
@@ -157,10 +157,7 @@ class IRMPenalty(AnnealedPenalty):
             if not bool((counts >= 2).any()):
                 return _zero(ctx)
             # rank of each graph inside its environment, in batch order
-            order = torch.sort(group, stable=True).indices
-            start = torch.cumsum(counts, 0) - counts
-            rank = torch.empty_like(group)
-            rank[order] = torch.arange(group.numel(), device=group.device) - start[group[order]]
+            rank = rank_in_segment(torch.arange(group.numel(), device=group.device), group, m)
             group = 2 * group + rank % 2
             counts = torch.bincount(group, minlength=2 * m)
             m = 2 * m

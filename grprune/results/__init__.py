@@ -99,6 +99,23 @@ def atomic_save(path: str | Path, save_fn) -> None:
     atomic_write_bytes(path, buf.getvalue())
 
 
+def atomic_save_to(path: str | Path, save_fn) -> None:
+    """Atomically write a file that ``save_fn(temporary_path)`` writes by name
+    (``dgl.save_graphs``): written beside ``path``, then moved over it with
+    ``os.replace``; a failed write leaves the old file and no temporary one."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        save_fn(tmp)
+        os.chmod(tmp, 0o666 & ~_UMASK)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def write_records(path: str | Path, records: Iterable[dict]) -> None:
     """Atomically (re)write a JSON-lines file."""
     text = "".join(to_json(r, indent=None) + "\n" for r in records)

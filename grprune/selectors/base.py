@@ -12,9 +12,10 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from grprune.batch import GraphBatch, rank_in_segment
+from grprune.batch import GraphBatch
 from grprune.errors import GrpruneError
 from grprune.hparams import Configurable
+from grprune.ops import bond_value, top_fraction_in_segment
 from grprune.registry import Registry
 
 SELECTORS = Registry("selector", entry_point_group="grprune.selectors")
@@ -189,10 +190,5 @@ def budget_mask(bond_score: Tensor, batch: GraphBatch, budget: float) -> Tensor:
     Tensor of shape (U,), bool
         True for a kept bond. Ties keep the earlier bond.
     """
-    bond_graph = batch.edge_graph.new_zeros(bond_score.shape[0]).scatter_(
-        0, batch.bond, batch.edge_graph)
-    rank = rank_in_segment(bond_score, bond_graph, batch.num_graphs, descending=True)
-    per_graph = bond_graph.new_zeros(batch.num_graphs).index_add_(
-        0, bond_graph, torch.ones_like(bond_graph))
-    keep = torch.ceil(per_graph.double() * budget - 1e-9).long()
-    return rank < keep[bond_graph]
+    bond_graph = bond_value(batch.edge_graph, batch.bond, bond_score.shape[0])
+    return top_fraction_in_segment(bond_score, bond_graph, batch.num_graphs, budget)

@@ -11,6 +11,7 @@ from torch import Tensor, nn
 from grprune.batch import GraphBatch
 from grprune.encoders.base import ENCODERS
 from grprune.hparams import Param
+from grprune.ops import bond_mean
 from grprune.selectors.base import (EVAL_MODES, SAMPLE_UNITS, SELECTORS, Selection, Selector,
                                     budget_mask, concrete_sample)
 
@@ -62,11 +63,8 @@ class GumbelSelector(Selector):
     def forward(self, batch: GraphBatch) -> Selection:
         """Score, symmetrise per bond and sample (training) or apply ``eval_mode``."""
         raw = self.edge_logits(batch)
-        num_bonds = batch.num_bonds
         # one score per undirected bond: mean of its two directions
-        bond_logits = raw.new_zeros(num_bonds).index_add_(0, batch.bond, raw)
-        count = raw.new_zeros(num_bonds).index_add_(0, batch.bond, torch.ones_like(raw))
-        bond_logits = bond_logits / count.clamp_min(1)
+        bond_logits = bond_mean(raw, batch.bond, batch.num_bonds)
         logits = bond_logits[batch.bond]
         prob = torch.sigmoid(logits)
         tau, mode = self.hparams["tau"], self.hparams["eval_mode"]
