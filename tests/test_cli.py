@@ -255,6 +255,28 @@ def test_every_json_file_a_run_writes_is_strict_json(tmp_path):
         strict(line)
 
 
+@pytest.mark.parametrize("code, words", [("ENOSPC", "No space left on device"),
+                                          ("EROFS", "Read-only file system"),
+                                          ("EACCES", "Permission denied")])
+def test_a_full_disk_a_read_only_place_and_no_permission_get_one_line(tmp_path, monkeypatch,
+                                                                     code, words):
+    """Simulated (this machine's tests run as root, which writes anywhere): the run's first
+    file write fails with the errno, and the run ends with one line and exit code 2."""
+    import errno
+    import os
+
+    def fail(path, data):
+        raise OSError(getattr(errno, code), os.strerror(getattr(errno, code)), str(path))
+
+    monkeypatch.setattr(R, "atomic_write_bytes", fail)
+    res = CliRunner().invoke(main, ["run", *SMALL, "--progress", "none",
+                                    "--out", str(tmp_path / "run")])
+    lines = [x for x in res.output.splitlines() if x.strip()]
+    assert res.exit_code == 2 and "Traceback" not in res.output, res.output
+    assert len(lines) == 1 and lines[0].startswith("grprune: error: " + words)
+    assert str(tmp_path / "run" / R.CONFIG) in lines[0]
+
+
 def test_file_system_errors_and_a_corrupt_config_get_one_line_each(tmp_path):
     def one_line(args):
         proc = subprocess.run([sys.executable, "-m", "grprune", "run", *args, "--progress", "none"],
