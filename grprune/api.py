@@ -32,10 +32,9 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from grprune.config import SECTIONS  # what keyword hyperparameters may name (train_lr=...)
 from grprune.errors import GrpruneError
 
-#: sections that keyword hyperparameters (``train_lr=...``) may name
-SECTIONS = ("data", "selector", "encoder", "train", "reg")
 
 
 def _log(msg: str) -> None:
@@ -54,8 +53,8 @@ def hparam_keywords(kwargs: Mapping[str, Any]) -> dict[str, Any]:
 
     Examples
     --------
-    >>> hparam_keywords({"data_path": "a.csv", "train_lr": 0.01})
-    {'data.path': 'a.csv', 'train.lr': 0.01}
+    >>> hparam_keywords({"data_path": "a.csv", "train_lr": 0.01, "model_head_layers": 3})
+    {'data.path': 'a.csv', 'train.lr': 0.01, 'model.head_layers': 3}
     """
     out: dict[str, Any] = {}
     for key, value in kwargs.items():

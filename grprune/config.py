@@ -1,12 +1,15 @@
 """The fully resolved configuration of a run.
 
-A run's configuration is a nested dict with five sections::
+A run's configuration is a nested dict with six sections::
 
     {"data":     {"name": "ogbg-molbbbp", "split": "scaffold", ...},
      "selector": {"name": "gumbel-gin", "tau": 1.0, ...},      # {"name": "none"} for ERM
      "encoder":  {"name": "gin", "layers": 4, "hidden": 64, ...},
+     "model":    {"readout": "sum", "head_layers": 2},          # the classifier around it
      "reg":      {"size": {"weight": 10.0, "eta": 0.85, ...}, "eps-align": {...}},
      "train":    {"epochs": 100, "batch_size": 64, "lr": 0.001, ...}}
+
+It is returned as a :class:`grprune.runconfig.RunConfig` (a dict with typed access).
 
 Values are resolved in this order, later winning: each part's declared
 defaults; the dataset's ``recommended`` settings (the paper's per-dataset
@@ -26,10 +29,11 @@ from typing import Any, Iterable, Mapping
 
 from grprune.errors import GrpruneError
 from grprune.hparams import Configurable, Param
+from grprune.runconfig import VERSION, RunConfig, move_keys
 
-SECTIONS = ("data", "selector", "encoder", "reg", "train")
+SECTIONS = ("data", "selector", "encoder", "model", "reg", "train")
 #: top-level keys of a resolved config that are records, not settings
-RECORDS = ("version", "hash", "preset")
+RECORDS = ("version", "hash", "preset", "features")
 #: keys that do not change results and so are left out of the config hash
 VOLATILE_KEYS = {("data", "root"), ("data", "download"), ("train", "device"),
                  ("train", "progress"), ("train", "loader_workers")}
@@ -103,6 +107,20 @@ class TrainSettings(Configurable):
         "lr_gamma": Param(0.1, "factor of the learning rate at each milestone",
                           low=0.0, low_open=True),
         "save_last": Param(False, "also save the last epoch's model as checkpoint-last.pt"),
+    }
+
+
+class ModelSettings(Configurable):
+    """The classifier around the encoder (``model.*``): readout and head
+    (:class:`grprune.model.GraphClassifier`). Until configuration version 2 these were
+    ``encoder.readout`` and ``encoder.head_layers``; those keys still load, with a note."""
+
+    params = {
+        "readout": Param("sum", "graph readout: sum of node embeddings (paper), mean, or "
+                                "sum-l2, the sum divided by its L2 norm (official code)",
+                         choices=("sum", "mean", "sum-l2")),
+        "head_layers": Param(2, "layers of the MLP classifier on the readout (official "
+                                "code: 3)", low=1),
     }
 
 
@@ -218,6 +236,9 @@ def preset_items(preset: Any, data_name: str, source: Any, encoder_name: str,
         elif section == "data":
             if rest not in data_keys:
                 raise GrpruneError(f"{where}: unknown for dataset {data_name!r}")
+        elif section == "model":
+            if rest not in ModelSettings.defaults:
+                raise GrpruneError(f"{where}: unknown model setting")
         elif section == "encoder":
             if not known(ENCODERS, rest):
                 raise GrpruneError(f"{where}: no encoder has this hyperparameter")
@@ -270,8 +291,8 @@ def resolve_config(*, data: str | None = None, selector: str | None = None,
 
     Returns
     -------
-    dict
-        The nested, fully resolved configuration.
+    RunConfig
+        The nested, fully resolved configuration (a dict).
 
     Raises
     ------
@@ -286,20 +307,21 @@ def resolve_config(*, data: str | None = None, selector: str | None = None,
     items += _flatten(file_cfg, str(file)) if file else []
     items += list((flags or {}).items())
     items += [parse_override(o) for o in overrides]
-    given, reg_given = _split_items(items, parts.reg)
-
     from grprune.encoders import ENCODERS
-    cfg = {
-        "version": 1,
+    encoder_cls = ENCODERS.get(parts.encoder)
+    given, reg_given = _split_items(move_keys(items, encoder_cls.defaults), parts.reg)
+
+    cfg = RunConfig({
+        "version": VERSION,
         "data": _data_section(parts, given["data"]),
         "selector": _selector_section(parts, given["selector"]),
         "encoder": {"name": parts.encoder,
-                    **ENCODERS.get(parts.encoder).resolve_hparams(given["encoder"],
-                                                                  prefix="encoder.")},
+                    **encoder_cls.resolve_hparams(given["encoder"], prefix="encoder.")},
+        "model": ModelSettings.resolve_hparams(given["model"], prefix="model."),
         "reg": {n: cls.resolve_hparams(reg_given[n], prefix=f"reg.{n}.")
                 for n, cls in parts.reg.items()},
         "train": TrainSettings.resolve_hparams(given["train"], prefix="train."),
-    }
+    })
     _resolve_eval_budget(cfg)
     cfg["preset"] = {"name": chosen.name, "requested": requested,
                      "source": chosen.source or str(chosen.path), "values": from_preset}
@@ -462,9 +484,15 @@ def _resolve_eval_budget(cfg: dict) -> None:
 
 
 def config_hash(cfg: Mapping[str, Any]) -> str:
-    """12-hex-digit hash of the result-relevant part of a resolved config."""
+    """12-hex-digit hash of the result-relevant part of a resolved config.
+
+    It is computed on the version-1 layout (the ``model`` section's keys inside
+    ``encoder``), so runs made before the ``model`` section keep their identity.
+    """
     stable = {s: ({k: v for k, v in cfg[s].items() if (s, k) not in VOLATILE_KEYS}
-                  if s != "reg" else cfg[s]) for s in SECTIONS if s in cfg}
+                  if s != "reg" else cfg[s]) for s in SECTIONS if s in cfg and s != "model"}
+    if isinstance(cfg.get("model"), Mapping) and "encoder" in stable:
+        stable["encoder"] = {**stable["encoder"], **cfg["model"]}
     text = json.dumps(stable, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 

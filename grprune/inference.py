@@ -2,8 +2,9 @@
 
 :func:`load_run` reads ``config.json``, ``summary.json`` and ``checkpoint.pt``
 and rebuilds the model with :func:`grprune.trainer.build_model_from_dims` (the
-feature and class sizes are in ``summary["model"]``; runs finished before that
-field existed load their dataset to recover them). :func:`score_graphs` scores
+feature and class sizes are ``config.json``'s ``features`` record, a
+:class:`~grprune.runconfig.FeatureSpec`; older runs have them in ``summary["model"]``,
+and runs older still load their dataset to recover them). :func:`score_graphs` scores
 DGL graphs with it and returns, per graph, the class probabilities and every
 edge's keep probability :math:`p_{ij} = \\sigma(w_{ij})` and evaluation mask
 (:class:`~grprune.evaluation.GraphScore`). :meth:`Run.stored_scores` returns the
@@ -43,6 +44,7 @@ from grprune.explain import ExplainResult
 from grprune.model import GraphClassifier
 from grprune.ops import bonds_by_first_edge
 from grprune.run import load_config_dataset
+from grprune.runconfig import FeatureSpec, RunConfig
 
 #: graphs per batch when scoring
 BATCH_SIZE = 256
@@ -154,9 +156,10 @@ class Run:
         ``summary.json``.
     device : torch.device
         Where :attr:`model` is put.
-    dims : dict, optional
-        :func:`grprune.trainer.model_dims` of the training data; default
-        ``summary["model"]`` (runs finished before it existed load their dataset).
+    dims : FeatureSpec or dict, optional
+        The training data's :class:`~grprune.runconfig.FeatureSpec`; default
+        ``config.json``'s ``features`` record (older runs: ``summary["model"]``; runs
+        older still load their dataset).
     model : GraphClassifier, optional
         An already loaded model (eval mode, on ``device``).
     dataset : GraphDataset, optional
@@ -166,8 +169,8 @@ class Run:
     ----------
     run_dir : Path
         Also :attr:`path`.
-    cfg : dict
-        Also :attr:`config`.
+    cfg : RunConfig
+        Also :attr:`config` (in the current layout, :func:`grprune.runconfig.upgrade`).
     summary : dict
     device : torch.device
     use_selector : bool
@@ -181,13 +184,14 @@ class Run:
     """
 
     def __init__(self, run_dir: str | Path, cfg: dict, summary: dict,
-                 device: torch.device | str = "cpu", *, dims: dict | None = None,
+                 device: torch.device | str = "cpu", *,
+                 dims: FeatureSpec | dict | None = None,
                  model: GraphClassifier | None = None, dataset: Any = None) -> None:
         self.run_dir = Path(run_dir)
-        self.cfg, self.summary = cfg, summary
+        self.cfg, self.summary = RunConfig.from_dict(cfg), summary
         self.device = torch.device(device)
         self._model, self._dataset = model, dataset
-        self._dims = dict(dims) if isinstance(dims, dict) else None
+        self._features = (FeatureSpec.from_dict(dims) if isinstance(dims, dict) else dims)
         self.use_selector = evaluation_uses_selector(
             summary, R.read_records(self.run_dir / R.RESULTS))
 
@@ -216,16 +220,27 @@ class Run:
         return pd.json_normalize(R.read_records(self.run_dir / R.RESULTS), sep=".")
 
     @property
+    def features(self) -> FeatureSpec:
+        """The training data's :class:`~grprune.runconfig.FeatureSpec`: ``config.json``'s
+        ``features``; for older runs ``summary.json``'s ``"model"`` record, and for runs
+        older still, read from the loaded dataset."""
+        if self._features is None:
+            record = self.summary.get("model")
+            if self.cfg.features is not None:
+                self._features = self.cfg.features
+            elif isinstance(record, dict):
+                self._features = FeatureSpec.from_dict(record)
+            else:
+                self._features = FeatureSpec.of(self.load_dataset())
+        return self._features
+
+    @property
     def dims(self) -> dict:
-        """:func:`grprune.trainer.model_dims` of the training data (``feature_kind``,
-        ``node_dim``, ``edge_dim``, ``num_classes``)."""
-        if self._dims is None:
-            dims = self.summary.get("model")
-            if not isinstance(dims, dict):  # runs finished before summary["model"] existed
-                from grprune.trainer import model_dims
-                dims = model_dims(self.load_dataset())
-            self._dims = dict(dims)
-        return self._dims
+        """:attr:`features` as :func:`grprune.trainer.model_dims` writes them
+        (``feature_kind``, ``node_dim``, ``edge_dim``, ``num_classes``)."""
+        f = self.features
+        return {"feature_kind": f.kind, "node_dim": f.node_dim, "edge_dim": f.edge_dim,
+                "num_classes": f.classes}
 
     @property
     def model(self) -> GraphClassifier:
@@ -238,17 +253,17 @@ class Run:
             If the checkpoint is missing or does not fit the configuration.
         """
         if self._model is None:
-            self._model = _load_model(self.run_dir, self.cfg, self.dims, self.device)
+            self._model = _load_model(self.run_dir, self.cfg, self.features, self.device)
         return self._model
 
     @property
     def dataset_name(self) -> str:
-        """The training dataset's name (``cfg["data"]["name"]``)."""
-        return self.cfg["data"]["name"]
+        """The training dataset's name (``data.name``)."""
+        return self.cfg.dataset
 
     @property
     def num_classes(self) -> int:
-        return int(self.dims["num_classes"])
+        return self.features.classes
 
     @property
     def learned_selector(self) -> bool:
@@ -404,7 +419,8 @@ def _no_checkpoint(run_dir: Path) -> GrpruneError:
                         f"`grprune run --config {run_dir / R.CONFIG} --out {run_dir} --force`")
 
 
-def _load_model(run_dir: Path, cfg: dict, dims: dict, device: torch.device) -> GraphClassifier:
+def _load_model(run_dir: Path, cfg: dict, dims: FeatureSpec,
+                device: torch.device) -> GraphClassifier:
     """A run's model from ``checkpoint.pt``, in eval mode, on ``device``.
 
     Raises

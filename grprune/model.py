@@ -45,22 +45,25 @@ class GraphClassifier(nn.Module):
         ``C``; binary tasks use ``C = 2`` and cross-entropy (paper Eq. 6).
     selector : Selector, optional
         Subgraph selector :math:`t`; None trains plain ERM.
+    readout : {"sum", "mean", "sum-l2"}
+        ``model.readout`` (:meth:`encode`).
+    head_layers : int
+        ``model.head_layers``: Linear layers of the MLP :math:`\rho` on the readout.
     """
 
-    def __init__(self, encoder: Encoder, num_classes: int, selector: Selector | None = None
-                 ) -> None:
+    def __init__(self, encoder: Encoder, num_classes: int, selector: Selector | None = None,
+                 readout: str = "sum", head_layers: int = 2) -> None:
         super().__init__()
         self.encoder = encoder
         self.selector = selector
         d = encoder.out_dim
-        layers = encoder.hparams.get("head_layers", 2)
-        self.readout = encoder.hparams.get("readout", "sum")
-        self.head = mlp([d] * max(layers, 1) + [num_classes], batch_norm=False)
+        self.readout = readout
+        self.head = mlp([d] * max(head_layers, 1) + [num_classes], batch_norm=False)
 
     def encode(self, batch: GraphBatch, edge_weight: Tensor | None = None) -> ModelOutput:
         """Encoder, readout and head with the given mask (no selector).
 
-        The readout (``encoder.readout``) is the sum of the node embeddings of each
+        The readout (``model.readout``) is the sum of the node embeddings of each
         graph (paper), their mean, or ``sum-l2``: the sum divided by its L2 norm plus
         1e-8 (official code, ``modelNew/gin.py``).
 

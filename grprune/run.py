@@ -18,6 +18,7 @@ import torch
 
 from grprune import results as R
 from grprune.errors import GrpruneError
+from grprune.runconfig import FeatureSpec, RunConfig
 
 RUN_FILES = (R.RESULTS, R.STATE, R.CHECKPOINT, R.LAST_CHECKPOINT, R.EDGE_PROBS, R.SUMMARY)
 
@@ -239,6 +240,9 @@ def _execute_locked(cfg: dict, run_dir: Path, force: bool, on_epoch, log,
     if dataset is None:
         dataset = load_config_dataset(cfg)
     load_s = time.perf_counter() - t0
+    # the data's sizes, so that a checkpoint can be rebuilt without loading the data
+    cfg = RunConfig.from_dict(cfg).with_features(FeatureSpec.of(dataset))
+    R.atomic_write_json(run_dir / R.CONFIG, cfg)
     if status == "resume":
         log(f"resuming {run_dir} after epoch {payload['epoch']}")
     trainer = Trainer(cfg, dataset, run_dir, on_epoch=on_epoch)

@@ -34,6 +34,7 @@ from grprune.model import GraphClassifier
 from grprune.provenance import environment
 from grprune.regularizers import REGULARIZERS, Regularizer, StepContext
 from grprune.regularizers.base import check_supports, sum_terms
+from grprune.runconfig import FeatureSpec, RunConfig
 from grprune.selectors import SELECTORS, check_selection
 
 EVAL_SPLITS = ("train", "valid", "test", "id-valid")
@@ -68,34 +69,35 @@ def seed_everything(seed: int) -> None:
 
 
 def model_dims(dataset) -> dict[str, Any]:
-    """What a model needs to know about a dataset's features and classes.
+    """What a model needs to know about a dataset's features and classes, in the form of
+    ``summary.json``'s ``"model"`` record (kept for readers of older runs; new code
+    uses :class:`grprune.runconfig.FeatureSpec`, which ``config.json`` records).
 
     Returns
     -------
     dict
         ``feature_kind`` (``"ogb"`` or ``"linear"``), ``node_dim``, ``edge_dim``
-        (0 without edge features) and ``num_classes``. A run stores it in
-        ``summary.json`` under ``"model"`` so a checkpoint can be rebuilt without
-        the dataset (:func:`grprune.inference.load_run`).
+        (0 without edge features) and ``num_classes``.
     """
-    g0 = dataset.graphs[0]
-    return {"feature_kind": getattr(dataset, "atom_encoder", "ogb"),
-            "node_dim": int(g0.ndata["feat"].shape[1]) if g0.ndata["feat"].dim() > 1 else 1,
-            "edge_dim": int(g0.edata["feat"].shape[1]) if "feat" in g0.edata else 0,
-            "num_classes": int(dataset.num_classes)}
+    spec = FeatureSpec.of(dataset)
+    return {"feature_kind": spec.kind, "node_dim": spec.node_dim,
+            "edge_dim": spec.edge_dim, "num_classes": spec.classes}
 
 
-def build_model_from_dims(cfg: dict, dims: dict[str, Any]
+def build_model_from_dims(cfg: dict, dims: FeatureSpec | dict[str, Any]
                           ) -> tuple[GraphClassifier, dict[str, Regularizer]]:
-    """Instantiate selector, encoder, head and regularizers from a config and :func:`model_dims`."""
-    feat = {k: dims[k] for k in ("feature_kind", "node_dim", "edge_dim")}
+    """Instantiate selector, encoder, classifier and regularizers from a config and the
+    data's :class:`~grprune.runconfig.FeatureSpec` (or a :func:`model_dims` dict)."""
+    spec = dims if isinstance(dims, FeatureSpec) else FeatureSpec.from_dict(dims)
+    cfg = RunConfig.from_dict(cfg)
+    feat = spec.model_kwargs()
     enc_hp = {k: v for k, v in cfg["encoder"].items() if k != "name"}
     encoder = ENCODERS.make(cfg["encoder"]["name"], **feat, **enc_hp)
     selector = None
-    if cfg["selector"]["name"] != "none":
+    if cfg.selector_name != "none":
         sel_hp = {k: v for k, v in cfg["selector"].items() if k != "name"}
-        selector = SELECTORS.make(cfg["selector"]["name"], **feat, **sel_hp)
-    model = GraphClassifier(encoder, dims["num_classes"], selector)
+        selector = SELECTORS.make(cfg.selector_name, **feat, **sel_hp)
+    model = GraphClassifier(encoder, spec.classes, selector, **cfg["model"])
     regs = {name: REGULARIZERS.make(name, **hp) for name, hp in cfg["reg"].items()}
     return model, regs
 
@@ -112,7 +114,7 @@ def build_model(cfg: dict, dataset) -> tuple[GraphClassifier, dict[str, Regulari
     """
     check_supports({name: REGULARIZERS.get(name) for name in cfg["reg"]},
                    cfg["selector"]["name"], dataset)
-    return build_model_from_dims(cfg, model_dims(dataset))
+    return build_model_from_dims(cfg, FeatureSpec.of(dataset))
 
 
 def lr_at(epoch: int, lr: float, milestones: str, gamma: float) -> float:
@@ -140,8 +142,9 @@ class Trainer:
 
     Parameters
     ----------
-    cfg : dict
-        Resolved configuration (:func:`grprune.config.resolve_config`).
+    cfg : RunConfig or dict
+        Resolved configuration (:func:`grprune.config.resolve_config`; a stored one is
+        read in the current layout, :meth:`RunConfig.from_dict`).
     dataset : GraphDataset
     run_dir : Path
     on_epoch : callable, optional
@@ -150,12 +153,13 @@ class Trainer:
 
     def __init__(self, cfg: dict, dataset, run_dir: str | Path,
                  on_epoch: Callable[[dict], None] | None = None) -> None:
+        cfg = RunConfig.from_dict(cfg)
         self.cfg, self.dataset, self.run_dir = cfg, dataset, Path(run_dir)
         self.tc = cfg["train"]
         self.on_epoch = on_epoch or (lambda record: None)
         self.device = select_device(self.tc["device"])
         self.determinism = determinism.apply(self.device, self.tc["deterministic"])
-        seed_everything(self.tc["seed"])
+        seed_everything(cfg.seed)
         self.model, self.regs = build_model(cfg, dataset)
         self.model.to(self.device)
         for reg in self.regs.values():
@@ -244,7 +248,7 @@ class Trainer:
         for i, batch in enumerate(self._batches("train", train=True)):
             out = self.model(batch, use_selector=not warm)
             if not warm and not self._selection_checked and out.selection is not None:
-                check_selection(out.selection, batch, self.cfg["selector"]["name"])
+                check_selection(out.selection, batch, self.cfg.selector_name)
                 self._selection_checked = True
             ce = cross_entropy(out.logits, batch.y)
             terms = {"ce": ce}
@@ -440,10 +444,9 @@ class Trainer:
         peak = (torch.cuda.max_memory_allocated(self.device) / 2**20
                 if self.device.type == "cuda" else peak_rss)
         summary = {
-            "dataset": self.cfg["data"]["name"], "split": self.cfg["data"].get("split"),
-            "selector": self.cfg["selector"]["name"], "reg": list(self.cfg["reg"]),
-            "preset": (self.cfg.get("preset") or {}).get("name", "paper"),
-            "seed": self.tc["seed"], "metric": self.metric,
+            "dataset": self.cfg.dataset, "split": self.cfg.split,
+            "selector": self.cfg.selector_name, "reg": self.cfg.regularizers,
+            "preset": self.cfg.preset, "seed": self.cfg.seed, "metric": self.metric,
             "best_epoch": best["epoch"], "valid": best["valid"] if best["epoch"] >= 0 else None,
             "test": ev.metric, "train": best["train"],
             **{name.replace("-", "_"): value for name, value in final.items()},

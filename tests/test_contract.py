@@ -229,17 +229,20 @@ def test_a_broken_selector_plugin_fails_with_its_name(tmp_path):
         check_selection((1, 2), None, "tuple-selector")
 
 
-# -- the README's examples of the four kinds of part -------------------------------
-def _readme_example(filename: str) -> str:
-    readme = (Path(__file__).parents[1] / "README.md").read_text()
-    code = re.search(rf"```python\n(# {re.escape(filename)}\n.*?)```", readme, re.S).group(1)
-    assert len(code.splitlines()) <= 25, f"{filename}: keep README examples to 25 lines"
+# -- the docs' examples of the four kinds of part (docs/extending.md) --------------
+EXTENDING = Path(__file__).parents[1] / "docs" / "extending.md"
+
+
+def _docs_example(filename: str) -> str:
+    page = EXTENDING.read_text()
+    code = re.search(rf"```python\n(# {re.escape(filename)}\n.*?)```", page, re.S).group(1)
+    assert len(code.splitlines()) <= 25, f"{filename}: keep the docs' examples to 25 lines"
     return code
 
 
-def test_readme_selector_encoder_dataset_examples_run(toy_batch, tmp_path):
+def test_docs_selector_encoder_dataset_examples_run(toy_batch, tmp_path):
     for name in ("my_selector.py", "my_encoder.py", "my_dataset.py"):
-        exec(compile(_readme_example(name), "README.md", "exec"), {})
+        exec(compile(_docs_example(name), "docs/extending.md", "exec"), {})
     try:
         torch.manual_seed(0)
         sel = SELECTORS.make("degree-gumbel").train()

@@ -57,9 +57,8 @@ def test_no_relu_between_layers_is_conv_then_batch_norm(toy_batch):
 
 def test_l2_readout_three_layer_head_and_xavier_init(toy_batch):
     torch.manual_seed(0)
-    enc = ENCODERS.make("gin", feature_kind="ogb", layers=2, hidden=8, readout="sum-l2",
-                        head_layers=3, init="xavier")
-    model = GraphClassifier(enc, 2).eval()
+    enc = ENCODERS.make("gin", feature_kind="ogb", layers=2, hidden=8, init="xavier")
+    model = GraphClassifier(enc, 2, readout="sum-l2", head_layers=3).eval()
     out = model.encode(toy_batch)
     summed = torch.zeros(toy_batch.num_graphs, 8).index_add_(0, toy_batch.node_graph,
                                                              out.node_repr)
@@ -232,7 +231,7 @@ def test_a_preset_of_your_own_by_directory_or_file(tmp_path, monkeypatch):
     (["-H", "selector.sample_per=node"], "Choices: bond, edge"),
     (["-H", "selector.symmetrize=max"], "Choices: mean-logit, sum-input"),
     (["-H", "encoder.edge_mask=inside"], "Choices: after-relu, before-relu"),
-    (["-H", "encoder.readout=max"], "Choices: sum, mean, sum-l2"),
+    (["-H", "model.readout=max"], "Choices: sum, mean, sum-l2"),
     (["-H", "selector.eval_budget=1.5"], "for selector.eval_budget: expected a number in [0, 1]"),
     (["-H", "train.lr_milestones=ten"], "bad value 'ten' for train.lr_milestones"),
     (["--reg", "eps-align", "-H", "selector.eval_mode=budget"], "set -H selector.eval_budget"),

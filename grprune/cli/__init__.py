@@ -245,7 +245,7 @@ def ls(kind) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from grprune.config import DataSettings, TrainSettings
+    from grprune.config import DataSettings, ModelSettings, TrainSettings
     from grprune.data import DATASETS
     from grprune.encoders import ENCODERS
     from grprune.regularizers import REGULARIZERS
@@ -257,7 +257,7 @@ def ls(kind) -> None:
 
     def new_table(title: str, first: tuple[str, ...]) -> Table:
         table = Table(title=title, show_lines=False)
-        for col in (*first, "default", "domain", "description"):
+        for col in (*first, "default", "domain", "search", "description"):
             table.add_column(col)
         return table
 
@@ -265,8 +265,10 @@ def ls(kind) -> None:
         for key, default, text, domain in cls.describe_hparams():
             if prefix == "data" and key == "split":
                 domain = "one of " + ", ".join(getattr(cls, "splits", ()))
+            param = getattr(cls, "params", {}).get(key)
+            search = ", ".join(map(str, param.search)) if param and param.search else ""
             table.add_row(*lead, f"{prefix}.{key}", escape(str(default)), escape(domain),
-                          escape(text))
+                          escape(search), escape(text))
 
     for name, (prefix, registry) in groups.items():
         if kind not in (None, name):
@@ -278,12 +280,13 @@ def ls(kind) -> None:
             if name == "datasets":
                 doc = f"{getattr(cls, 'description', doc)}. Splits: " \
                       f"{', '.join(getattr(cls, 'splits', ()))}."
-            table.add_row(part, "", "", "", escape(doc))
+            table.add_row(part, "", "", "", "", escape(doc))
             add_rows(table, cls, prefix.replace("NAME", part), ("",))
         console.print(table)
     if kind in (None, "train"):
-        table = new_table("train and data settings", ("hyperparameter",))
-        for prefix, cls in (("train", TrainSettings), ("data", DataSettings)):
+        table = new_table("train, model and data settings", ("hyperparameter",))
+        for prefix, cls in (("train", TrainSettings), ("model", ModelSettings),
+                            ("data", DataSettings)):
             add_rows(table, cls, prefix, ())
         console.print(table)
     if kind in (None, "presets"):

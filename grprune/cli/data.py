@@ -59,7 +59,7 @@ class _DataGroup(click.Group):
 
     def format_help_text(self, ctx: click.Context, formatter) -> None:
         help_text = self.help
-        self.help = f"{help_text}{_names('data')}"
+        self.help = f"{help_text}\n\n\b\nBuilt in: {_names('data')}"
         try:
             super().format_help_text(ctx, formatter)
         finally:
@@ -68,10 +68,7 @@ class _DataGroup(click.Group):
 
 @click.group("data", cls=_DataGroup, short_help="Inspect datasets and export their splits.")
 def data() -> None:
-    """Inspect datasets and export their splits.
-
-    \b
-    Built in: """
+    """Inspect datasets and export their splits (settings: `grprune ls datasets`)."""
 
 
 def _pct(fractions: dict[str, float]) -> str:

@@ -126,6 +126,8 @@ def _command(params: dict, plugins: list[str] = ()) -> list[str]:
         args += ["--reg", reg]
     for o in params["overrides"]:
         args += ["-H", o]
+    if params["search"] != "none":
+        args += ["--search", params["search"]]
     for name in ("device", "root"):
         if params[name] is not None:
             args += [f"--{name}", str(params[name])]
@@ -156,9 +158,9 @@ def _grids(params: dict):
         seeds=params["seeds"], reg=params["reg"], hparams=params["overrides"],
         device=params["device"], root=params["root"], download=params["download"],
         config=params["config_file"])
-    if params["spec"] is None:
-        return [cli]
-    return [g.update(cli) for g in load_spec(params["spec"])]
+    from grprune.sweep.search import with_search
+    grids = [cli] if params["spec"] is None else [g.update(cli) for g in load_spec(params["spec"])]
+    return [with_search(g, params["search"]) for g in grids]
 
 
 def _fmt(value) -> str:
@@ -272,6 +274,11 @@ def _summary(outcome, root: Path, n: int) -> None:
              "Ray instance with --workers CPUs and shut it down at the end]")
 @option("--cpus-per-run", type=click.FloatRange(min=0, min_open=True), default=1.0,
         show_default=True, help="Ray: num_cpus of each run's task (and its torch threads)")
+@option("--search", type=click.Choice(["none", "default"]), default="none", show_default=True,
+        help="default: add each part's declared search space (the paper's grids: "
+             "reg.size.eta 0.5,0.75,0.85, reg.eps-align.k 50,70,90, ...; `grprune ls "
+             "regs` lists them) as -H axes; keys given with -H or in --spec keep their "
+             "values")
 @option("--dry-run", is_flag=True, default=False,
         help="print the plan (run dirs, status, varying values, dropped overrides); "
              "run and write nothing")
@@ -296,6 +303,7 @@ def sweep(ctx, **params) -> None:
       grprune sweep --reg size,eps-align --reg none --data ogbg-molbbbp,good-motif \\
                     --seeds 0-3 --workers 2 --out runs/erm-vs-prune
       grprune sweep --spec sweep.yaml --dry-run --show-commands
+      grprune sweep --data good-motif --search default --seeds 0-2 --out runs/grid
       grprune sweep --spec sweep.yaml --launcher ray --address auto --out /shared/runs
       grprune --plugin my_regs sweep --reg size,eps-align,edge-entropy --seeds 0-3
     """

@@ -33,8 +33,9 @@ class _MessagePassingEncoder(Encoder):
     differently from OGB's GIN, which the paper cites: ``layer_relu=False`` (its GIN
     has no ReLU between layers: conv, BatchNorm, dropout), ``edge_mask="before-relu"``
     (:func:`~grprune.encoders.layers.masked_relu`), ``init="xavier"``
-    (``xavier_uniform_`` weights and zero biases in every Linear layer) and
-    ``readout="sum-l2"`` (:meth:`grprune.model.GraphClassifier.encode`).
+    (``xavier_uniform_`` weights and zero biases in every Linear layer); the classifier's
+    ``model.readout="sum-l2"`` and ``model.head_layers=3`` are
+    :class:`grprune.config.ModelSettings`.
     """
 
     conv_class: type[nn.Module]
@@ -45,10 +46,6 @@ class _MessagePassingEncoder(Encoder):
                          high_open=True),
         "virtual_node": Param(False, "add a virtual node per graph (paper: on for "
                                      "ogbg-molbbbp)"),
-        "readout": Param("sum", "graph readout (paper: sum; official code: sum divided by "
-                                "its L2 norm)", choices=("sum", "mean", "sum-l2")),
-        "head_layers": Param(2, "layers of the MLP classifier on the readout (official "
-                                "code: 3)", low=1),
         "layer_relu": Param(True, "ReLU between layers (OGB's GIN; official code: none)"),
         "edge_mask": Param("after-relu", "edge mask on ReLU(h_u + e_uv) (after-relu, OGB) or "
                                          "inside it (before-relu, official code: a pruned "

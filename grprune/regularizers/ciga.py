@@ -243,7 +243,7 @@ class CIGA(Regularizer):
     display_name, table_order, name_order = "CIGA", 60.0, 3.0
     params = {
         "weight": Param(1.0, "alpha, weight of the supervised contrastive loss (CIGA "
-                             "--contrast)", low=0.0),
+                             "--contrast)", low=0.0, search=(0.5, 1.0, 2.0, 4.0, 8.0)),
         "ratio": Param(0.8, "r: fraction of each graph's bonds in the causal subgraph (CIGA "
                             "--r)", low=0.0, high=1.0, low_open=True),
         "temperature": Param(1.0, "temperature of the contrastive loss (CIGA --contrast_t)",
@@ -252,7 +252,8 @@ class CIGA(Regularizer):
         "causal_ce": Param(1.0, "gamma: weight of the cross-entropy on the causal subgraph "
                                 "(CIGA trains its classifier on it; 0 = off)", low=0.0),
         "spurious_weight": Param(0.0, "beta: weight of the CIGAv2 hinge on the spurious "
-                                      "subgraph (CIGA --spu_coe; 0 = CIGAv1)", low=0.0),
+                                      "subgraph (CIGA --spu_coe; 0 = CIGAv1)", low=0.0,
+                                 search=(0.5, 1.0, 2.0, 4.0, 8.0)),
         "spurious_detach": Param(False, "detach the spurious representation: the hinge then "
                                         "only trains the spurious head (CIGA -s_rep rep)"),
     }

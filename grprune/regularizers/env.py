@@ -141,7 +141,8 @@ class IRMPenalty(AnnealedPenalty):
     display_name, table_order, name_order = "IRM", 10.0, 4.0
     params = {
         **AnnealedPenalty.params,
-        "weight": Param(100.0, "IRM penalty weight (DomainBed irm_lambda: 100)", low=0.0),
+        "weight": Param(100.0, "IRM penalty weight (DomainBed irm_lambda: 100)", low=0.0,
+                        search=(0.01, 0.1, 1.0, 10.0)),
         "estimator": Param("full", "full: squared gradient per environment (GOOD); halves: "
                                    "product of the gradients on two halves (DomainBed, "
                                    "unbiased)", choices=("full", "halves")),
@@ -192,7 +193,8 @@ class VRExPenalty(AnnealedPenalty):
     requires = frozenset({"env"})
     display_name, table_order, name_order = "VREx", 30.0, 5.0
     params = {**AnnealedPenalty.params,
-              "weight": Param(10.0, "V-REx penalty weight (DomainBed vrex_lambda: 10)", low=0.0)}
+              "weight": Param(10.0, "V-REx penalty weight (DomainBed vrex_lambda: 10)", low=0.0,
+                              search=(0.01, 0.1, 1.0, 10.0))}
 
     def penalty(self, ctx: StepContext) -> Tensor:
         logits, y, _, group, counts = env_groups(ctx)
@@ -240,7 +242,8 @@ class GroupDRO(Regularizer):
         "weight": Param(1.0, "weight of the q-weighted risk, added to the CE (see docs)",
                         low=0.0),
         "step_size": Param(0.01, "eta of the exponentiated-gradient update of q (DomainBed: "
-                                 "0.01; 0 = the mean of the environments' risks)", low=0.0),
+                                 "0.01; 0 = the mean of the environments' risks)", low=0.0,
+                           search=(1.0, 0.1, 0.01)),
     }
 
     def __init__(self, **hparams: Any) -> None:

@@ -171,6 +171,8 @@ class RunDir:
         why = check_config(old)
         if why is not None:
             return Status("foreign", why)
+        from grprune.runconfig import RunConfig
+        old = RunConfig.from_dict(old)  # older layouts read in the current one
         if cfg is not None:
             from grprune.config import config_hash
             if config_hash(old) != config_hash(cfg):

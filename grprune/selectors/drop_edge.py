@@ -51,7 +51,7 @@ class DropEdgeSelector(Selector):
     table_order = 40.0
     params = {
         "rate": Param(0.2, "probability of dropping each bond in training", low=0.0, high=1.0,
-                      high_open=True),
+                      high_open=True, search=(0.1, 0.2, 0.3)),
         "eval_mode": Param("full", "full: keep every edge at evaluation (DropEdge); sample: "
                                    "drop as in training and average eval_samples draws",
                            choices=("full", "sample")),

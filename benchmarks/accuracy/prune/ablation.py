@@ -39,8 +39,8 @@ CHOICES: dict[str, dict[str, Any]] = {
     "sampled evaluation": {"selector.eval_mode": "sample"},
     "ReLU((h+e)w)": {"encoder.edge_mask": "before-relu"},
     "no ReLU between layers": {"encoder.layer_relu": False, "selector.layer_relu": False},
-    "L2-normalised readout": {"encoder.readout": "sum-l2"},
-    "3-layer head": {"encoder.head_layers": 3},
+    "L2-normalised readout": {"model.readout": "sum-l2"},
+    "3-layer head": {"model.head_layers": 3},
     "xavier init": {"encoder.init": "xavier", "selector.init": "xavier"},
     "dropout 0": {"encoder.dropout": 0.0},
     "weight decay 1e-6": {"train.weight_decay": 1e-6},
@@ -94,7 +94,10 @@ _IGNORED = {"train.seed", "train.device", "train.progress", "train.loader_worker
 
 def _flat(cfg: dict) -> dict[str, Any]:
     """The settings of a config that make one run differ from another (no data, seed)."""
-    out = {f"{s}.{k}": v for s in ("selector", "encoder", "train") for k, v in cfg[s].items()}
+    from grprune.runconfig import RunConfig
+    cfg = RunConfig.from_dict(cfg)
+    out = {f"{s}.{k}": v for s in ("selector", "encoder", "model", "train")
+           for k, v in cfg[s].items()}
     out.update({f"reg.{n}.{k}": v for n, hp in cfg["reg"].items() for k, v in hp.items()})
     return {k: v for k, v in out.items() if k not in _IGNORED}
 

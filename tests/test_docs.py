@@ -1,0 +1,94 @@
+"""Docs that stay true: the README stays short and keeps its quick start, every relative
+link in README.md and docs/ reaches a file, the README's example runs, and the mkdocs
+site builds without a warning."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from grprune.config import resolve_config
+from grprune.encoders import ENCODERS
+from grprune.errors import GrpruneError
+from grprune.model import GraphClassifier
+from grprune.regularizers import REGULARIZERS, StepContext
+from grprune.selectors import SELECTORS
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+QUICK_START = (
+    "bash scripts/setup.sh && .venv/bin/grprune run --selector gumbel-gin "
+    "--reg size,eps-align --data ogbg-molbbbp",
+    ".venv/bin/python -m pytest",
+)
+#: a Markdown link or image: [text](target "title")
+LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+
+
+def _pages() -> list[Path]:
+    return [README, *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+def _prose(text: str) -> str:
+    """The text without fenced code blocks and inline code, where brackets are code."""
+    text = re.sub(r"^(```|~~~).*?^\1", "", text, flags=re.S | re.M)
+    return re.sub(r"`[^`\n]*`", "", text)
+
+
+def test_readme_is_at_most_8_kib():
+    size = len(README.read_bytes())
+    assert size <= 8192, f"README.md is {size} bytes: move text to docs/, keep it <= 8192"
+
+
+def test_quick_start_commands_are_verbatim():
+    for page in (README, ROOT / "docs" / "index.md"):
+        text = page.read_text(encoding="utf-8")
+        for command in QUICK_START:
+            assert f"\n{command}\n" in text, f"{page.name}: quick start lost {command!r}"
+
+
+def test_relative_links_reach_files():
+    broken = []
+    for page in _pages():
+        for target in LINK.findall(_prose(page.read_text(encoding="utf-8"))):
+            if re.match(r"^[a-z][a-z0-9+.-]*:", target) or target.startswith("#"):
+                continue  # http:, mailto:, an anchor on the same page
+            path = target.split("#", 1)[0]
+            if not (page.parent / path).exists():
+                broken.append(f"{page.relative_to(ROOT)}: {target}")
+    assert not broken, "links to missing files:\n" + "\n".join(broken)
+
+
+def test_readme_regularizer_example_runs(toy_batch):
+    readme = README.read_text(encoding="utf-8")
+    code = re.search(r"```python\n(# keep_less.py\n.*?)```", readme, re.S).group(1)
+    exec(compile(code, "README.md", "exec"), {})
+    try:
+        cfg = resolve_config(reg="size,eps-align,keep-less", overrides=["reg.keep-less.weight=0.1"])
+        assert cfg["reg"]["keep-less"]["weight"] == 0.1
+        with pytest.raises(GrpruneError, match="it needs a subgraph selector"):
+            resolve_config(reg="keep-less", selector="none")
+        torch.manual_seed(0)
+        model = GraphClassifier(ENCODERS.make("gin", layers=2, hidden=16), 2,
+                                SELECTORS.make("gumbel-gin", hidden=16)).train()
+        ctx = StepContext(batch=toy_batch, output=model(toy_batch), model=model)
+        value = REGULARIZERS.make("keep-less").loss(ctx)
+        assert value.dim() == 0 and 0 < value.item() < 1
+        value.backward()
+        assert any(p.grad is not None for p in model.selector.parameters())
+    finally:
+        REGULARIZERS.unregister("keep-less")
+
+
+def test_mkdocs_build_is_strict_clean(tmp_path):
+    for module in ("mkdocs", "mkdocstrings", "mkdocstrings_handlers.python", "mkdocs_click"):
+        pytest.importorskip(module, reason="the docs extra: pip install -e '.[docs]'")
+    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet",
+                           "--site-dir", str(tmp_path / "site")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr

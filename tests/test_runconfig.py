@@ -1,0 +1,158 @@
+"""The typed run configuration: the model section, older layouts, the FeatureSpec record,
+and the declared search spaces (``grprune sweep --search default``)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import warnings
+
+import pytest
+from click.testing import CliRunner
+
+from grprune import results as R
+from grprune.cli import main
+from grprune.config import ModelSettings, config_hash, resolve_config
+from grprune.encoders import ENCODERS
+from grprune.inference import load_run
+from grprune.regularizers import REGULARIZERS
+from grprune.runconfig import FeatureSpec, RunConfig, upgrade
+from grprune.selectors import SELECTORS
+from grprune.sweep.grid import Grid
+from grprune.sweep.search import search_space, with_search
+
+
+@pytest.fixture(scope="module")
+def bbbp_run(tmp_path_factory, data_root):
+    out = tmp_path_factory.mktemp("bbbp") / "run"
+    res = CliRunner().invoke(main, ["run", "--data", "ogbg-molbbbp", "--epochs", "1", "-H",
+                                    "data.limit=40", "-H", "model.head_layers=3",
+                                    "--progress", "none", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    return out
+
+
+def _v1(cfg: dict) -> dict:
+    """A configuration as version 1 wrote it: readout and head in the encoder section."""
+    old = json.loads(json.dumps(cfg))
+    old["encoder"].update(old.pop("model"))
+    old.pop("features", None)
+    old["version"] = 1
+    return old
+
+
+# -- the model section ------------------------------------------------------------------------
+def test_model_section_holds_the_classifier_settings_not_the_encoder():
+    cfg = resolve_config(data="good-motif", preset="official")
+    assert isinstance(cfg, RunConfig) and cfg["version"] == 2
+    assert cfg["model"] == {"readout": "sum-l2", "head_layers": 3}
+    assert "readout" not in cfg["encoder"] and "head_layers" not in cfg["encoder"]
+    assert "readout" not in ENCODERS.get("gin").defaults
+    assert "readout" not in SELECTORS.get("gumbel-gin").defaults  # its GNN inherits nothing
+    assert set(ModelSettings.defaults) == {"readout", "head_layers"}
+    assert cfg.dataset == "good-motif" and cfg.selector_name == "gumbel-gin"
+    assert cfg.regularizers == ["size", "eps-align"] and cfg.preset == "official"
+
+
+def test_old_encoder_keys_are_moved_with_one_note():
+    with pytest.warns(UserWarning, match="encoder.readout is now model.readout"):
+        cfg = resolve_config(overrides=["encoder.readout=mean"])
+    assert cfg["model"]["readout"] == "mean"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the new key: no note
+        assert resolve_config(overrides=["model.readout=mean"])["hash"] == cfg["hash"]
+
+
+def test_an_old_config_keeps_its_hash_and_loads_in_the_new_layout(tmp_path):
+    new = resolve_config(data="good-motif", preset="official")
+    old = _v1(new)
+    assert config_hash(old) == config_hash(new) == new["hash"]
+    up = upgrade(old)
+    assert up["model"] == new["model"] and "readout" not in up["encoder"]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(old))
+    with pytest.warns(UserWarning, match="moved"):
+        again = resolve_config(file=path)  # `grprune run --config old/config.json`
+    assert again["hash"] == new["hash"] and again["model"] == new["model"]
+
+
+def test_a_version_1_run_directory_is_finished_and_loads(bbbp_run, tmp_path):
+    old_dir = tmp_path / "old"
+    shutil.copytree(bbbp_run, old_dir)
+    cfg = json.loads((old_dir / R.CONFIG).read_text())
+    (old_dir / R.CONFIG).write_text(json.dumps(_v1(cfg)))
+    status = R.RunDir(old_dir).status(cfg)
+    assert status.state == "finished" and status.config["model"]["head_layers"] == 3
+    run = load_run(old_dir)
+    assert sum(isinstance(m, __import__("torch").nn.Linear) for m in run.model.head) == 3
+
+
+# -- the FeatureSpec record ---------------------------------------------------------------------
+def test_config_json_records_the_features(bbbp_run):
+    cfg = RunConfig.from_dict(json.loads((bbbp_run / R.CONFIG).read_text()))
+    summary = json.loads((bbbp_run / R.SUMMARY).read_text())
+    assert cfg.features == FeatureSpec(kind="ogb", node_dim=9, edge_dim=3, classes=2)
+    assert cfg.features == FeatureSpec.from_dict(summary["model"])  # the older record agrees
+    assert cfg["hash"] == summary["config_hash"]
+
+
+def test_load_run_builds_the_model_without_the_dataset(bbbp_run, tmp_path, monkeypatch):
+    copy = tmp_path / "run"
+    shutil.copytree(bbbp_run, copy)
+    summary = json.loads((copy / R.SUMMARY).read_text())
+    summary.pop("model")
+    (copy / R.SUMMARY).write_text(json.dumps(summary))
+
+    def no_data(*a, **k):
+        raise AssertionError("the dataset was loaded")
+    monkeypatch.setattr("grprune.inference.load_config_dataset", no_data)
+    run = load_run(copy)
+    assert run.features.classes == 2 and run.num_classes == 2 and not run.model.training
+
+
+def test_feature_spec_refuses_an_incomplete_record():
+    from grprune.errors import GrpruneError
+    with pytest.raises(GrpruneError, match="bad features record"):
+        FeatureSpec.from_dict({"kind": "ogb", "node_dim": 9})
+
+
+# -- declared search spaces ---------------------------------------------------------------------
+def _all_parts():
+    for prefix, registry in (("reg.{}.", REGULARIZERS), ("selector.", SELECTORS),
+                             ("encoder.", ENCODERS)):
+        for name in registry.names():
+            yield prefix.format(name), registry.get(name)
+
+
+def test_every_declared_search_value_is_in_its_domain():
+    for prefix, cls in _all_parts():
+        for key, param in getattr(cls, "params", {}).items():
+            for value in param.search:
+                assert param.contains(value), f"{prefix}{key}: {value!r} not in {param.domain()}"
+
+
+def test_prune_search_is_the_papers_grid():
+    space = search_space([("reg.size.", REGULARIZERS.get("size")),
+                          ("reg.eps-align.", REGULARIZERS.get("eps-align")),
+                          ("selector.", SELECTORS.get("gumbel-gin"))])
+    assert space == {"reg.size.weight": ["10.0", "40.0"], "reg.size.eta": ["0.5", "0.75", "0.85"],
+                     "reg.eps-align.weight": ["0.1", "0.01", "0.001"],
+                     "reg.eps-align.k": ["50.0", "70.0", "90.0"], "selector.layers": ["2", "3"]}
+
+
+def test_search_keeps_given_keys_and_skips_parts_the_grid_lacks():
+    grid = with_search(Grid(axes={"reg": ["irm"]}, hparams={"reg.irm.weight": ["5"]}))
+    assert grid.hparams == {"reg.irm.weight": ["5"]}  # IRM needs no selector: no selector.*
+    assert with_search(Grid(), "none").hparams == {}
+
+
+def test_sweep_search_default_expands_the_declared_grid(tmp_path, data_root):
+    args = ["sweep", "--data", "good-motif", "--reg", "size,eps-align", "--reg", "vrex",
+            "--search", "default", "-H", "reg.size.eta=0.85", "--seeds", "0",
+            "--out", str(tmp_path / "s"), "--dry-run"]
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 0, res.output
+    # PrunE: 2 (lambda_1) x 3 (lambda_2) x 3 (K) x 2 (selector layers), eta given; VREx: 4
+    assert "sweep plan: 40 configurations" in res.output
+    res = CliRunner().invoke(main, ["ls", "regularizers"])
+    assert res.exit_code == 0 and "0.5, 0.75, 0.85" in res.output
