@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import numpy as np
@@ -206,3 +207,22 @@ def test_example_params_load(name, tmp_path):
     ds = load_dataset(name, root=tmp_path, **source.example_params(tmp_path))
     assert ds.metric == source.metric and ds.num_classes == source.num_classes
     assert all(len(ds.splits[p]) for p in source.parts)
+
+
+def test_an_edited_file_is_a_new_run_not_a_finished_one(bace_csv, tmp_path):
+    """The file's sha256 is part of the configuration (data.source_sha256), so the run's
+    hash follows the file's content and a re-run after an edit is not skipped."""
+    csv = tmp_path / "mine.csv"
+    csv.write_text(bace_csv.read_text())
+    args = dict(data="molecule-csv", overrides=[f"data.path={csv}", "data.smiles_column=SMI",
+                                                "data.label_column=active"])
+    before = resolve_config(**args)
+    assert before["data"]["source_sha256"] == hashlib.sha256(csv.read_bytes()).hexdigest()
+    assert resolve_config(**args)["hash"] == before["hash"]  # same file: same run
+    csv.write_text(bace_csv.read_text() + "CCO,1\n")
+    after = resolve_config(**args)
+    assert after["hash"] != before["hash"]
+    # a previous run's config.json replays with the file's current digest
+    stored = tmp_path / "config.json"
+    stored.write_text(json.dumps(before))
+    assert resolve_config(file=stored)["hash"] == after["hash"]

@@ -38,7 +38,7 @@ import torch
 from grprune.compat import dgl
 from grprune.data.dataset import GraphDataset
 from grprune.data.molecules import file_sha256
-from grprune.data.registry import DATASETS, DatasetSource
+from grprune.data.registry import DATASETS, FileDatasetSource
 from grprune.data.splits import PART_NAMES, _check_frac, random_split
 from grprune.errors import DataError, GrpruneError
 from grprune.hparams import Param
@@ -320,12 +320,14 @@ def example_graphs(n_graphs: int = 40, seed: int = 0
 
 
 @DATASETS.register("dgl-graphs", aliases=("dgl-file",))
-class DglGraphs(DatasetSource):
+class DglGraphs(FileDatasetSource):
     """Your own graphs: a ``dgl.save_graphs`` file with a ``label`` tensor (module docstring)."""
 
     splits = ("random", "env", "file")
     params = {
         "path": Param("", "the dgl.save_graphs file; required"),
+        "source_sha256": Param("", "sha256 of the data.path file: set when the configuration "
+                                   "is resolved, part of the run's identity"),
         "split": Param("random", "random (seeded), env (whole environments of the 'env' "
                                  "tensor) or file (the 'split' tensor)"),
         "split_seed": Param(0, "seed of the random split", low=0),
@@ -347,15 +349,8 @@ class DglGraphs(DatasetSource):
         dgl.save_graphs(str(path), graphs, {"label": labels, "env": envs})
         return {"path": str(path)}
 
-    @classmethod
-    def resolve_params(cls, params: dict[str, Any] | None = None) -> dict[str, Any]:
-        """:meth:`DatasetSource.resolve_params`, with ``path`` made absolute."""
-        out = super().resolve_params(params)
-        if out.get("path"):
-            out["path"] = str(Path(out["path"]).expanduser().resolve())
-        return out
-
     def load(self, *, root: Path, download: bool = False, path: str = "",
+             source_sha256: str = "",
              split: str = "random", split_seed: int = 0, metric: str = "auto",
              node_feat_key: str = "feat", edge_feat_key: str = "feat") -> GraphDataset:
         """Load the file; see :meth:`DatasetSource.load` and the module docstring.

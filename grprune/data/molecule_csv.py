@@ -48,7 +48,7 @@ from grprune.data.cache import CACHE_DIRNAME, cached_strings, load_or_build
 from grprune.data.dataset import GraphDataset
 from grprune.data.molecules import file_sha256, lenient_mol, read_text_csv, smiles_to_graph
 from grprune.data.packed import graph_sizes
-from grprune.data.registry import DATASETS, DatasetSource
+from grprune.data.registry import DATASETS, FileDatasetSource
 from grprune.data.splits import murcko_scaffolds, random_split, scaffold_split, size_split
 from grprune.errors import DataError, GrpruneError, did_you_mean
 from grprune.hparams import Param
@@ -321,12 +321,14 @@ def split_and_envs(split: str, split_seed: int, data: dict[str, Any]
 
 
 @DATASETS.register("molecule-csv", aliases=("mol-csv",))
-class MoleculeCsv(DatasetSource):
+class MoleculeCsv(FileDatasetSource):
     """Your own molecules: a CSV file of SMILES and binary labels (module docstring)."""
 
     splits = ("scaffold", "size", "random")
     params = {
         "path": Param("", "the CSV file (plain or .gz); required"),
+        "source_sha256": Param("", "sha256 of the data.path file: set when the configuration "
+                                   "is resolved, part of the run's identity"),
         "smiles_column": Param("smiles", "column holding the SMILES"),
         "label_column": Param("label", "column holding the binary label (0 or 1)"),
         "featurizer": Param("ogb", "ogb (OGB's categorical features) or dgllife-canonical "
@@ -356,16 +358,8 @@ class MoleculeCsv(DatasetSource):
         path.write_text("smiles,label\n" + "\n".join(lines) + "\n")
         return {"path": str(path)}
 
-    @classmethod
-    def resolve_params(cls, params: dict[str, Any] | None = None) -> dict[str, Any]:
-        """:meth:`DatasetSource.resolve_params`, with ``path`` made absolute (so a
-        config replays from any directory)."""
-        out = super().resolve_params(params)
-        if out.get("path"):
-            out["path"] = str(Path(out["path"]).expanduser().resolve())
-        return out
-
     def load(self, *, root: Path, download: bool = False, path: str = "",
+             source_sha256: str = "",
              smiles_column: str = "smiles", label_column: str = "label",
              featurizer: str = "ogb", split: str = "scaffold", split_seed: int = 0
              ) -> GraphDataset:

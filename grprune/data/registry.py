@@ -144,6 +144,41 @@ class DatasetSource(Configurable):
         raise NotImplementedError
 
 
+_DIGESTS: dict[tuple[str, int, int], str] = {}
+
+
+def file_digest(path: Path) -> str:
+    """Hex sha256 of a file's bytes, computed once per (path, size, mtime)."""
+    st = path.stat()
+    key = (str(path), st.st_size, st.st_mtime_ns)
+    if key not in _DIGESTS:
+        from grprune.data.molecules import file_sha256
+        _DIGESTS[key] = file_sha256(path)
+    return _DIGESTS[key]
+
+
+class FileDatasetSource(DatasetSource):
+    """A dataset read from the user's file ``data.path`` (``molecule-csv``,
+    ``dgl-graphs``).
+
+    :meth:`resolve_params` makes the path absolute (a configuration replays from any
+    directory) and records the file's sha256 as ``data.source_sha256``. The digest is
+    part of the configuration, hence of the run's hash: a run on an edited file is a
+    new run, never skipped as already finished. A digest given in a configuration (a
+    previous run's ``config.json``) is replaced by the file's current one.
+    """
+
+    @classmethod
+    def resolve_params(cls, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        out = super().resolve_params(params)
+        if out.get("path"):
+            path = Path(out["path"]).expanduser().resolve()
+            out["path"] = str(path)
+            if path.is_file():
+                out["source_sha256"] = file_digest(path)
+        return out
+
+
 def load_dataset(
     name: str,
     *,
