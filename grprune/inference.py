@@ -123,10 +123,13 @@ def score_graphs(model: GraphClassifier, graphs: Sequence | GraphBatch, *,
 def evaluation_uses_selector(summary: dict, records: list[dict]) -> bool:
     """Whether the trainer evaluated the reported model with its selector.
 
-    ``Trainer._finish``: a run whose checkpoint is the last epoch
-    (``summary["selected"] == "last-epoch"``, no post-warm-up epoch improved)
-    is evaluated as it was trained, so without the selector if that epoch was
-    ERM warm-up. Every other run uses the selector.
+    ``summary.json`` records it (``use_selector``). For runs written before that
+    field, the trainer's rule (``Trainer._finish``) is applied again: a model
+    reported at an ERM warm-up epoch is evaluated as it was trained, without the
+    selector, whether that epoch was selected on validation (``selected_phase``
+    ``warmup``, ``train.select_warmup``) or is the last epoch of a run with no
+    post-warm-up epoch (``selected == "last-epoch"``). Every other run uses the
+    selector.
 
     Parameters
     ----------
@@ -135,6 +138,10 @@ def evaluation_uses_selector(summary: dict, records: list[dict]) -> bool:
     records : list of dict
         ``results.jsonl`` (each record has ``phase``: ``warmup`` or ``train``).
     """
+    if isinstance(summary.get("use_selector"), bool):
+        return summary["use_selector"]
+    if summary.get("selected_phase") == "warmup":
+        return False
     if summary.get("selected") != "last-epoch":
         return True
     last = records[-1] if records else {}

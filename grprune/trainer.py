@@ -451,7 +451,7 @@ class Trainer:
             "test": ev.metric, "train": best["train"],
             **{name.replace("-", "_"): value for name, value in final.items()},
             "kept_edge_fraction": ev.kept,
-            "selected": selected,
+            "selected": selected, "use_selector": use_selector,
             "epochs_run": len(records),
             "last": {s: last.get(s, {}).get(self.metric) for s in EVAL_SPLITS},
             "train_time_s": round(train_time, 3),

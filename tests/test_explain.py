@@ -310,6 +310,11 @@ def test_evaluation_rule_follows_the_trainer():
     assert evaluation_uses_selector({"selected": "last-epoch"}, [{"phase": "train"}])
     assert not evaluation_uses_selector({"selected": "last-epoch"},
                                         [{"phase": "warmup"}, {"phase": "warmup"}])
+    # a warm-up epoch selected on validation (train.select_warmup) is evaluated unpruned
+    assert not evaluation_uses_selector({"selected": "best-valid", "selected_phase": "warmup"},
+                                        [{"phase": "warmup"}, {"phase": "train"}])
+    # summary.json's own record wins
+    assert not evaluation_uses_selector({"selected": "best-valid", "use_selector": False}, [])
 
 
 def test_plain_pictures_when_rdkit_cannot_draw(bbbp_run, tmp_path, monkeypatch):

@@ -163,6 +163,9 @@ def test_a_warm_up_epoch_is_selected_only_when_allowed(tmp_path, monkeypatch):
         _, out[allowed] = execute(cfg, tmp_path / str(allowed), log=lambda m: None)
     assert out[True]["best_epoch"] == 0 and out[True]["selected_phase"] == "warmup"
     assert out[True]["kept_edge_fraction"] == 1.0  # a warm-up model is evaluated on full graphs
+    assert out[True]["use_selector"] is False and out[False]["use_selector"] is True
+    from grprune.inference import load_run
+    assert load_run(tmp_path / "True", lazy=True).use_selector is False  # predict/explain agree
     assert out[False]["best_epoch"] == 1 and out[False]["selected_phase"] == "train"
     last = torch.load(tmp_path / "True" / R.LAST_CHECKPOINT, weights_only=True)
     best = torch.load(tmp_path / "True" / R.CHECKPOINT, weights_only=True)

@@ -377,6 +377,10 @@ def test_first_sweep_finds_the_finished_runs(mini):
     assert len(mini["plan1"]["configs"]) == 2 and len(mini["finished"]) == 2
     assert {mini["root"] / c["run_dir"] for c in mini["plan1"]["configs"]} == set(
         mini["finished"])
+    for entry in mini["plan1"]["configs"]:  # what ran, without parsing directory names
+        cfg = json.loads((mini["root"] / entry["run_dir"] / "config.json").read_text())
+        assert (entry["dataset"], entry["seed"]) == (cfg["data"]["name"], cfg["train"]["seed"])
+        assert entry["method"] == "+".join(cfg["reg"]) and entry["hash"] == cfg["hash"]
 
 
 def test_finished_runs_are_skipped(mini):

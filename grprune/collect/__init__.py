@@ -33,7 +33,9 @@ from grprune.collect.common import (LAYOUTS, METRIC_NAMES, NOT_HPARAMS, PAPER_SY
                                     SELECT_RULES, hparams_text, pm)
 from grprune.collect.reading import (Problem, Run, Scan, flatten_config, notes_for, read_run,
                                      scan_runs, sweep_report)
-from grprune.collect.selection import Setting, aggregate, mean_std, varying_keys
+from grprune.collect.selection import (SELECTION_METHODS, OracleSelection, SelectionMethod,
+                                       Setting, ValidationSelection, aggregate, mean_std,
+                                       varying_keys)
 from grprune.collect.sensitivity import (plot_sensitivity, sensitivity, sensitivity_csv,
                                          sensitivity_table)
 from grprune.collect.tables import (CSV_COLUMNS, SELECTION_TEXT, rich_table, to_csv, to_markdown,
@@ -41,6 +43,7 @@ from grprune.collect.tables import (CSV_COLUMNS, SELECTION_TEXT, rich_table, to_
 from grprune.naming import ablation_label, canonical_reg, method_label
 
 __all__ = ["CSV_COLUMNS", "LAYOUTS", "METRIC_NAMES", "NOT_HPARAMS", "PAPER_SYMBOLS",
+           "SELECTION_METHODS", "OracleSelection", "SelectionMethod", "ValidationSelection",
            "SELECTION_TEXT", "SELECT_RULES", "Problem", "Run", "Scan", "Setting", "aggregate",
            "ablation_label", "canonical_reg", "flatten_config", "hparams_text", "mean_std",
            "method_label", "notes_for", "plot_sensitivity", "pm", "read_run", "rich_table",

@@ -8,6 +8,7 @@ from typing import Any
 
 from grprune.config import VOLATILE_KEYS
 
+#: `grprune collect --select`: a selection method (grprune.collect.selection), or all settings
 SELECT_RULES = ("valid", "oracle", "all")
 LAYOUTS = ("table", "ablation", "long")
 #: ``train.seed`` and the keys that do not change results are not hyperparameters

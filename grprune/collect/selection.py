@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import ClassVar, Iterable, Sequence
 
 from grprune.collect.common import _MISSING, SELECT_RULES, _value_text
 from grprune.collect.reading import Run
@@ -111,14 +111,59 @@ def varying_keys(settings: Sequence[Setting]) -> list[str]:
                     for s in settings}) > 1]
 
 
-def _score(setting: Setting, by: str) -> float:
-    mean = setting.stat(by)[0]
-    return -math.inf if math.isnan(mean) else mean
+class SelectionMethod:
+    """Model selection as DomainBed frames it (Gulrajani & Lopez-Paz 2021,
+    ``domainbed/model_selection.py``): of the settings of one group (same dataset column
+    and method, other hyperparameters), the one whose seeds are reported.
+
+    A method maximises the mean over seeds of one ``summary.json`` score (``field``);
+    ties go to the setting with more seeds, then to the smaller setting id. Within a
+    run, the epoch was already chosen by the trainer's rule (``summary["selected"]``).
+
+    Attributes
+    ----------
+    name : str
+        The ``grprune collect --select`` value.
+    field : str
+        The summary score maximised: ``valid`` (the dataset's validation split, OOD-valid
+        on GOOD) or ``test``.
+    label : str
+        How tables and notes name the rule.
+    """
+
+    name: ClassVar[str] = ""
+    field: ClassVar[str] = ""
+    label: ClassVar[str] = ""
+
+    @classmethod
+    def score(cls, setting: Setting) -> float:
+        """Mean ``field`` over the setting's seeds; -inf when it has none."""
+        mean = setting.stat(cls.field)[0]
+        return -math.inf if math.isnan(mean) else mean
+
+    @classmethod
+    def choose(cls, settings: Sequence[Setting]) -> Setting:
+        """The selected setting (highest :meth:`score`, then more seeds, then smaller id)."""
+        return min(settings, key=lambda s: (-cls.score(s), -len(s.runs), s.runs[0].setting_id))
 
 
-def _choose(settings: Sequence[Setting], by: str) -> Setting:
-    """Highest mean ``by`` (valid or test); ties: more seeds, then smaller setting id."""
-    return min(settings, key=lambda s: (-_score(s, by), -len(s.runs), s.runs[0].setting_id))
+class ValidationSelection(SelectionMethod):
+    """Highest mean validation score: the honest rule (DomainBed's training-domain or
+    OOD-validation selection, whichever the dataset's ``valid`` split is)."""
+
+    name, field, label = "valid", "valid", "validation"
+
+
+class OracleSelection(SelectionMethod):
+    """Highest mean *test* score: DomainBed's oracle, optimistic by construction; its
+    rows and notes say ORACLE."""
+
+    name, field, label = "oracle", "test", "ORACLE (test)"
+
+
+#: ``--select`` value -> method (``all`` keeps every setting and selects none)
+SELECTION_METHODS: dict[str, type[SelectionMethod]] = {
+    m.name: m for m in (ValidationSelection, OracleSelection)}
 
 
 def aggregate(runs: Sequence[Run], select: str = "valid") -> list[dict]:
@@ -168,7 +213,7 @@ def aggregate(runs: Sequence[Run], select: str = "valid") -> list[dict]:
     rows = []
     for (ckey, reg, selector, preset), settings in _groups(runs).items():
         varying = varying_keys(settings)
-        by_valid, by_test = _choose(settings, "valid"), _choose(settings, "test")
+        by_valid, by_test = ValidationSelection.choose(settings), OracleSelection.choose(settings)
         chosen = settings if select == "all" else [by_valid if select == "valid" else by_test]
         for s in chosen:
             row = _setting_row(s, labels[ckey], reg, selector, preset, select)
@@ -211,12 +256,12 @@ def _choice_fields(s: Setting, settings: Sequence[Setting], varying: list[str], 
     """How setting ``s`` stands in its group: the model-selection columns of a row of
     :func:`aggregate` (its varying hyperparameters, ties, which rule picks it, its runs)."""
     first = s.runs[0]
-    rule = "test" if select == "oracle" else "valid"
+    rule = SELECTION_METHODS.get(select, ValidationSelection)
     return {"hparams": {k: s.hparams.get(k, _MISSING) for k in varying},
             "varying": varying,
             "n_settings": len(settings),
             "ties": sum(1 for o in settings
-                        if o is not s and _score(o, rule) == _score(s, rule)),
+                        if o is not s and rule.score(o) == rule.score(s)),
             "valid_choice": s is by_valid,
             "oracle_choice": s is by_test,
             "setting": first.setting_id,

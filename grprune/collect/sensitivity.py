@@ -21,11 +21,12 @@ from grprune.collect.common import (
 )
 from grprune.collect.reading import Run
 from grprune.collect.selection import (
+    SELECTION_METHODS,
+    SelectionMethod,
     Setting,
-    _choose,
+    ValidationSelection,
     _column_labels,
     _groups,
-    _score,
     varying_keys,
 )
 from grprune.errors import GrpruneError, did_you_mean
@@ -80,7 +81,7 @@ def sensitivity(runs: Sequence[Run], key: str, select: str = "valid") -> list[di
     if select not in SELECT_RULES:
         raise GrpruneError(f"unknown selection rule {select!r}. Choices: "
                            f"{', '.join(SELECT_RULES)}")
-    by = "test" if select == "oracle" else "valid"
+    by = SELECTION_METHODS.get(select, ValidationSelection)
     free = key if key.startswith("data.") else None
     groups = _groups(runs, free)
     all_varying = sorted({k for settings in _groups(runs).values()
@@ -113,7 +114,7 @@ def sensitivity(runs: Sequence[Run], key: str, select: str = "valid") -> list[di
                            "valid_mean": valid_m, "valid_std": valid_s,
                            "metric": curve.metric, "fixed": curve.fixed,
                            "fixed_note": curve.note,
-                           "selection": "oracle" if by == "test" else "valid"})
+                           "selection": by.name})
     if not points:
         raise _no_curve_error(runs, key, entangled, all_varying)
     points.sort(key=lambda p: (p["column"], method_rank(p["method"])))
@@ -130,12 +131,12 @@ class _Curve(NamedTuple):
 
 
 def _held_curve(settings: Sequence[Setting], varying: Sequence[str], key: str,
-                by: str) -> _Curve | None:
+                by: type[SelectionMethod]) -> _Curve | None:
     """The settings of a group that differ only in ``key`` (see :func:`sensitivity`).
 
-    The other varying keys are held at the values of the setting selected by ``by``
-    (``"valid"`` or ``"test"``) when those cover at least two values of ``key``, else
-    at the values covering the most (ties: best mean ``by`` score, then the values'
+    The other varying keys are held at the values of the setting the selection method
+    ``by`` chooses when those cover at least two values of ``key``, else at the values
+    covering the most (ties: best :meth:`SelectionMethod.score`, then the values'
     JSON). ``None`` when no two settings differ in ``key`` alone.
     """
     settings = [s for s in settings if key in s.hparams]
@@ -150,15 +151,15 @@ def _held_curve(settings: Sequence[Setting], varying: Sequence[str], key: str,
         contexts.setdefault(context(s), []).append(s)
     if max(len(c) for c in contexts.values()) < 2:
         return None
-    chosen = _choose(settings, by)
+    chosen = by.choose(settings)
     ctx = context(chosen)
-    rule = "validation" if by == "valid" else "ORACLE (test)"
+    rule = by.label
     if len(contexts[ctx]) >= 2:
         note = (f"held at the {rule}-selected values" if others
                 else "no other hyperparameter varies")
     else:
         ctx = min(contexts, key=lambda c: (-len(contexts[c]),
-                                           -max(_score(s, by) for s in contexts[c]), c))
+                                           -max(by.score(s) for s in contexts[c]), c))
         note = (f"held at the values covering the most {key} values; the {rule}-selected "
                 f"setting has only {key}={_value_text(chosen.hparams[key])}")
     fixed = {k: contexts[ctx][0].hparams.get(k, _MISSING) for k in others}

@@ -75,10 +75,16 @@ def read_plan(root: Path) -> dict | None:
 
 
 def plan_entries(expansion: Expansion, root: Path) -> list[dict]:
-    """The plan entries (``sweep.json`` ``configs``) of an expansion."""
+    """The plan entries (``sweep.json`` ``configs``) of an expansion: hash, run
+    directory, dataset, method (:func:`grprune.naming.method_slug`), seed, the grid's
+    values and the dropped ``-H`` keys; readers need not parse directory names."""
+    from grprune.naming import method_slug
+    from grprune.runconfig import RunConfig
     out = []
     for conf in expansion.configs:
+        cfg = RunConfig.from_dict(conf.cfg)
         out.append({"hash": conf.hash, "run_dir": rel_dir(conf, root),
+                    "dataset": cfg.dataset, "method": method_slug(cfg), "seed": cfg.seed,
                     "values": expansion.values(conf), "dropped": list(conf.dropped)})
     return out
 

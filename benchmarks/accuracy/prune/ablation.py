@@ -119,10 +119,17 @@ def label(cfg: dict) -> str:
     for preset, diff in diffs.items():
         if not diff:
             return f"ERM ({preset} model)" if reg == "none" else preset
+    named = {}  # preset -> the choices that make up the whole difference from it
+    for preset, diff in diffs.items():
         other = refs["paper" if preset == "official" else "official"]
-        for name, keys in CHOICES.items():
-            if diff == set(keys) and all(run[k] == other[k] for k in keys):
-                return f"{preset} - {name}" if preset == "official" else f"paper + {name}"
+        names = [name for name, keys in CHOICES.items()
+                 if set(keys) <= diff and all(run[k] == other[k] for k in keys)]
+        if names and set().union(*(CHOICES[n] for n in names)) == diff:
+            named[preset] = names
+    if named:
+        preset = min(named, key=lambda p: len(named[p]))
+        sign = " - " if preset == "official" else " + "
+        return preset + sign + sign.join(named[preset])
     preset = min(diffs, key=lambda p: len(diffs[p]))
     return f"{preset} with " + ", ".join(f"{k}={run.get(k)}" for k in sorted(diffs[preset]))
 
