@@ -44,7 +44,7 @@ from grprune.explain import ExplainResult
 from grprune.model import GraphClassifier
 from grprune.ops import bonds_by_first_edge
 from grprune.run import load_config_dataset
-from grprune.runconfig import FeatureSpec, RunConfig
+from grprune.runconfig import FeatureSpec, RunConfig, RunSummary
 
 #: graphs per batch when scoring
 BATCH_SIZE = 256
@@ -160,7 +160,7 @@ class Run:
     cfg : dict
         The resolved configuration (``config.json``).
     summary : dict
-        ``summary.json``.
+        ``summary.json`` (kept as a :class:`~grprune.runconfig.RunSummary`).
     device : torch.device
         Where :attr:`model` is put.
     dims : FeatureSpec or dict, optional
@@ -195,7 +195,7 @@ class Run:
                  dims: FeatureSpec | dict | None = None,
                  model: GraphClassifier | None = None, dataset: Any = None) -> None:
         self.run_dir = Path(run_dir)
-        self.cfg, self.summary = RunConfig.from_dict(cfg), summary
+        self.cfg, self.summary = RunConfig.from_dict(cfg), RunSummary(summary)
         self.device = torch.device(device)
         self._model, self._dataset = model, dataset
         self._features = (FeatureSpec.from_dict(dims) if isinstance(dims, dict) else dims)

@@ -1,4 +1,6 @@
-"""Typed views of a run's configuration: :class:`RunConfig` and :class:`FeatureSpec`.
+"""Typed views of a run's files: :class:`RunConfig` (``config.json``) with its
+:class:`FeatureSpec`, :class:`RunSummary` (``summary.json``) and :class:`EpochRecord`
+(a line of ``results.jsonl``).
 
 A resolved configuration (:func:`grprune.config.resolve_config`) is what ``config.json``
 holds: six sections of settings and three records::
@@ -188,3 +190,55 @@ def move_keys(items: list[tuple[str, Any]], encoder_keys: Mapping[str, Any],
             key = new
         out.append((key, value))
     return out
+
+
+class RunSummary(dict):
+    """``summary.json`` (a ``dict``, as written by :class:`grprune.trainer.Trainer`) with
+    typed access to what the workflow reads of it."""
+
+    @property
+    def metric(self) -> str:
+        """``rocauc`` or ``accuracy``."""
+        return str(self["metric"])
+
+    def score(self, split: str) -> float | None:
+        """The selected model's score on ``split`` (``test``, ``valid``, ``id_valid``,
+        ``id_test``); None when the run has no such split."""
+        value = self.get(split.replace("-", "_"))
+        return float(value) if isinstance(value, (int, float)) else None
+
+    @property
+    def best_epoch(self) -> int:
+        return int(self["best_epoch"])
+
+    @property
+    def selected(self) -> str:
+        """The trainer's checkpoint rule: ``best-valid`` or ``last-epoch``."""
+        return str(self.get("selected", "best-valid"))
+
+    @property
+    def use_selector(self) -> bool | None:
+        """Whether evaluation used the selector; None for runs written before it was
+        recorded (:func:`grprune.inference.evaluation_uses_selector` decides then)."""
+        value = self.get("use_selector")
+        return value if isinstance(value, bool) else None
+
+
+class EpochRecord(dict):
+    """One epoch of ``results.jsonl``: ``epoch``, ``phase`` (``warmup`` or ``train``),
+    ``loss`` (``{"total": ..., "ce": ..., "reg/term": ...}``), per split its scores
+    (``{"valid": {"rocauc": ...}}``), ``lr`` and timings."""
+
+    @property
+    def epoch(self) -> int:
+        return int(self["epoch"])
+
+    @property
+    def warmup(self) -> bool:
+        """Whether this was an ERM warm-up epoch (selector and regularizers off)."""
+        return self.get("phase") == "warmup"
+
+    def score(self, split: str, metric: str) -> float | None:
+        """``record[split][metric]``; None when the split was not evaluated."""
+        value = (self.get(split) or {}).get(metric)
+        return float(value) if isinstance(value, (int, float)) else None

@@ -156,3 +156,18 @@ def test_sweep_search_default_expands_the_declared_grid(tmp_path, data_root):
     assert "sweep plan: 40 configurations" in res.output
     res = CliRunner().invoke(main, ["ls", "regularizers"])
     assert res.exit_code == 0 and "0.5, 0.75, 0.85" in res.output
+
+
+def test_run_dir_gives_typed_summary_and_records(bbbp_run):
+    from grprune.runconfig import EpochRecord, RunSummary
+    status = R.RunDir(bbbp_run).status()
+    summary = status.summary
+    assert isinstance(summary, RunSummary) and isinstance(status.config, RunConfig)
+    assert summary.metric == "rocauc" and summary.score("test") == summary["test"]
+    assert summary.selected in ("best-valid", "last-epoch") and summary.use_selector is True
+    records = R.RunDir(bbbp_run).records()
+    assert records and all(isinstance(r, EpochRecord) for r in records)
+    last = records[-1]
+    assert last.epoch == len(records) - 1 and not last.warmup
+    assert last.score("valid", "rocauc") == last["valid"]["rocauc"]
+    assert load_run(bbbp_run).summary.best_epoch == summary.best_epoch

@@ -35,6 +35,7 @@ from typing import Any
 from grprune.errors import GrpruneError
 
 from grprune.results import CONFIG, ERROR, LOG, RESULTS, STATE, SUMMARY, read_records
+from grprune.runconfig import EpochRecord, RunConfig, RunSummary
 
 LOCK = ".lock"
 #: files a directory may hold and still count as empty
@@ -45,12 +46,13 @@ STATES = ("empty", "foreign", "corrupt", "other-config", "running", "finished", 
 
 @dataclass(frozen=True)
 class Status:
-    """A run directory's state and why."""
+    """A run directory's state and why; with its configuration (in the current layout)
+    and, when finished, its summary."""
 
     state: str
     reason: str = ""
-    config: dict | None = None
-    summary: dict | None = None
+    config: RunConfig | None = None
+    summary: RunSummary | None = None
 
     def __str__(self) -> str:
         return f"{self.state}: {self.reason}" if self.reason else self.state
@@ -171,7 +173,6 @@ class RunDir:
         why = check_config(old)
         if why is not None:
             return Status("foreign", why)
-        from grprune.runconfig import RunConfig
         old = RunConfig.from_dict(old)  # older layouts read in the current one
         if cfg is not None:
             from grprune.config import config_hash
@@ -186,10 +187,14 @@ class RunDir:
             why = why or check_summary(summary, old)
             if why is not None:
                 return Status("corrupt", why, config=old)
-            return Status("finished", config=old, summary=summary)
+            return Status("finished", config=old, summary=RunSummary(summary))
         if ERROR in names:
             return Status("failed", self._error_message(), config=old)
         return Status("interrupted", self._progress(old), config=old)
+
+    def records(self) -> list[EpochRecord]:
+        """``results.jsonl``, one typed record per epoch (a torn last line is skipped)."""
+        return [EpochRecord(r) for r in read_records(self.path / RESULTS)]
 
     def _lock(self):
         from filelock import FileLock
