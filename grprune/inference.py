@@ -245,9 +245,7 @@ class Run:
     def dims(self) -> dict:
         """:attr:`features` as :func:`grprune.trainer.model_dims` writes them
         (``feature_kind``, ``node_dim``, ``edge_dim``, ``num_classes``)."""
-        f = self.features
-        return {"feature_kind": f.kind, "node_dim": f.node_dim, "edge_dim": f.edge_dim,
-                "num_classes": f.classes}
+        return self.features.summary_record()
 
     @property
     def model(self) -> GraphClassifier:

@@ -87,6 +87,11 @@ class FeatureSpec:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def summary_record(self) -> dict[str, Any]:
+        """The form of ``summary.json``'s older ``"model"`` record: :meth:`model_kwargs`
+        and ``num_classes``."""
+        return {**self.model_kwargs(), "num_classes": self.classes}
+
     def model_kwargs(self) -> dict[str, Any]:
         """The keyword arguments of encoders and selectors: ``feature_kind``,
         ``node_dim``, ``edge_dim``."""
@@ -167,8 +172,8 @@ def upgrade(cfg: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def move_keys(items: list[tuple[str, Any]], encoder_keys: Mapping[str, Any],
-              origin: str = "") -> list[tuple[str, Any]]:
+def move_keys(items: list[tuple[str, Any]], encoder_keys: Mapping[str, Any]
+              ) -> list[tuple[str, Any]]:
     """``[("encoder.readout", v)]`` -> ``[("model.readout", v)]``, with a one-line note
     per moved key; an encoder that declares such a key itself keeps it.
 
@@ -184,8 +189,7 @@ def move_keys(items: list[tuple[str, Any]], encoder_keys: Mapping[str, Any],
         new = MOVED_KEYS.get(key)
         if new is not None and key.split(".", 1)[1] not in encoder_keys:
             if key not in noted:
-                where = f" (in {origin})" if origin else ""
-                warnings.warn(f"grprune: {key} is now {new}{where}; it was moved", stacklevel=3)
+                warnings.warn(f"grprune: {key} is now {new}; it was moved", stacklevel=3)
                 noted.add(key)
             key = new
         out.append((key, value))

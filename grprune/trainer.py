@@ -79,9 +79,7 @@ def model_dims(dataset) -> dict[str, Any]:
         ``feature_kind`` (``"ogb"`` or ``"linear"``), ``node_dim``, ``edge_dim``
         (0 without edge features) and ``num_classes``.
     """
-    spec = FeatureSpec.of(dataset)
-    return {"feature_kind": spec.kind, "node_dim": spec.node_dim,
-            "edge_dim": spec.edge_dim, "num_classes": spec.classes}
+    return FeatureSpec.of(dataset).summary_record()
 
 
 def build_model_from_dims(cfg: dict, dims: FeatureSpec | dict[str, Any]
