@@ -16,15 +16,16 @@ from grprune import collect as C
 from grprune import results as R
 from grprune.cli import main
 from grprune.config import resolve_config
+from grprune.errors import GrpruneError
 from grprune.run import default_run_dir
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 def fake_run(root, *, reg="size,eps-align", seed=0, valid=0.9, test=0.7, data="ogbg-molbbbp",
-             overrides=(), selector=None, out=None, **summary_extra):
+             overrides=(), selector=None, out=None, preset=None, **summary_extra):
     """Write a finished run directory (config.json from resolve_config + summary.json)."""
-    cfg = resolve_config(data=data, reg=reg, selector=selector,
+    cfg = resolve_config(data=data, reg=reg, selector=selector, preset=preset,
                          flags={"train.seed": seed}, overrides=overrides)
     run_dir = out or default_run_dir(cfg, root)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -411,6 +412,61 @@ def test_partial_sweep_reports_missing_failed_and_unfinished_runs(tmp_path):
     assert f"not started: {planned[4][1]}" in err
     md = (root / "results.md").read_text()
     assert "Notes:" in md and "2/5 runs finished" in md
+
+
+def test_running_run_of_a_sweep_is_counted_once_as_running(tmp_path):
+    root = tmp_path / "sweep"
+    planned = []
+    for seed in (0, 1):
+        cfg = resolve_config(reg="size,eps-align", flags={"train.seed": seed})
+        planned.append((cfg, default_run_dir(cfg, root)))
+    fake_run(root, seed=0, out=planned[0][1])
+    cfg, running = planned[1]
+    running.mkdir(parents=True)
+    R.atomic_write_json(running / R.CONFIG, cfg)
+    R.atomic_write_json(root / "sweep.json", {
+        "version": 1, "configs": [{"hash": c["hash"], "run_dir": str(d.relative_to(root)),
+                                   "values": {"seed": c["train"]["seed"]}}
+                                  for c, d in planned]})
+    with R.RunDir(running).lock():  # another process is training it
+        scan = C.scan_runs(root)
+        (g,) = C.sweep_report(scan)
+        notes = C.notes_for(scan, [g])
+    assert (g["finished"], g["running"], g["not_started"]) == (1, 1, 0)
+    assert [p.kind for p in scan.problems] == ["running"]
+    assert "1/2 runs finished, 1 running" in notes[0]
+    assert not any(n.startswith("not started") for n in notes)
+
+
+def test_presets_select_chooses_the_preset_on_validation(tmp_path):
+    # official has the better validation score, paper the better test score
+    for seed in (0, 1):
+        fake_run(tmp_path, seed=seed, valid=0.95, test=0.66, preset="official")
+        fake_run(tmp_path, seed=seed, valid=0.93, test=0.70, preset="paper")
+        fake_run(tmp_path, reg="none", seed=seed, valid=0.90, test=0.68, preset="official")
+    runs, _ = C.scan_runs(tmp_path)
+
+    separate = by_method(C.aggregate(runs))
+    assert set(separate) == {"PrunE", "PrunE (official)", "ERM (official)"}
+
+    rows = C.aggregate(runs, presets="select")
+    assert [r["method"] for r in rows] == ["ERM", "PrunE"]
+    prune = by_method(rows)["PrunE"]
+    assert prune["preset"] == "official" and prune["n_settings"] == 2
+    assert prune["hparams"] == {"preset": "official"} and prune["varying"] == ["preset"]
+    assert prune["test_mean"] == pytest.approx(0.66)
+    oracle = by_method(C.aggregate(runs, select="oracle", presets="select"))["PrunE"]
+    assert oracle["preset"] == "paper"
+    assert by_method(rows)["ERM"]["hparams"] == {}   # one preset only: nothing chosen
+
+    res = CliRunner().invoke(main, ["collect", str(tmp_path), "--presets", "select"])
+    assert res.exit_code == 0, res.output
+    md = (tmp_path / "results.md").read_text()
+    assert "- PrunE, ogbg-molbbbp/scaffold: preset=official (chosen from 2 settings" in md
+    with pytest.raises(GrpruneError, match="unknown preset rule 'both'. Choices: separate, select"):
+        C.aggregate(runs, presets="both")
+    res = CliRunner().invoke(main, ["collect", str(tmp_path), "--presets", "both"])
+    assert res.exit_code == 2 and "separate" in res.output
 
 
 def test_sweep_with_nothing_finished_exits_1(tmp_path):

@@ -27,6 +27,11 @@ def _console():
         help="model selection per method and dataset: valid (best mean validation score), "
              "oracle (best mean TEST score; optimistic, labelled as such) or all (every "
              "setting)")
+@option("--presets", type=click.Choice(["separate", "select"]), default="separate",
+        show_default=True,
+        help="separate: runs of each preset (--preset official, paper) are their own method, "
+             "e.g. 'PrunE (official)'; select: the preset is one more hyperparameter, chosen "
+             "per method and dataset by the --select rule and named in the table")
 @option("--layout", type=click.Choice(["table", "ablation", "long"]), default="table",
         show_default=True,
         help="table: methods x datasets (paper Table 1); ablation: regularizer sets "
@@ -40,7 +45,7 @@ def _console():
              "(lambda2); prints a table and writes a PNG plot and a CSV")
 @option("--plot", type=click.Path(path_type=Path), default=None, metavar="FILE",
         help="PNG file of --sensitivity [default: DIR/sensitivity-KEY.png]")
-def collect(dirs, select, layout, out, sensitivity, plot) -> None:
+def collect(dirs, select, presets, layout, out, sensitivity, plot) -> None:
     """Tables of finished runs: mean ± std over seeds, with model selection.
 
     Reads every run directory under DIR (config.json + summary.json; never logs),
@@ -55,6 +60,7 @@ def collect(dirs, select, layout, out, sensitivity, plot) -> None:
       grprune collect runs/sweep1
       grprune collect runs/sweep1 --layout ablation --out tables/ablation
       grprune collect runs/sweep1 --select oracle          # labelled ORACLE everywhere
+      grprune collect runs/presets --presets select        # choose the preset on validation
       grprune collect runs/eta --sensitivity reg.size.eta --plot eta.png
     """
     from grprune import collect as C
@@ -87,7 +93,7 @@ def collect(dirs, select, layout, out, sensitivity, plot) -> None:
         atomic_write_bytes(csv_path, C.sensitivity_csv(points).encode())
         click.echo(f"grprune: wrote {png} and {csv_path}", err=True)
     else:
-        rows = C.aggregate(scan.runs, select=select)
+        rows = C.aggregate(scan.runs, select=select, presets=presets)
         console.print(C.rich_table(rows, layout, select))
         console.print(C.SELECTION_TEXT[select] + ".", markup=False,
                       style="bold red" if select == "oracle" else "dim")

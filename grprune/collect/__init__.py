@@ -11,7 +11,8 @@ mean ± sample standard deviation (``ddof=1``, as in the paper; 0 for one seed).
 Model selection follows DomainBed: per group, the setting with the highest mean
 validation score is chosen (``select="valid"``). ``select="oracle"`` chooses by
 mean *test* score instead, which is optimistic, and every output says so.
-``select="all"`` keeps every setting.
+``select="all"`` keeps every setting. A preset (``--preset official``) is part of
+the method unless ``presets="select"``, which lets the rule choose the preset too.
 
 A typical session::
 
@@ -33,16 +34,16 @@ from grprune.collect.common import (LAYOUTS, METRIC_NAMES, NOT_HPARAMS, PAPER_SY
                                     SELECT_RULES, hparams_text, pm)
 from grprune.collect.reading import (Problem, Run, Scan, flatten_config, notes_for, read_run,
                                      scan_runs, sweep_report)
-from grprune.collect.selection import (SELECTION_METHODS, OracleSelection, SelectionMethod,
-                                       Setting, ValidationSelection, aggregate, mean_std,
-                                       varying_keys)
+from grprune.collect.selection import (PRESET_RULES, SELECTION_METHODS, OracleSelection,
+                                       SelectionMethod, Setting, ValidationSelection, aggregate,
+                                       mean_std, varying_keys)
 from grprune.collect.sensitivity import (plot_sensitivity, sensitivity, sensitivity_csv,
                                          sensitivity_table)
 from grprune.collect.tables import (CSV_COLUMNS, SELECTION_TEXT, rich_table, to_csv, to_markdown,
                                     write_outputs)
 from grprune.naming import ablation_label, canonical_reg, method_label
 
-__all__ = ["CSV_COLUMNS", "LAYOUTS", "METRIC_NAMES", "NOT_HPARAMS", "PAPER_SYMBOLS",
+__all__ = ["CSV_COLUMNS", "LAYOUTS", "METRIC_NAMES", "NOT_HPARAMS", "PAPER_SYMBOLS", "PRESET_RULES",
            "SELECTION_METHODS", "OracleSelection", "SelectionMethod", "ValidationSelection",
            "SELECTION_TEXT", "SELECT_RULES", "Problem", "Run", "Scan", "Setting", "aggregate",
            "ablation_label", "canonical_reg", "flatten_config", "hparams_text", "mean_std",

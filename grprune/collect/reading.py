@@ -270,7 +270,8 @@ def sweep_report(scan: Scan) -> list[dict]:
     -------
     list of dict
         One entry per sweep and group with ``sweep`` (root), ``group``,
-        ``planned``, ``finished``, ``failed``, ``unfinished``, ``unreadable``,
+        ``planned``, ``finished``, ``failed``, ``running`` (another process holds
+        the run's lock), ``unfinished``, ``unreadable``,
         ``not_started`` (counts) and ``seeds_done`` / ``seeds_planned`` (sorted
         lists). Planned runs without a run directory are added to
         ``scan.problems`` as ``"not started"``; a finished run directory that
@@ -329,7 +330,7 @@ def _plan_group(groups: dict[str, dict], root: Path, rel: Path,
     seed = m.group("seed") if m else values.get("seed", values.get("train.seed"))
     name = f"{rel.parent}/{method}" if str(rel.parent) != "." else method
     g = groups.setdefault(name, {"sweep": str(root), "group": name, "planned": 0,
-                                 "finished": 0, "failed": 0, "unfinished": 0,
+                                 "finished": 0, "failed": 0, "running": 0, "unfinished": 0,
                                  "unreadable": 0, "not_started": 0,
                                  "seeds_done": set(), "seeds_planned": set()})
     return g, seed
@@ -354,6 +355,8 @@ def _tally(scan: Scan, g: dict, seed: Any, entry: dict, where: Path, sweep_path:
             g["seeds_done"].add(int(seed))
     elif status == "failed":
         g["failed"] += 1
+    elif status == "running":
+        g["running"] += 1
     elif status == "unfinished":
         g["unfinished"] += 1
     elif status in ("corrupt", "foreign"):
@@ -371,7 +374,8 @@ def notes_for(scan: Scan, sweeps: Sequence[dict]) -> list[str]:
         if g["finished"] == g["planned"]:
             continue
         parts = [f"{g['finished']}/{g['planned']} runs finished"]
-        for key, word in (("failed", "failed"), ("unfinished", "unfinished"),
+        for key, word in (("failed", "failed"), ("running", "running"),
+                          ("unfinished", "unfinished"),
                           ("unreadable", "unreadable"), ("not_started", "not started")):
             if g[key]:
                 parts.append(f"{g[key]} {word}")

@@ -81,15 +81,27 @@ class Setting:
         return mean_std(r.summary.get(key) for r in self.runs)
 
 
-def _group_key(run: Run, free: str | None = None) -> tuple:
-    return (_column_key(run, free), run.reg, run.selector, run.preset)
+#: ``presets=`` values of :func:`aggregate`: a preset is part of the method, or one more
+#: hyperparameter that model selection chooses
+PRESET_RULES = ("separate", "select")
+
+#: the preset slot of a group key when presets are pooled (``presets="select"``)
+POOLED = "*"
 
 
-def _groups(runs: Sequence[Run], free: str | None = None) -> dict[tuple, list[Setting]]:
-    """Group key -> settings (ordered by setting id); ``free`` is left out of the key."""
+def _group_key(run: Run, free: str | None = None, pool_presets: bool = False) -> tuple:
+    return (_column_key(run, free), run.reg, run.selector,
+            POOLED if pool_presets else run.preset)
+
+
+def _groups(runs: Sequence[Run], free: str | None = None,
+            pool_presets: bool = False) -> dict[tuple, list[Setting]]:
+    """Group key -> settings (ordered by setting id); ``free`` is left out of the key,
+    and so is the preset when ``pool_presets``."""
     groups: dict[tuple, dict[str, list[Run]]] = {}
     for run in runs:
-        groups.setdefault(_group_key(run, free), {}).setdefault(run.setting_id, []).append(run)
+        groups.setdefault(_group_key(run, free, pool_presets), {}).setdefault(
+            run.setting_id, []).append(run)
     out = {}
     for key, settings in groups.items():
         out[key] = [Setting(runs=sorted(rs, key=_seed_order),
@@ -109,6 +121,17 @@ def varying_keys(settings: Sequence[Setting]) -> list[str]:
     return [k for k in keys
             if len({json.dumps(s.hparams.get(k, _MISSING), sort_keys=True, default=str)
                     for s in settings}) > 1]
+
+
+def _pooled_varying(settings: Sequence[Setting]) -> list[str]:
+    """Varying keys of settings that may come from several presets: ``"preset"`` when
+    more than one preset is present, then the keys that vary *within* one preset (a key
+    that differs only between presets is said by the preset's name)."""
+    by_preset: dict[str, list[Setting]] = {}
+    for s in settings:
+        by_preset.setdefault(s.runs[0].preset, []).append(s)
+    within = sorted({k for group in by_preset.values() for k in varying_keys(group)})
+    return (["preset"] if len(by_preset) > 1 else []) + within
 
 
 class SelectionMethod:
@@ -166,7 +189,8 @@ SELECTION_METHODS: dict[str, type[SelectionMethod]] = {
     m.name: m for m in (ValidationSelection, OracleSelection)}
 
 
-def aggregate(runs: Sequence[Run], select: str = "valid") -> list[dict]:
+def aggregate(runs: Sequence[Run], select: str = "valid",
+              presets: str = "separate") -> list[dict]:
     """Aggregate seeds and apply model selection.
 
     Runs are grouped by dataset column (dataset, split, shift, data parameters)
@@ -183,6 +207,11 @@ def aggregate(runs: Sequence[Run], select: str = "valid") -> list[dict]:
         metric; ``"oracle"``: the highest mean *test* metric (optimistic; the
         rows say ``selection="oracle"``); ``"all"``: every setting. Ties go to
         the setting with more seeds, then to the smaller setting id.
+    presets : {"separate", "select"}
+        ``"separate"``: a preset is part of the method (``PrunE (official)`` and
+        ``PrunE`` are two groups). ``"select"``: runs of every preset share a group,
+        and the rule chooses the preset like any other hyperparameter; the row's
+        ``preset`` is the chosen one, and ``hparams`` names it as ``preset``.
 
     Returns
     -------
@@ -204,19 +233,24 @@ def aggregate(runs: Sequence[Run], select: str = "valid") -> list[dict]:
     Raises
     ------
     GrpruneError
-        On an unknown ``select``.
+        On an unknown ``select`` or ``presets``.
     """
     if select not in SELECT_RULES:
         raise GrpruneError(f"unknown selection rule {select!r}. Choices: "
                            f"{', '.join(SELECT_RULES)}")
+    if presets not in PRESET_RULES:
+        raise GrpruneError(f"unknown preset rule {presets!r}. Choices: "
+                           f"{', '.join(PRESET_RULES)}")
+    pool = presets == "select"
     labels = _column_labels(runs)
     rows = []
-    for (ckey, reg, selector, preset), settings in _groups(runs).items():
-        varying = varying_keys(settings)
+    for (ckey, reg, selector, preset), settings in _groups(runs, pool_presets=pool).items():
+        varying = _pooled_varying(settings) if pool else varying_keys(settings)
         by_valid, by_test = ValidationSelection.choose(settings), OracleSelection.choose(settings)
         chosen = settings if select == "all" else [by_valid if select == "valid" else by_test]
         for s in chosen:
-            row = _setting_row(s, labels[ckey], reg, selector, preset, select)
+            row = _setting_row(s, labels[ckey], reg, selector,
+                               s.runs[0].preset if pool else preset, select, pool)
             row.update(_choice_fields(s, settings, varying, select, by_valid, by_test))
             row["_order"] = (row["column"], method_rank(row["method"]),
                              ablation_rank(row["ablation"]))
@@ -228,12 +262,14 @@ def aggregate(runs: Sequence[Run], select: str = "valid") -> list[dict]:
 
 
 def _setting_row(s: Setting, column: str, reg: tuple[str, ...], selector: str, preset: str,
-                 select: str) -> dict:
+                 select: str, pooled: bool = False) -> dict:
     """What ran and how it scored: the identity and metric columns of one row of
-    :func:`aggregate` (seeds aggregated as mean ± sample std)."""
+    :func:`aggregate` (seeds aggregated as mean ± sample std). With ``pooled`` presets
+    the method is named without its preset (the preset is a chosen hyperparameter)."""
     first = s.runs[0]
     row = {"column": column, "dataset": first.dataset, "split": first.split,
-           "shift": first.shift, "method": method_label(reg, selector, preset),
+           "shift": first.shift,
+           "method": method_label(reg, selector, "paper" if pooled else preset),
            "preset": preset,
            "ablation": ablation_label(reg, selector), "reg": ",".join(reg),
            "selector": selector, "metric": first.metric,
@@ -257,7 +293,8 @@ def _choice_fields(s: Setting, settings: Sequence[Setting], varying: list[str], 
     :func:`aggregate` (its varying hyperparameters, ties, which rule picks it, its runs)."""
     first = s.runs[0]
     rule = SELECTION_METHODS.get(select, ValidationSelection)
-    return {"hparams": {k: s.hparams.get(k, _MISSING) for k in varying},
+    return {"hparams": {k: first.preset if k == "preset" else s.hparams.get(k, _MISSING)
+                        for k in varying},
             "varying": varying,
             "n_settings": len(settings),
             "ties": sum(1 for o in settings
