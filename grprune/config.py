@@ -25,7 +25,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 from grprune.errors import GrpruneError
 from grprune.hparams import Configurable, Param
@@ -301,12 +301,12 @@ def resolve_config(*, data: str | None = None, selector: str | None = None,
     """
     file_cfg = load_config_file(file) if file else {}
     parts = _pick_parts(file_cfg, data=data, selector=selector, reg=reg, encoder=encoder)
-    chosen, requested, from_preset = _preset(preset, file_cfg, parts)
-    items: list[tuple[str, Any]] = list(getattr(parts.source, "recommended", {}).items())
-    items += list(from_preset.items())
-    items += _flatten(file_cfg, str(file)) if file else []
-    items += list((flags or {}).items())
-    items += [parse_override(o) for o in overrides]
+    recommended = list(getattr(parts.source, "recommended", {}).items())
+    given_items = [*(_flatten(file_cfg, str(file)) if file else []), *(flags or {}).items(),
+                   *(parse_override(o) for o in overrides)]
+    split = _requested_split(parts, [*recommended, *given_items])
+    chosen, requested, from_preset = _preset(preset, file_cfg, parts, split)
+    items: list[tuple[str, Any]] = [*recommended, *from_preset.items(), *given_items]
     from grprune.encoders import ENCODERS
     encoder_cls = ENCODERS.get(parts.encoder)
     given, reg_given = _split_items(move_keys(items, encoder_cls.defaults), parts.reg)
@@ -372,13 +372,26 @@ def _pick_parts(file_cfg: Mapping[str, Any], *, data, selector, reg, encoder) ->
                   selector=selector_name, reg=reg_classes, source=DATASETS.get(data_name))
 
 
-def _preset(preset: str | None, file_cfg: Mapping[str, Any], parts: _Parts):
-    """The preset asked for (a config file's recorded one when none is given), and the
+def _requested_split(parts: _Parts, items: Sequence[tuple[str, Any]]) -> str | None:
+    """The split a run asks for before any preset applies: the last ``data.split`` of
+    ``items`` (recommended values, config file, flags, ``-H``), else the dataset's default;
+    ``None`` for a dataset without splits."""
+    split = dict(getattr(parts.source, "defaults", {})).get("split")
+    for key, value in items:
+        if key == "data.split":
+            split = value
+    return None if split is None else str(split)
+
+
+def _preset(preset: str | None, file_cfg: Mapping[str, Any], parts: _Parts,
+            split: str | None = None):
+    """The preset asked for (a config file's recorded one when none is given; ``auto``
+    takes the dataset and split's default, :func:`grprune.presets.default_for`), and the
     keys of it that apply to this run (:func:`preset_items`)."""
     from grprune import presets as P
     recorded = file_cfg.get("preset") if isinstance(file_cfg.get("preset"), Mapping) else {}
     requested = preset or recorded.get("name") or P.AUTO
-    chosen = P.load(P.default_for(parts.data) if requested == P.AUTO else requested)
+    chosen = P.load(P.default_for(parts.data, split) if requested == P.AUTO else requested)
     return chosen, requested, preset_items(chosen, parts.data, parts.source, parts.encoder,
                                            parts.selector, parts.reg)
 

@@ -49,3 +49,37 @@ def test_epochs_script_skips_warmup_epochs_and_bad_roots(tmp_path, capsys):
     assert "| PrunE | 1 | +1.00 |" in capsys.readouterr().out
     assert epochs.main([str(tmp_path / "missing")]) == 2
     assert "not a directory" in capsys.readouterr().err
+
+
+def test_choose_script_switches_a_preset_only_on_a_validation_margin(tmp_path, capsys):
+    choose = load_script("benchmarks/accuracy/prune/choose.py")
+    assert round(choose.margin((0.8659, 0.0229, 4), (0.8368, 0.0146, 4)), 2) == 2.14
+    # scaffold: official a little better on valid (z < 2); the test score says nothing
+    for seed, (a, b) in enumerate([(0.951, 0.950), (0.949, 0.950), (0.952, 0.949),
+                                   (0.950, 0.951)]):
+        fake_run(tmp_path / "sc", seed=seed, valid=a, test=0.60, preset="official")
+        fake_run(tmp_path / "sc", seed=seed, valid=b, test=0.80, preset="paper")
+        for preset in ("official", "paper"):
+            fake_run(tmp_path / "sc", reg="none", seed=seed, valid=0.9, preset=preset)
+    # size: official clearly better for PrunE, and ERM agrees
+    for seed in range(4):
+        off = 0.88 + 0.002 * seed
+        for reg in ("size,eps-align", "none"):
+            fake_run(tmp_path / "si", reg=reg, seed=seed, valid=off, preset="official",
+                     overrides=["data.split=size"])
+            fake_run(tmp_path / "si", reg=reg, seed=seed, valid=off - 0.03, preset="paper",
+                     overrides=["data.split=size"])
+    # an ablation run in the same directory is not a preset as it is: left out
+    fake_run(tmp_path / "si", seed=0, valid=0.99, preset="paper",
+             overrides=["data.split=size", "reg.size.form=official"])
+    out = tmp_path / "evidence.md"
+    assert choose.main([str(tmp_path), "--out", str(out)]) == 0
+    text = out.read_text()
+    assert text == capsys.readouterr().out
+    assert "- ogbg-molbbbp/scaffold: **paper** (official: PrunE's validation margin z = 0.65 < 2)" in text
+    assert "- ogbg-molbbbp/size: **official** (official: PrunE z = " in text
+    assert "```yaml\nogbg-molbbbp/size: official\n```" in text
+    assert "99.00" not in text
+    # fewer seeds than asked for: no switch
+    assert choose.main([str(tmp_path), "--min-seeds", "5"]) == 0
+    assert "4 seeds, fewer than 5" in capsys.readouterr().out

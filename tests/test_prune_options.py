@@ -14,6 +14,7 @@ from grprune.batch import collate, rank_in_segment
 from grprune.cli import main
 from grprune.config import resolve_config
 from grprune.encoders import ENCODERS
+from grprune.errors import GrpruneError
 from grprune.encoders.layers import masked_relu
 from grprune.model import GraphClassifier
 from grprune.run import execute
@@ -214,6 +215,31 @@ def test_preset_values_sit_between_recommended_and_the_flags_and_are_recorded(tm
     (tmp_path / "c.json").write_text(json.dumps(official))
     again = resolve_config(file=tmp_path / "c.json")
     assert again["preset"]["name"] == "official" and again["hash"] == official["hash"]
+
+
+def test_auto_takes_the_default_of_the_dataset_and_split(tmp_path, monkeypatch):
+    from grprune import presets as P
+    # the shipped defaults.yaml: molbbbp size was decided for official on validation
+    assert P.default_for("ogbg-molbbbp", "size") == "official"
+    assert P.default_for("ogbg-molbbbp", "scaffold") == P.default_for("ogbg-molbbbp") == "paper"
+    size = resolve_config(data="ogbg-molbbbp", flags={"data.split": "size"})
+    assert size["preset"] == {**size["preset"], "name": "official", "requested": "auto"}
+    assert resolve_config(data="ogbg-molbbbp", overrides=["data.split=size"])["hash"] == size["hash"]
+    assert resolve_config(data="ogbg-molbbbp")["preset"]["name"] == "paper"  # scaffold
+    explicit = resolve_config(data="ogbg-molbbbp", preset="paper", flags={"data.split": "size"})
+    assert explicit["preset"]["name"] == "paper"      # an asked-for preset wins over auto
+    # a dataset entry serves every split, a dataset/split entry wins over it
+    table = tmp_path / "defaults.yaml"
+    table.write_text("good-motif: official\ngood-motif/size: paper\n")
+    monkeypatch.setattr(P, "DEFAULTS_FILE", table)
+    assert (P.default_for("good-motif", "basis"), P.default_for("good-motif", "size"),
+            P.default_for("ogbg-molbbbp", "size")) == ("official", "paper", "paper")
+    assert resolve_config(data="good-motif")["preset"]["name"] == "official"   # basis
+    res = CliRunner().invoke(main, ["ls", "presets"])
+    assert res.exit_code == 0 and "default for: good-motif" in res.output
+    table.write_text("good-motif: [official]\n")
+    with pytest.raises(GrpruneError, match="must map dataset or dataset/split names"):
+        P.default_for("good-motif")
 
 
 def test_a_preset_of_your_own_by_directory_or_file(tmp_path, monkeypatch):

@@ -216,15 +216,17 @@ def _presets_table():
     from rich.table import Table
 
     from grprune import presets as P
-    from grprune.data import DATASETS
     table = Table(title="presets (--preset NAME; auto = each dataset's default)",
                   show_lines=True)
     for col in ("name", "applies to", "settings"):
         table.add_column(col)
-    defaults = {ds: P.default_for(ds) for ds in DATASETS.names()}
+    listed = P.defaults()
     for name, path in P.available().items():
         preset = P.parse(path, name)
-        chosen = [ds for ds, p in defaults.items() if p == name]
+        chosen = [key for key, p in listed.items() if p == name]
+        if name == P.FALLBACK:
+            chosen.append("every dataset and split defaults.yaml does not list"
+                          if listed else "every dataset")
         head = f"{name}\n{preset.description}\n({path})"
         if chosen:
             head += f"\ndefault for: {', '.join(chosen)}"

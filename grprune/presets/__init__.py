@@ -10,9 +10,10 @@ applied after ``all``). Built-in presets live beside this module:
 
 A user adds one by writing such a file into a preset directory (``$GRPRUNE_PRESET_PATH``,
 directories separated by ``os.pathsep``; default ``~/.config/grprune/presets``), named
-``NAME.yaml``, or passes a file path to ``--preset``. ``defaults.yaml`` maps a dataset to
-the preset it uses when none is given (``--preset auto``): the one chosen on validation
-evidence (``benchmarks/accuracy/``); ``paper`` for every dataset it does not list.
+``NAME.yaml``, or passes a file path to ``--preset``. ``defaults.yaml`` maps a dataset, or
+one split of it (``ogbg-molbbbp/size``), to the preset it uses when none is given
+(``--preset auto``): the one chosen on validation evidence
+(``benchmarks/accuracy/prune/README.md``); ``paper`` for everything it does not list.
 
 Where a preset's keys go (:func:`grprune.config.resolve_config`): after the parts'
 defaults and the dataset's ``recommended`` values, before ``--config``, the flags and
@@ -82,7 +83,7 @@ def available() -> dict[str, Path]:
     GrpruneError
         If a user preset has the name of a built-in one.
     """
-    found = {p.stem: p for p in sorted(BUILTIN_DIR.glob("*.yaml")) if p != DEFAULTS_FILE}
+    found = {p.stem: p for p in sorted(BUILTIN_DIR.glob("*.yaml")) if p.stem != "defaults"}
     builtin = set(found)
     for d in preset_dirs():
         if not d.is_dir():
@@ -172,7 +173,32 @@ def load(name: str) -> Preset:
     return parse(names[text], text)
 
 
-def default_for(dataset: str) -> str:
-    """The preset ``--preset auto`` uses for ``dataset`` (``defaults.yaml``; else paper)."""
+def defaults() -> dict[str, str]:
+    """``defaults.yaml``: ``"dataset"`` or ``"dataset/split"`` -> preset name.
+
+    Raises
+    ------
+    GrpruneError
+        If the file is not a mapping of names to preset names.
+    """
     data = _read(DEFAULTS_FILE) if DEFAULTS_FILE.is_file() else {}
-    return str((data or {}).get(dataset, FALLBACK))
+    if not isinstance(data or {}, Mapping) or not all(
+            isinstance(v, str) for v in (data or {}).values()):
+        raise GrpruneError(f"{DEFAULTS_FILE} must map dataset or dataset/split names to "
+                           f"preset names, e.g. ogbg-molbbbp/size: official")
+    return {str(k): v for k, v in (data or {}).items()}
+
+
+def default_for(dataset: str, split: str | None = None) -> str:
+    """The preset ``--preset auto`` uses for ``dataset`` and ``split``.
+
+    ``defaults.yaml``'s entry for ``"dataset/split"``, else for ``"dataset"``, else
+    ``paper``.
+
+    >>> default_for("no-such-dataset", "scaffold")
+    'paper'
+    """
+    table = defaults()
+    if split is not None and f"{dataset}/{split}" in table:
+        return table[f"{dataset}/{split}"]
+    return table.get(dataset, FALLBACK)

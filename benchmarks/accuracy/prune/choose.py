@@ -1,0 +1,158 @@
+"""Which preset each dataset split uses by default (``--preset auto``), decided on validation.
+
+The rule (issue 13, item 5): for every dataset column (dataset and split) and method,
+compare each preset's mean validation score over seeds with that of the fallback preset
+(``paper``), over the runs that are a preset as it is (:func:`pure`; ablation runs in
+the same directory are left out). A preset replaces the fallback only when
+
+* both settings have at least ``--min-seeds`` seeds (4), and
+* its mean validation score is higher by at least ``--z`` (2) standard errors of the
+  difference, Welch's form: ``(m_a - m_b) / sqrt(s_a**2 / n_a + s_b**2 / n_b) >= z``
+  (sample standard deviations, ``ddof=1``).
+
+A preset sets the model of every method on its split, so the script decides on PrunE and
+reports ERM beside it: a switch is proposed when PrunE earns it and ERM does not argue
+against it (ERM's margin for the preset is not negative). Test scores are printed for the
+record and never read by the rule.
+
+Usage::
+
+    python benchmarks/accuracy/prune/choose.py runs/prune-molbbbp runs/prune-motif --out \\
+        benchmarks/accuracy/prune/defaults-evidence.md
+
+It prints a Markdown table and the ``grprune/presets/defaults.yaml`` entries the rule
+gives; it writes nothing else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+FALLBACK = "paper"
+
+#: keys a study's protocol may set on top of a preset (the CPU-sized protocol's)
+PROTOCOL_KEYS = ("data.limit", "train.epochs", "train.warmup_epochs", "train.patience",
+                 "train.eval_train")
+
+
+def pure(run, protocol_keys=PROTOCOL_KEYS) -> bool:
+    """Whether ``run`` (a :class:`grprune.collect.Run`) is its preset as it is: its
+    configuration differs from a fresh resolution of that preset (same dataset, split,
+    regularizers, selector) in ``protocol_keys`` only. Ablation runs are not."""
+    from grprune.collect import flatten_config
+    from grprune.config import resolve_config
+    cfg = run.config
+    ref = flatten_config(resolve_config(
+        data=run.dataset, reg=",".join(run.reg) or "none", selector=run.selector,
+        preset=run.preset, flags={"data.split": run.split} if run.split else {}))
+    differ = {k for k in ref.keys() | run.hparams.keys() if ref.get(k) != run.hparams.get(k)}
+    return bool(cfg) and differ <= set(protocol_keys)
+
+
+def margin(a: tuple[float, float, int], b: tuple[float, float, int]) -> float:
+    """Welch's z of mean ``a`` over mean ``b``: ``(m_a - m_b) / sqrt(s_a²/n_a + s_b²/n_b)``.
+
+    Each argument is ``(mean, sample std, n)``. Infinite when both stds are 0 (and the
+    means differ), NaN when either side has no seed.
+
+    >>> round(margin((0.8659, 0.0229, 4), (0.8368, 0.0146, 4)), 2)
+    2.14
+    >>> margin((0.9, 0.0, 4), (0.8, 0.0, 4))
+    inf
+    """
+    (ma, sa, na), (mb, sb, nb) = a, b
+    if not na or not nb or math.isnan(ma) or math.isnan(mb):
+        return math.nan
+    se = math.sqrt(sa ** 2 / na + sb ** 2 / nb)
+    if se == 0:
+        return math.copysign(math.inf, ma - mb) if ma != mb else 0.0
+    return (ma - mb) / se
+
+
+def decide(rows: list[dict], z: float = 2.0, min_seeds: int = 4) -> list[dict]:
+    """One decision per dataset column from :func:`grprune.collect.aggregate` rows
+    (``select="all"``, presets separate).
+
+    Returns
+    -------
+    list of dict
+        ``column``, ``preset`` (the proposed default), ``prune`` and ``erm``
+        (preset -> (valid mean, std, n, test mean, test std)), ``z_prune`` and ``z_erm``
+        (preset -> Welch's z against the fallback) and ``why``.
+    """
+    by_column: dict[str, dict[str, dict]] = {}
+    for r in rows:
+        base = {"PrunE": "prune", "ERM": "erm"}.get(r["method"].split(" (")[0])
+        if base is None:
+            continue
+        cell = (r["valid_mean"], r["valid_std"], r["n"], r["test_mean"], r["test_std"])
+        by_column.setdefault(r["column"], {"prune": {}, "erm": {}})[base][r["preset"]] = cell
+    out = []
+    for column, got in sorted(by_column.items()):
+        zs = {m: {p: margin(v[:3], got[m][FALLBACK][:3]) for p, v in got[m].items()
+                  if p != FALLBACK and FALLBACK in got[m]} for m in ("prune", "erm")}
+        chosen, why = FALLBACK, f"no preset other than {FALLBACK} was run"
+        for preset, zp in sorted(zs["prune"].items(), key=lambda kv: -kv[1]):
+            seeds = min(got["prune"][preset][2], got["prune"][FALLBACK][2])
+            ze = zs["erm"].get(preset, math.nan)
+            if seeds < min_seeds:
+                why = f"{preset}: {seeds} seeds, fewer than {min_seeds}"
+            elif not zp >= z:
+                why = f"{preset}: PrunE's validation margin z = {zp:.2f} < {z:g}"
+            elif ze < 0:
+                why = f"{preset}: PrunE z = {zp:.2f}, but ERM's validation is lower (z = {ze:.2f})"
+            else:
+                chosen, why = preset, f"{preset}: PrunE z = {zp:.2f} >= {z:g}, ERM z = {ze:.2f}"
+            break
+        out.append({"column": column, "preset": chosen, "prune": got["prune"],
+                    "erm": got["erm"], "z_prune": zs["prune"], "z_erm": zs["erm"], "why": why})
+    return out
+
+
+def _cell(v: tuple | None) -> str:
+    if v is None:
+        return "–"
+    return f"{100 * v[0]:.2f} ± {100 * v[1]:.2f} (n={v[2]})"
+
+
+def markdown(decisions: list[dict]) -> str:
+    """The evidence table (validation ×100, Welch's z against ``paper``) and the
+    ``defaults.yaml`` entries."""
+    lines = ["| dataset/split | method | preset | valid | z vs paper | test (not used) |",
+             "|---|---|---|---|---|---|"]
+    for d in decisions:
+        for method, key in (("PrunE", "prune"), ("ERM", "erm")):
+            for preset, v in sorted(d[key].items()):
+                z = d[f"z_{key}"].get(preset)
+                lines.append(f"| {d['column']} | {method} | {preset} | {_cell(v)} | "
+                             f"{'–' if z is None else f'{z:+.2f}'} | "
+                             f"{100 * v[3]:.2f} ± {100 * v[4]:.2f} |")
+    lines += ["", "Decisions (rule: benchmarks/accuracy/prune/choose.py):", ""]
+    lines += [f"- {d['column']}: **{d['preset']}** ({d['why']})" for d in decisions]
+    entries = [f"{d['column']}: {d['preset']}" for d in decisions if d["preset"] != FALLBACK]
+    lines += ["", "defaults.yaml entries:", "", "```yaml", *(entries or ["{}"]), "```"]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("dirs", nargs="+", type=Path)
+    ap.add_argument("--z", type=float, default=2.0)
+    ap.add_argument("--min-seeds", type=int, default=4)
+    ap.add_argument("--out", type=Path, default=None)
+    args = ap.parse_args(argv)
+    from grprune import collect as C
+    runs = [r for r in C.scan_runs(args.dirs).runs if pure(r)]
+    text = markdown(decide(C.aggregate(runs, select="all"), args.z, args.min_seeds))
+    sys.stdout.write(text)
+    if args.out:
+        from grprune.results import atomic_write_bytes
+        atomic_write_bytes(args.out, text.encode())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
