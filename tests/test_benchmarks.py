@@ -69,6 +69,13 @@ def test_choose_script_switches_a_preset_only_on_a_validation_margin(tmp_path, c
                      overrides=["data.split=size"])
             fake_run(tmp_path / "si", reg=reg, seed=seed, valid=off - 0.03, preset="paper",
                      overrides=["data.split=size"])
+    # a shortened protocol (fewer graphs) is decided and reported, but sets no default
+    for seed in range(4):
+        for reg in ("size,eps-align", "none"):
+            fake_run(tmp_path / "short", reg=reg, seed=seed, valid=0.9 + 0.001 * seed,
+                     preset="official", overrides=["data.limit=300"])
+            fake_run(tmp_path / "short", reg=reg, seed=seed, valid=0.8 + 0.001 * seed,
+                     preset="paper", overrides=["data.limit=300"])
     # an ablation run in the same directory is not a preset as it is: left out
     fake_run(tmp_path / "si", seed=0, valid=0.99, preset="paper",
              overrides=["data.split=size", "reg.size.form=official"])
@@ -79,6 +86,8 @@ def test_choose_script_switches_a_preset_only_on_a_validation_margin(tmp_path, c
     assert "- ogbg-molbbbp/scaffold: **paper** (official: PrunE's validation margin z = 0.65 < 2)" in text
     assert "- ogbg-molbbbp/size: **official** (official: PrunE z = " in text
     assert "```yaml\nogbg-molbbbp/size: official\n```" in text
+    assert ("- ogbg-molbbbp/scaffold (shortened protocol): **official** (official: PrunE z = "
+            in text) and text.count(", not applied") == 1
     assert "99.00" not in text
     # fewer seeds than asked for: no switch
     assert choose.main([str(tmp_path), "--min-seeds", "5"]) == 0

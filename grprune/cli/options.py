@@ -123,8 +123,9 @@ SHARED: dict[str, SharedOption] = {
     "preset": _S(("--preset",), dict(
         default=None,
         help="named bundle of settings per dataset: paper, official, a preset of yours "
-             "(`grprune ls presets`) or a preset file [default: auto, the dataset's preset "
-             "chosen on validation]"),
+             "(`grprune ls presets`) or a preset file [default: auto, the preset chosen on "
+             "validation for the dataset's split, e.g. official for ogbg-molbbbp size; "
+             "else paper]"),
         sweep=dict(metavar=AXIS)),
     # -- training and data loading (training_options) --
     "epochs": _S(("--epochs",), dict(type=int, default=None,

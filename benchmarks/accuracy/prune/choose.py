@@ -10,6 +10,10 @@ the same directory are left out). A preset replaces the fallback only when
   difference, Welch's form: ``(m_a - m_b) / sqrt(s_a**2 / n_a + s_b**2 / n_b) >= z``
   (sample standard deviations, ``ddof=1``).
 
+Only runs under the preset's own protocol can set a default: runs with fewer graphs or
+epochs (the CPU-sized protocol, ``data.limit``) are decided and reported the same way,
+marked "shortened protocol", and left out of the ``defaults.yaml`` entries.
+
 A preset sets the model of every method on its split, so the script decides on PrunE and
 reports ERM beside it: a switch is proposed when PrunE earns it and ERM does not argue
 against it (ERM's margin for the preset is not negative). Test scores are printed for the
@@ -38,18 +42,35 @@ PROTOCOL_KEYS = ("data.limit", "train.epochs", "train.warmup_epochs", "train.pat
                  "train.eval_train")
 
 
-def pure(run, protocol_keys=PROTOCOL_KEYS) -> bool:
-    """Whether ``run`` (a :class:`grprune.collect.Run`) is its preset as it is: its
-    configuration differs from a fresh resolution of that preset (same dataset, split,
-    regularizers, selector) in ``protocol_keys`` only. Ablation runs are not."""
+#: protocol keys that do not change what is trained (only what is evaluated, and when)
+HARMLESS = ("train.eval_train",)
+
+
+def protocol_changes(run, protocol_keys=PROTOCOL_KEYS) -> set[str] | None:
+    """How ``run`` (a :class:`grprune.collect.Run`) departs from its preset as it is: the
+    keys in which its configuration differs from a fresh resolution of that preset (same
+    dataset, split, regularizers, selector), when all of them are ``protocol_keys``;
+    ``None`` when others differ too (an ablation run)."""
     from grprune.collect import flatten_config
     from grprune.config import resolve_config
-    cfg = run.config
     ref = flatten_config(resolve_config(
         data=run.dataset, reg=",".join(run.reg) or "none", selector=run.selector,
         preset=run.preset, flags={"data.split": run.split} if run.split else {}))
     differ = {k for k in ref.keys() | run.hparams.keys() if ref.get(k) != run.hparams.get(k)}
-    return bool(cfg) and differ <= set(protocol_keys)
+    return differ if differ <= set(protocol_keys) else None
+
+
+def pure(run, protocol_keys=PROTOCOL_KEYS) -> bool:
+    """Whether ``run`` is its preset as it is, up to ``protocol_keys``
+    (:func:`protocol_changes`). Ablation runs are not."""
+    return protocol_changes(run, protocol_keys) is not None
+
+
+def reduced(run) -> bool:
+    """Whether ``run`` trained under a shortened protocol (fewer graphs or epochs than its
+    preset's own): evidence from it is reported but does not set a default, because a
+    default applies to the full protocol."""
+    return bool((protocol_changes(run) or set()) - set(HARMLESS))
 
 
 def margin(a: tuple[float, float, int], b: tuple[float, float, int]) -> float:
@@ -94,7 +115,8 @@ def decide(rows: list[dict], z: float = 2.0, min_seeds: int = 4) -> list[dict]:
     for column, got in sorted(by_column.items()):
         zs = {m: {p: margin(v[:3], got[m][FALLBACK][:3]) for p, v in got[m].items()
                   if p != FALLBACK and FALLBACK in got[m]} for m in ("prune", "erm")}
-        chosen, why = FALLBACK, f"no preset other than {FALLBACK} was run"
+        chosen, why = FALLBACK, (f"no preset other than {FALLBACK} was run"
+                                 if FALLBACK in got["prune"] else f"{FALLBACK} was not run")
         for preset, zp in sorted(zs["prune"].items(), key=lambda kv: -kv[1]):
             seeds = min(got["prune"][preset][2], got["prune"][FALLBACK][2])
             ze = zs["erm"].get(preset, math.nan)
@@ -108,7 +130,8 @@ def decide(rows: list[dict], z: float = 2.0, min_seeds: int = 4) -> list[dict]:
                 chosen, why = preset, f"{preset}: PrunE z = {zp:.2f} >= {z:g}, ERM z = {ze:.2f}"
             break
         out.append({"column": column, "preset": chosen, "prune": got["prune"],
-                    "erm": got["erm"], "z_prune": zs["prune"], "z_erm": zs["erm"], "why": why})
+                    "erm": got["erm"], "z_prune": zs["prune"], "z_erm": zs["erm"], "why": why,
+                    "applies": True})
     return out
 
 
@@ -131,8 +154,11 @@ def markdown(decisions: list[dict]) -> str:
                              f"{'–' if z is None else f'{z:+.2f}'} | "
                              f"{100 * v[3]:.2f} ± {100 * v[4]:.2f} |")
     lines += ["", "Decisions (rule: benchmarks/accuracy/prune/choose.py):", ""]
-    lines += [f"- {d['column']}: **{d['preset']}** ({d['why']})" for d in decisions]
-    entries = [f"{d['column']}: {d['preset']}" for d in decisions if d["preset"] != FALLBACK]
+    lines += [f"- {d['column']}: **{d['preset']}** ({d['why']})"
+              + ("" if d["applies"] else ", not applied")
+              for d in decisions]
+    entries = [f"{d['column']}: {d['preset']}" for d in decisions
+               if d["preset"] != FALLBACK and d["applies"]]
     lines += ["", "defaults.yaml entries:", "", "```yaml", *(entries or ["{}"]), "```"]
     return "\n".join(lines) + "\n"
 
@@ -146,7 +172,13 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     from grprune import collect as C
     runs = [r for r in C.scan_runs(args.dirs).runs if pure(r)]
-    text = markdown(decide(C.aggregate(runs, select="all"), args.z, args.min_seeds))
+    full = [r for r in runs if not reduced(r)]
+    short = [r for r in runs if reduced(r)]
+    decisions = decide(C.aggregate(full, select="all"), args.z, args.min_seeds) if full else []
+    for d in decide(C.aggregate(short, select="all"), args.z, args.min_seeds) if short else []:
+        d["column"] += " (shortened protocol)"
+        decisions.append({**d, "applies": False})
+    text = markdown(decisions)
     sys.stdout.write(text)
     if args.out:
         from grprune.results import atomic_write_bytes
