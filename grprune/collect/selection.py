@@ -244,13 +244,12 @@ def aggregate(runs: Sequence[Run], select: str = "valid",
     pool = presets == "select"
     labels = _column_labels(runs)
     rows = []
-    for (ckey, reg, selector, preset), settings in _groups(runs, pool_presets=pool).items():
+    for (ckey, reg, selector, _), settings in _groups(runs, pool_presets=pool).items():
         varying = _pooled_varying(settings) if pool else varying_keys(settings)
         by_valid, by_test = ValidationSelection.choose(settings), OracleSelection.choose(settings)
         chosen = settings if select == "all" else [by_valid if select == "valid" else by_test]
         for s in chosen:
-            row = _setting_row(s, labels[ckey], reg, selector,
-                               s.runs[0].preset if pool else preset, select, pool)
+            row = _setting_row(s, labels[ckey], reg, selector, select, pool)
             row.update(_choice_fields(s, settings, varying, select, by_valid, by_test))
             row["_order"] = (row["column"], method_rank(row["method"]),
                              ablation_rank(row["ablation"]))
@@ -261,16 +260,16 @@ def aggregate(runs: Sequence[Run], select: str = "valid",
     return rows
 
 
-def _setting_row(s: Setting, column: str, reg: tuple[str, ...], selector: str, preset: str,
-                 select: str, pooled: bool = False) -> dict:
+def _setting_row(s: Setting, column: str, reg: tuple[str, ...], selector: str, select: str,
+                 pooled: bool = False) -> dict:
     """What ran and how it scored: the identity and metric columns of one row of
     :func:`aggregate` (seeds aggregated as mean ± sample std). With ``pooled`` presets
     the method is named without its preset (the preset is a chosen hyperparameter)."""
     first = s.runs[0]
     row = {"column": column, "dataset": first.dataset, "split": first.split,
            "shift": first.shift,
-           "method": method_label(reg, selector, "paper" if pooled else preset),
-           "preset": preset,
+           "method": method_label(reg, selector, "paper" if pooled else first.preset),
+           "preset": first.preset,
            "ablation": ablation_label(reg, selector), "reg": ",".join(reg),
            "selector": selector, "metric": first.metric,
            "selection": {"valid": "valid", "oracle": "oracle",

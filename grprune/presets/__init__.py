@@ -181,12 +181,11 @@ def defaults() -> dict[str, str]:
     GrpruneError
         If the file is not a mapping of names to preset names.
     """
-    data = _read(DEFAULTS_FILE) if DEFAULTS_FILE.is_file() else {}
-    if not isinstance(data or {}, Mapping) or not all(
-            isinstance(v, str) for v in (data or {}).values()):
+    data = (_read(DEFAULTS_FILE) if DEFAULTS_FILE.is_file() else None) or {}
+    if not isinstance(data, Mapping) or not all(isinstance(v, str) for v in data.values()):
         raise GrpruneError(f"{DEFAULTS_FILE} must map dataset or dataset/split names to "
                            f"preset names, e.g. ogbg-molbbbp/size: official")
-    return {str(k): v for k, v in (data or {}).items()}
+    return {str(k): v for k, v in data.items()}
 
 
 def default_for(dataset: str, split: str | None = None) -> str:

@@ -2,8 +2,8 @@
 
 The rule (issue 13, item 5): for every dataset column (dataset and split) and method,
 compare each preset's mean validation score over seeds with that of the fallback preset
-(``paper``), over the runs that are a preset as it is (:func:`pure`; ablation runs in
-the same directory are left out). A preset replaces the fallback only when
+(``paper``), over the runs that are a preset as it is (:func:`protocol_changes`;
+ablation runs in the same directory are left out). A preset replaces the fallback only when
 
 * both settings have at least ``--min-seeds`` seeds (4), and
 * its mean validation score is higher by at least ``--z`` (2) standard errors of the
@@ -60,19 +60,6 @@ def protocol_changes(run, protocol_keys=PROTOCOL_KEYS) -> set[str] | None:
     return differ if differ <= set(protocol_keys) else None
 
 
-def pure(run, protocol_keys=PROTOCOL_KEYS) -> bool:
-    """Whether ``run`` is its preset as it is, up to ``protocol_keys``
-    (:func:`protocol_changes`). Ablation runs are not."""
-    return protocol_changes(run, protocol_keys) is not None
-
-
-def reduced(run) -> bool:
-    """Whether ``run`` trained under a shortened protocol (fewer graphs or epochs than its
-    preset's own): evidence from it is reported but does not set a default, because a
-    default applies to the full protocol."""
-    return bool((protocol_changes(run) or set()) - set(HARMLESS))
-
-
 def margin(a: tuple[float, float, int], b: tuple[float, float, int]) -> float:
     """Welch's z of mean ``a`` over mean ``b``: ``(m_a - m_b) / sqrt(s_a²/n_a + s_b²/n_b)``.
 
@@ -95,7 +82,8 @@ def margin(a: tuple[float, float, int], b: tuple[float, float, int]) -> float:
 
 def decide(rows: list[dict], z: float = 2.0, min_seeds: int = 4) -> list[dict]:
     """One decision per dataset column from :func:`grprune.collect.aggregate` rows
-    (``select="all"``, presets separate).
+    (``select="all", presets="select"``: one row per setting, the method named without
+    its preset).
 
     Returns
     -------
@@ -106,7 +94,7 @@ def decide(rows: list[dict], z: float = 2.0, min_seeds: int = 4) -> list[dict]:
     """
     by_column: dict[str, dict[str, dict]] = {}
     for r in rows:
-        base = {"PrunE": "prune", "ERM": "erm"}.get(r["method"].split(" (")[0])
+        base = {"PrunE": "prune", "ERM": "erm"}.get(r["method"])
         if base is None:
             continue
         cell = (r["valid_mean"], r["valid_std"], r["n"], r["test_mean"], r["test_std"])
@@ -171,11 +159,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
     from grprune import collect as C
-    runs = [r for r in C.scan_runs(args.dirs).runs if pure(r)]
-    full = [r for r in runs if not reduced(r)]
-    short = [r for r in runs if reduced(r)]
-    decisions = decide(C.aggregate(full, select="all"), args.z, args.min_seeds) if full else []
-    for d in decide(C.aggregate(short, select="all"), args.z, args.min_seeds) if short else []:
+    # runs that are a preset as it is (ablation runs are left out), split by whether they
+    # trained under a shortened protocol (fewer graphs or epochs than the preset's own)
+    full, short = [], []
+    for run in C.scan_runs(args.dirs).runs:
+        changes = protocol_changes(run)
+        if changes is not None:
+            (short if changes - set(HARMLESS) else full).append(run)
+
+    def rows(runs):
+        return C.aggregate(runs, select="all", presets="select") if runs else []
+
+    decisions = decide(rows(full), args.z, args.min_seeds)
+    for d in decide(rows(short), args.z, args.min_seeds):
         d["column"] += " (shortened protocol)"
         decisions.append({**d, "applies": False})
     text = markdown(decisions)
