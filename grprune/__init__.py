@@ -16,6 +16,34 @@ import os as _os
 # grprune.determinism.)
 _os.environ.setdefault("MKL_CBWR", "AUTO")
 
+
+def _cpu_has_avx2() -> bool:
+    """Whether this is an x86-64 Linux CPU whose /proc/cpuinfo lists AVX2."""
+    import platform
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return False
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("flags"):
+                    return "avx2" in line.split()
+    except OSError:
+        pass
+    return False
+
+
+# PyTorch picks its CPU kernels (reductions, elementwise and index ops) by the widest vector
+# instructions the CPU has: AVX2 or AVX-512 on x86-64. The two round differently, so one seed
+# trained on an AVX-512 machine parted from the same seed on an AVX2 machine in the first
+# epoch (the README's molbbbp job: best epoch 78, test ROC-AUC 0.6621 against 82 and
+# 0.6753). ATEN_CPU_CAPABILITY=avx2 makes every x86-64 CPU with AVX2 run the AVX2 kernels,
+# at a cost within noise (0.99-1.06x per epoch, benchmarks/speed/README.md). Read when torch
+# starts, so set before torch is imported; a value the user exported wins (``avx512`` gives
+# those kernels back). summary.json records the kernels a run used
+# (``determinism.cpu_capability``).
+if "ATEN_CPU_CAPABILITY" not in _os.environ and _cpu_has_avx2():
+    _os.environ["ATEN_CPU_CAPABILITY"] = "avx2"
+
 # DGL (and through it OGB and RDKit) is imported only by the modules that use it, each
 # through grprune.compat (the DGL workaround), so that `grprune --help` and `grprune
 # collect` start without them.

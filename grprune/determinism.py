@@ -14,6 +14,11 @@ torch 2.13.0+cpu with MKL 2024.2 and GNU OpenMP; ``benchmarks/speed/README.md``)
   parted at epoch 3. So :func:`apply` runs the CPU on one intra-op thread
   (``torch.set_num_threads(1)``). On a busy 2-core machine that is also faster; the cost
   on an idle one is measured in ``benchmarks/speed/``.
+* **The CPU's vector instructions.** PyTorch's CPU kernels come in AVX2 and AVX-512
+  builds that round differently; an AVX-512 machine and an AVX2 machine parted in the
+  first epoch of one seed. Importing :mod:`grprune` pins the AVX2 kernels on every x86-64
+  CPU that has AVX2 (``ATEN_CPU_CAPABILITY=avx2``, unless the user set it), so the CPU
+  generation no longer matters.
 * **CUDA:** ``index_add_`` (message passing, readout) and the backward of indexing use
   atomic adds whose order varies. ``torch.use_deterministic_algorithms(True)`` switches
   them to deterministic kernels (PyTorch's documented list includes ``index_add`` and
@@ -22,14 +27,16 @@ torch 2.13.0+cpu with MKL 2024.2 and GNU OpenMP; ``benchmarks/speed/README.md``)
   (https://docs.nvidia.com/cuda/cublas/#results-reproducibility).
 
 The promise that follows, with ``train.deterministic`` on (the default): the same seed,
-configuration and data give the same numbers on the same CPU model with the same torch
-build, however busy the machine. A GPU run repeats on the same GPU model, driver and
-torch build. A CPU run and a GPU run, or two CPU models, round differently.
+configuration and data give the same numbers on x86-64 CPUs with AVX2 with the same torch
+build, however busy the machine and whether or not the CPU also has AVX-512. A GPU run
+repeats on the same GPU model, driver and torch build. A CPU run and a GPU run, x86 and ARM
+CPUs, or two torch builds round differently.
 """
 
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any
 
 import torch
@@ -55,10 +62,18 @@ def apply(device: torch.device, deterministic: bool) -> dict[str, Any]:
     dict
         ``deterministic``; ``threads`` (torch's intra-op threads used) and
         ``threads_available`` (what torch would use otherwise); ``deterministic_algorithms``;
-        ``cublas_workspace_config``; ``mkl_cbwr``; ``torch`` (version). Stored in
+        ``cublas_workspace_config``; ``mkl_cbwr``; ``cpu_capability`` (the CPU kernels
+        torch dispatches to, e.g. ``AVX2``); ``torch`` (version). Stored in
         ``summary.json`` under ``"determinism"``, so two runs can be compared.
     """
     available = torch.get_num_threads()
+    capability = torch.backends.cpu.get_cpu_capability()
+    if (deterministic and device.type == "cpu"
+            and os.environ.get("ATEN_CPU_CAPABILITY") == "avx2" and capability != "AVX2"):
+        warnings.warn(f"grprune: torch runs its {capability} CPU kernels, not the AVX2 ones "
+                      f"grprune pins, because torch computed before grprune was imported; "
+                      f"this run's numbers will differ from other CPUs'. Import grprune "
+                      f"first, or export ATEN_CPU_CAPABILITY=avx2", stacklevel=2)
     if deterministic:
         torch.set_num_threads(1)
     if device.type == "cuda":
@@ -70,4 +85,6 @@ def apply(device: torch.device, deterministic: bool) -> dict[str, Any]:
             "threads_available": available,
             "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
             "cublas_workspace_config": os.environ.get("CUBLAS_WORKSPACE_CONFIG"),
-            "mkl_cbwr": os.environ.get("MKL_CBWR"), "torch": torch.__version__}
+            "mkl_cbwr": os.environ.get("MKL_CBWR"),
+            "cpu_capability": capability,
+            "torch": torch.__version__}

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import grprune
 from grprune import results as R
 
 # Fields that measure time, memory or the data cache, not the computation.
@@ -17,9 +18,22 @@ VOLATILE = {"epoch_time_s", "train_time_s", "wall_time_s", "data_load_s", "peak_
             "peak_rss_mib", "epoch_time_s_median", "cache"}
 
 
+#: the settings importing grprune makes (this test process has imported it)
+PINNED = ("MKL_CBWR", "ATEN_CPU_CAPABILITY")
+
+
+def _cpu_flag(flag: str) -> bool:
+    try:
+        with open("/proc/cpuinfo") as fh:
+            return any(flag in line.split() for line in fh if line.startswith("flags"))
+    except OSError:
+        return False
+
+
 def _output(args: list[str], **env) -> str:
-    """stdout of ``python ARGS`` in this environment without MKL_CBWR, plus ``env``."""
-    environ = {k: v for k, v in os.environ.items() if k != "MKL_CBWR"}
+    """stdout of ``python ARGS`` in this environment without the settings importing grprune
+    makes (:data:`PINNED`), plus ``env``."""
+    environ = {k: v for k, v in os.environ.items() if k not in PINNED}
     return subprocess.run([sys.executable, *args], env={**environ, **env}, check=True,
                           capture_output=True, text=True, stdin=subprocess.DEVNULL).stdout.strip()
 
@@ -42,6 +56,41 @@ def test_importing_grprune_fixes_mkl_reproducibility_mode_unless_the_user_chose_
     code = "import os, grprune; print(os.environ['MKL_CBWR'])"
     assert _output(["-c", code]) == "AUTO"
     assert _output(["-c", code], MKL_CBWR="COMPATIBLE") == "COMPATIBLE"
+
+
+AVX2 = pytest.mark.skipif(not grprune._cpu_has_avx2(), reason="not an x86-64 CPU with AVX2")
+
+
+@AVX2
+def test_importing_grprune_pins_torchs_avx2_kernels_unless_the_user_chose_others():
+    code = "import grprune, torch; print(torch.backends.cpu.get_cpu_capability())"
+    assert _output(["-c", code]) == "AVX2"
+    assert _output(["-c", code], ATEN_CPU_CAPABILITY="default") == "DEFAULT"
+
+
+@AVX2
+def test_a_run_repeats_on_cpus_with_and_without_avx512(tmp_path):
+    # An AVX2-only CPU runs the AVX2 kernels (ATEN_CPU_CAPABILITY=avx2 stands in for one);
+    # before the pin an AVX-512 CPU parted from it in the first epoch.
+    run = ["-m", "grprune", "run", "--data", "ogbg-molbbbp", "--epochs", "2", "--device",
+           "cpu", "--progress", "none", "--json", "-H", "data.limit=400"]
+    _output([*run, "--out", str(tmp_path / "default")])
+    _output([*run, "--out", str(tmp_path / "avx2")], ATEN_CPU_CAPABILITY="avx2")
+    assert _numbers(tmp_path / "default") == _numbers(tmp_path / "avx2")
+    summary = json.loads((tmp_path / "default" / R.SUMMARY).read_text())
+    assert summary["determinism"]["cpu_capability"] == "AVX2"
+
+
+@pytest.mark.skipif(not _cpu_flag("avx512f"), reason="no AVX-512 to fall back to")
+def test_a_run_warns_when_torch_computed_before_grprune_pinned_its_kernels():
+    code = ("import torch; torch.ones(2).sum(); import grprune, warnings\n"
+            "from grprune import determinism\n"
+            "with warnings.catch_warnings(record=True) as w:\n"
+            "    warnings.simplefilter('always')\n"
+            "    rec = determinism.apply(torch.device('cpu'), True)\n"
+            "print(rec['cpu_capability'], len(w), str(w[0].message) if w else '')")
+    out = _output(["-c", code])
+    assert out.startswith("AVX512 1 grprune: torch runs its AVX512 CPU kernels"), out
 
 
 def test_runs_of_one_seed_repeat_exactly_while_another_process_keeps_a_core_busy(tmp_path):
