@@ -3,8 +3,8 @@ and, on data with ground-truth motif edges, whether it ranks the motif above the
 
 Counted over undirected bonds (both directions of a bond share one logit), like
 ``grprune explain``, whose metric functions (:mod:`grprune.explain_metrics`) this module
-applies to every graph of a split (the paper's Figure 4b restricts the ROC-AUC to correctly
-predicted graphs; ``grprune explain`` reports both). Bonds are in the batch's numbering
+applies to every graph of a split, and the motif ROC-AUC also over the correctly
+predicted graphs alone, as the paper's Figure 4b reports it. Bonds are in the batch's numbering
 (:func:`grprune.ops.bond_ids`), so ties among equal logits may fall differently from
 ``grprune explain``'s per-graph numbering (:func:`grprune.ops.bonds_by_first_edge`).
 """
@@ -33,9 +33,21 @@ class SelectorStats:
         self.logits: list[np.ndarray] = []
         self.gt: list[np.ndarray] = []
         self.sizes: list[np.ndarray] = []
+        self.correct: list[np.ndarray] = []
 
-    def add(self, batch: GraphBatch, edge_logits: torch.Tensor) -> None:
-        """Add one evaluated batch: ``edge_logits`` of shape (E,), equal on both directions."""
+    def add(self, batch: GraphBatch, edge_logits: torch.Tensor,
+            correct: torch.Tensor | None = None) -> None:
+        """Add one evaluated batch.
+
+        Parameters
+        ----------
+        batch : GraphBatch
+        edge_logits : Tensor of shape (E,)
+            Selector logits, equal on both directions of a bond.
+        correct : Tensor of bool, shape (B,), optional
+            Whether each graph of the batch was predicted correctly; with ground truth,
+            :meth:`result` then also reports ``motif_rocauc_correct``.
+        """
         u = batch.num_bonds
         bond_logits = bond_value(edge_logits, batch.bond, u)
         bond_graph = bond_value(batch.edge_graph, batch.bond, u)
@@ -44,6 +56,8 @@ class SelectorStats:
         if batch.edge_gt is not None:
             gt = bond_value(batch.edge_gt, batch.bond, u)
             self.gt.append(gt.cpu().numpy())
+            if correct is not None:
+                self.correct.append(correct[bond_graph].cpu().numpy())
 
     def result(self) -> dict[str, Any]:
         """The split's summary.
@@ -56,7 +70,9 @@ class SelectorStats:
             ground truth also ``motif_rocauc`` (:func:`~grprune.explain.edge_rocauc`),
             ``precision@50`` and ``recall@50`` (:func:`~grprune.explain.spurious_at_k`:
             the share of spurious bonds among each graph's lowest 50 %, and the share of
-            spurious bonds found there), None where undefined.
+            spurious bonds found there) and, when every batch came with ``correct``,
+            ``motif_rocauc_correct`` (the ROC-AUC over the bonds of correctly predicted
+            graphs only, paper Figure 4b); None where undefined.
         """
         logits = np.concatenate(self.logits) if self.logits else np.zeros(0)
         out: dict[str, Any] = {"bonds": int(len(logits))}
@@ -74,4 +90,7 @@ class SelectorStats:
             out["motif_rocauc"] = edge_rocauc(score, gt)
             out[f"precision@{PRECISION_K}"] = at["precision"]
             out[f"recall@{PRECISION_K}"] = at["recall"]
+            if len(self.correct) == len(self.gt):
+                right = np.concatenate(self.correct).astype(bool)
+                out["motif_rocauc_correct"] = edge_rocauc(score[right], gt[right])
         return out

@@ -297,7 +297,8 @@ def evaluate_batches(model, batches: Iterable[GraphBatch], *, num_classes: int =
         s = out.selection
         kept += s.edge_weight.sum() if s is not None else batch.src.numel()
         if stats is not None:
-            stats.add(batch, s.edge_logits)
+            correct = p.argmax(-1) == batch.y.view(-1) if batch.edge_gt is not None else None
+            stats.add(batch, s.edge_logits, correct)
         if collector is not None:
             collector.add(batch, p, s)
     prob = torch.cat(probs).numpy() if probs else np.zeros((0, num_classes))

@@ -457,6 +457,8 @@ class Trainer:
             if records else None,
             "selected_phase": "warmup" if best.get("warm") else "train",
             "motif_edge_rocauc": (diagnostics.get("test") or {}).get("motif_rocauc"),
+            "motif_edge_rocauc_correct":
+                (diagnostics.get("test") or {}).get("motif_rocauc_correct"),
             "spurious_precision_at_50": (diagnostics.get("test") or {}).get("precision@50"),
             "selector_diagnostics": diagnostics,
             "peak_mem_mib": round(peak, 1), "peak_rss_mib": round(peak_rss, 1),

@@ -92,3 +92,60 @@ def test_choose_script_switches_a_preset_only_on_a_validation_margin(tmp_path, c
     # fewer seeds than asked for: no switch
     assert choose.main([str(tmp_path), "--min-seeds", "5"]) == 0
     assert "4 seeds, fewer than 5" in capsys.readouterr().out
+
+
+def test_probe_script_scores_ground_truth_masks(tmp_path, capsys):
+    import json
+
+    import torch
+
+    from grprune.run import execute
+    from test_prune_options import _cfg
+
+    probe = load_script("benchmarks/accuracy/prune/probe.py")
+    motif = torch.tensor([1.0, 0.0, 1.0, 0.0])
+    masks = probe._masks(torch.tensor([1.0, 1.0, 0.0, 0.0]), motif)
+    assert masks["motif only"].tolist() == [1, 0, 1, 0]
+    assert masks["no motif"].tolist() == [0, 1, 0, 1]
+    assert masks["selector + motif"].tolist() == [1, 1, 1, 0]
+    assert masks["selector - motif"].tolist() == [0, 1, 0, 0]
+    # a tiny paper-preset run: threshold evaluation, so the probe's selector row is the
+    # trainer's test accuracy of the selected checkpoint
+    run = tmp_path / "run"
+    execute(_cfg(data="good-motif", reg="size,eps-align", limit=48,
+                 overrides=["train.warmup_epochs=0"]), run, log=lambda m: None)
+    out = tmp_path / "probe.json"
+    probe.main([str(run), "--parts", "test,id-valid", "--json", str(out)])
+    result = json.loads(out.read_text())[str(run)]
+    summary = json.loads((run / R.SUMMARY).read_text())
+    assert result["test"]["graphs"] == 48
+    assert result["test"]["accuracy"]["selector"] == summary["test"]
+    for part in ("test", "id-valid"):
+        assert set(result[part]["accuracy"]) == set(probe.MASKS)
+        assert 0 <= result[part]["kept_motif"] <= 1 and 0 <= result[part]["kept_other"] <= 1
+    assert "| no motif |" in capsys.readouterr().out
+
+
+def test_ablation_labels_runs_by_what_they_are():
+    from grprune.config import resolve_config
+
+    ablation = load_script("benchmarks/accuracy/prune/ablation.py")
+    ablation._register_oracle()
+    cpu = [f"{k}={v}" for k, v in ablation.PROTOCOL.items()]
+
+    def cfg(reg="size,eps-align", preset="official", extra=(), selector=None, protocol=cpu):
+        return resolve_config(data="good-motif", reg=reg, preset=preset, selector=selector,
+                              flags={"data.split": "size"}, overrides=[*protocol, *extra])
+
+    assert ablation.label(cfg()) == "official"
+    assert ablation.label(cfg(reg="none", preset="paper")) == "ERM (paper model)"
+    assert ablation.label(cfg(extra=["reg.size.form=paper"])) == "official - L_e form"
+    assert (ablation.label(cfg(extra=["reg.size.eta=0.5"]))
+            == "official with reg.size.eta=0.5")
+    oracle = cfg(reg="none", selector="oracle-motif", extra=["train.warmup_epochs=0"])
+    assert (ablation.label(oracle)
+            == "oracle-motif selector (official model) with train.warmup_epochs=0")
+    # the full protocol: each preset's own schedule, all graphs
+    full = cfg(protocol=["train.eval_train=false"])
+    assert ablation.label(full, ablation.FULL_PROTOCOL) == "official"
+    assert ablation.label(full).startswith("official with ")

@@ -265,6 +265,12 @@ def test_explain_motif_metrics(motif_run, tmp_path):
     # pooled over bonds it is the trainer's directed-edge ROC-AUC (each bond counted twice)
     assert m["all"]["rocauc"] == pytest.approx(summary["motif_edge_rocauc"], abs=1e-3)
     assert 0 <= m["correct"]["graphs"] <= 48
+    # the trainer's per-epoch twin of the paper's Figure 4b: correctly predicted graphs only
+    if m["correct"]["rocauc"] is None:
+        assert summary["motif_edge_rocauc_correct"] is None
+    else:
+        assert m["correct"]["rocauc"] == pytest.approx(summary["motif_edge_rocauc_correct"],
+                                                       abs=1e-3)
     assert m["accuracy"] == pytest.approx(summary["test"])
     for k in ("10", "20", "30", "40", "50"):
         r = m["all"]["at_k"][k]

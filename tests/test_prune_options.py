@@ -185,6 +185,7 @@ def test_selector_diagnostics_per_split_and_epoch(tmp_path):
         assert q == sorted(q) and 0 <= q[0] and q[-1] <= 1
         assert 0 <= d["p_below_0.1"] <= 1 and 0 <= d["p_above_0.9"] <= 1
         assert 0 <= d["motif_rocauc"] <= 1 and 0 <= d["precision@50"] <= 1
+        assert d["motif_rocauc_correct"] is None or 0 <= d["motif_rocauc_correct"] <= 1
     summary = json.loads((tmp_path / "prune" / R.SUMMARY).read_text())
     test = summary["selector_diagnostics"]["test"]
     assert summary["motif_edge_rocauc"] == test["motif_rocauc"]
@@ -299,3 +300,26 @@ def test_collect_and_curves_show_presets_and_diagnostics(tmp_path):
     assert "PrunE (official): 1 run(s)" in res.output
     res = CliRunner().invoke(main, ["curves", str(tmp_path / "nowhere")])
     assert res.exit_code == 2 and "no such directory" in res.output
+
+
+def test_motif_rocauc_over_correctly_predicted_graphs_by_hand():
+    from conftest import make_graph
+
+    from grprune.batch import collate
+    from grprune.diagnostics import SelectorStats
+
+    # graph A: bonds with logits 2 (motif), 1, 3; graph B: 5 (motif), -5
+    graphs = [make_graph(4, [(0, 1), (1, 2), (2, 3)], gt=[1, 0, 0]),
+              make_graph(3, [(0, 1), (1, 2)], gt=[1, 0])]
+    batch = collate([(g, 0, 0, i) for i, g in enumerate(graphs)])
+    logits = torch.tensor([2.0, 1.0, 3.0, 5.0, -5.0]).repeat_interleave(2)
+    for correct, expected in (([True, False], 0.5), ([False, True], 1.0),
+                              ([True, True], 5 / 6)):
+        stats = SelectorStats()
+        stats.add(batch, logits, torch.tensor(correct))
+        out = stats.result()
+        assert out["motif_rocauc"] == pytest.approx(5 / 6)  # pooled over both graphs
+        assert out["motif_rocauc_correct"] == pytest.approx(expected)
+    stats = SelectorStats()
+    stats.add(batch, logits)  # without predictions: no correct-only figure
+    assert "motif_rocauc_correct" not in stats.result()

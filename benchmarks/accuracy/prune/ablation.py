@@ -51,6 +51,10 @@ CHOICES: dict[str, dict[str, Any]] = {
 #: the CPU-sized protocol shared by every run (see motif-cpu-base.yaml)
 PROTOCOL = {"data.limit": 3000, "train.epochs": 30, "train.warmup_epochs": 10,
             "train.patience": 0, "train.eval_train": False}
+#: the paper's protocol (all graphs, each preset's own schedule; see motif-full.yaml)
+FULL_PROTOCOL = {"train.eval_train": False}
+#: ``table --protocol`` -> the overrides every run of that protocol shares
+PROTOCOLS = {"cpu": PROTOCOL, "full": FULL_PROTOCOL}
 
 
 def _paper_values(data: str, split: str) -> dict[str, Any]:
@@ -102,23 +106,31 @@ def _flat(cfg: dict) -> dict[str, Any]:
     return {k: v for k, v in out.items() if k not in _IGNORED}
 
 
-def label(cfg: dict) -> str:
+def label(cfg: dict, protocol: dict[str, Any] = PROTOCOL) -> str:
     """The row of a run: ``official``, ``paper``, ``official - CHOICE`` (the choice at the
     paper's values), ``paper + CHOICE`` (at the official values), ``ERM (official model)``,
-    ``ERM (paper model)``, or ``PRESET with key=value, ...`` for anything else (against the
-    nearer preset)."""
+    ``ERM (paper model)``, ``SELECTOR selector (official model)`` for a selector other than
+    the presets' without regularizers (the oracle of ``oracle.py``), or
+    ``PRESET with key=value, ...`` for anything else (against the nearer preset), all
+    relative to ``protocol``'s overrides."""
     from grprune.config import resolve_config
     reg = ",".join(cfg["reg"]) or "none"
     flags = {"data.split": cfg["data"].get("split")}
-    overrides = [f"{k}={v}" for k, v in PROTOCOL.items()]
+    overrides = [f"{k}={v}" for k, v in protocol.items()]
+    selector = cfg["selector"].get("name") if reg == "none" else None
     refs = {p: _flat(resolve_config(data=cfg["data"]["name"], reg=reg, preset=p, flags=flags,
-                                    overrides=overrides)) for p in ("official", "paper")}
+                                    overrides=overrides, selector=selector))
+            for p in ("official", "paper")}
     run = _flat(cfg)
     diffs = {p: {k for k in run.keys() | ref.keys() if run.get(k) != ref.get(k)}
              for p, ref in refs.items()}
     for preset, diff in diffs.items():
         if not diff:
-            return f"ERM ({preset} model)" if reg == "none" else preset
+            if reg != "none":
+                return preset
+            if selector and selector != "none":
+                return f"{selector} selector ({preset} model)"
+            return f"ERM ({preset} model)"
     named = {}  # preset -> the choices that make up the whole difference from it
     for preset, diff in diffs.items():
         other = refs["paper" if preset == "official" else "official"]
@@ -131,7 +143,9 @@ def label(cfg: dict) -> str:
         sign = " - " if preset == "official" else " + "
         return preset + sign + sign.join(named[preset])
     preset = min(diffs, key=lambda p: len(diffs[p]))
-    return f"{preset} with " + ", ".join(f"{k}={run.get(k)}" for k in sorted(diffs[preset]))
+    head = (f"{selector} selector ({preset} model)" if selector and selector != "none"
+            else preset)
+    return f"{head} with " + ", ".join(f"{k}={run.get(k)}" for k in sorted(diffs[preset]))
 
 
 def _spurious_share(run_dir: Path) -> float | None:
@@ -146,17 +160,19 @@ def _spurious_share(run_dir: Path) -> float | None:
         return float(np.mean(z["edge_gt"] == 0)) if "edge_gt" in z.files else None
 
 
-def table(dirs: list[Path], out: Path | None) -> None:
+def table(dirs: list[Path], out: Path | None, protocol: str = "cpu") -> None:
     """Markdown and CSV: one row per (split, label), mean +- sample std over seeds."""
     import numpy as np
     import pandas as pd
 
     from grprune.collect import scan_runs
+    _register_oracle()
     rows = []
     for run in scan_runs(dirs).runs:
         s = run.summary
         diag = (s.get("selector_diagnostics") or {})
-        rows.append({"split": run.split, "label": label(run.config), "seed": run.seed,
+        rows.append({"split": run.split, "label": label(run.config, PROTOCOLS[protocol]),
+                     "seed": run.seed,
                      "valid": s.get("valid"), "test": s.get("test"), "id_test": s.get("id_test"),
                      "kept": s.get("kept_edge_fraction"),
                      "motif_rocauc": s.get("motif_edge_rocauc"),
@@ -206,6 +222,19 @@ def table(dirs: list[Path], out: Path | None) -> None:
     print(text)
 
 
+def _register_oracle() -> None:
+    """Register the ``oracle-motif`` selector of ``oracle.py`` beside this file (its runs
+    are resolved like any other), once."""
+    import importlib.util
+
+    from grprune.selectors import SELECTORS
+    if "oracle-motif" in SELECTORS:
+        return
+    path = Path(__file__).with_name("oracle.py")
+    spec = importlib.util.spec_from_file_location("grprune_oracle_selector", path)
+    spec.loader.exec_module(importlib.util.module_from_spec(spec))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -218,11 +247,14 @@ def main() -> None:
     tp = sub.add_parser("table")
     tp.add_argument("dirs", nargs="+", type=Path)
     tp.add_argument("--out", type=Path, default=None, help="PREFIX of .md and .runs.csv")
+    tp.add_argument("--protocol", choices=sorted(PROTOCOLS), default="cpu",
+                    help="the protocol rows are labelled against (cpu: motif-cpu-base.yaml; "
+                         "full: motif-full.yaml)")
     args = ap.parse_args()
     if args.cmd == "spec":
         write_spec(args.direction, args.data, args.splits.split(","), args.seeds, args.out)
     else:
-        table(args.dirs, args.out)
+        table(args.dirs, args.out, args.protocol)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,159 @@
+"""What a trained PrunE classifier reads: its accuracy under ground-truth edge masks.
+
+On data with ground-truth motif edges (GOOD-Motif, SPMotif), a run's model is evaluated
+on one split part with the classifier fed different masks instead of the selector's:
+
+* ``selector``: the selector's own evaluation mask (as the trainer evaluates);
+* ``all edges``: every edge kept (the selector off);
+* ``motif only``: only the motif's edges :math:`G_c` kept;
+* ``no motif``: every edge but the motif's;
+* ``selector + motif``: the selector's mask with every motif edge put back;
+* ``selector - motif``: the selector's mask with every motif edge dropped.
+
+It also reports the share of motif and of other edges that the selector's mask keeps,
+over all graphs and per class (``kept_motif_by_class``): a selector that keeps a
+different share of the motif for each class writes the class into its mask.
+If ``no motif`` or ``selector - motif`` scores as well as ``selector`` on the training
+domains, the classifier does not need the motif there: it reads the class from
+something else (for example from which edges the selector dropped).
+
+The model is the run's selected checkpoint (``--checkpoint best``, ``checkpoint.pt``; the
+run may still be training), its last epoch's (``last``: ``checkpoint-last.pt``, written
+with ``-H train.save_last=true``) or, for a run still training, the model of its latest
+epoch (``state``: ``state.pt``). A selected ERM warm-up epoch has an untrained selector,
+so its ``selector`` rows say nothing.
+
+    python benchmarks/accuracy/prune/probe.py RUN_DIR [RUN_DIR ...] --parts id-valid,valid,test
+
+Prints one table per run (accuracy ×100) and, with ``--json FILE``, writes the numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from grprune import results as R
+from grprune.data.store import GraphStore
+from grprune.run import load_config_dataset
+from grprune.runconfig import FeatureSpec
+from grprune.trainer import build_model_from_dims
+
+MASKS = ("selector", "all edges", "motif only", "no motif", "selector + motif",
+         "selector - motif")
+BATCH = 256
+#: --checkpoint choice -> (file, key of the model's state dict in it or None)
+CHECKPOINTS = {"best": (R.CHECKPOINT, None), "last": (R.LAST_CHECKPOINT, None),
+               "state": (R.STATE, "model")}
+
+
+def _masks(sel_weight: torch.Tensor, gt: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Every mask of :data:`MASKS` for one batch; all of shape (E,), values in {0, 1}
+    except the selector's own (which follows its ``eval_mode``)."""
+    motif = (gt > 0).float()
+    ones = torch.ones_like(motif)
+    return {"selector": sel_weight, "all edges": ones, "motif only": motif,
+            "no motif": ones - motif, "selector + motif": torch.maximum(sel_weight, motif),
+            "selector - motif": sel_weight * (ones - motif)}
+
+
+def load_model(run_dir: Path, cfg: dict, checkpoint: str = "best"):
+    """The run's model from the file :data:`CHECKPOINTS` names, in eval mode, on the CPU."""
+    name, key = CHECKPOINTS[checkpoint]
+    state = torch.load(run_dir / name, map_location="cpu", weights_only=True)
+    model, _ = build_model_from_dims(cfg, FeatureSpec.from_dict(cfg["features"]))
+    model.load_state_dict(state[key] if key else state)
+    return model.eval()
+
+
+@torch.no_grad()
+def probe(run_dir: Path, parts: list[str], checkpoint: str = "best", seed: int = 0) -> dict:
+    """Accuracy under each mask and the selector's keep rates, per part.
+
+    Returns
+    -------
+    dict
+        ``part -> {"accuracy": {mask: float}, "kept_motif": float, "kept_other": float,
+        "kept_motif_by_class": {class: float}, "graphs": int}``.
+    """
+    cfg = json.loads((run_dir / R.CONFIG).read_text())
+    model = load_model(run_dir, cfg, checkpoint)
+    dataset = load_config_dataset(cfg)
+    store = GraphStore.from_dataset(dataset)
+    limit = int(cfg["data"].get("limit", 0) or 0)
+    torch.manual_seed(seed)
+    out = {}
+    for part in parts:
+        idx = np.asarray(dataset.splits[part], dtype=np.int64)
+        idx = idx[:limit] if limit else idx
+        correct = {m: 0 for m in MASKS}
+        kept = {"motif": [0.0, 0], "other": [0.0, 0]}
+        by_class: dict[int, list] = {}
+        for start in range(0, len(idx), BATCH):
+            batch = store.batch(idx[start:start + BATCH])
+            y = batch.y.view(-1)
+            sel = model.selector(batch)
+            gt = batch.edge_gt
+            for name, mask in _masks(sel.edge_weight, gt).items():
+                pred = model.encode(batch, mask).logits.argmax(-1)
+                correct[name] += int((pred == y).sum())
+            for key, where in (("motif", gt > 0), ("other", gt == 0)):
+                kept[key][0] += float(sel.edge_weight[where].sum())
+                kept[key][1] += int(where.sum())
+            edge_y = y[batch.edge_graph]
+            for c in torch.unique(y).tolist():
+                where = (gt > 0) & (edge_y == c)
+                acc = by_class.setdefault(int(c), [0.0, 0])
+                acc[0] += float(sel.edge_weight[where].sum())
+                acc[1] += int(where.sum())
+        out[part] = {"graphs": int(len(idx)),
+                     "accuracy": {m: correct[m] / len(idx) for m in MASKS},
+                     "kept_motif": kept["motif"][0] / max(kept["motif"][1], 1),
+                     "kept_other": kept["other"][0] / max(kept["other"][1], 1),
+                     "kept_motif_by_class": {str(c): v[0] / max(v[1], 1)
+                                             for c, v in sorted(by_class.items())}}
+    return out
+
+
+def table(run_dir: Path, result: dict) -> str:
+    parts = list(result)
+    lines = [f"## {run_dir}", "", "| mask | " + " | ".join(parts) + " |",
+             "|---|" + "---|" * len(parts)]
+    for m in MASKS:
+        lines.append(f"| {m} | " + " | ".join(
+            f"{100 * result[p]['accuracy'][m]:.2f}" for p in parts) + " |")
+    for key in ("kept_motif", "kept_other"):
+        label = key.replace("_", " ").replace("kept", "selector keeps,")
+        lines.append(f"| {label} edges | " + " | ".join(
+            f"{result[p][key]:.3f}" for p in parts) + " |")
+    classes = sorted({c for p in parts for c in result[p]["kept_motif_by_class"]}, key=int)
+    for c in classes:
+        lines.append(f"| selector keeps, motif edges of class {c} | " + " | ".join(
+            f"{result[p]['kept_motif_by_class'].get(c, float('nan')):.3f}" for p in parts)
+            + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("runs", nargs="+", type=Path)
+    ap.add_argument("--parts", default="id-valid,valid,test")
+    ap.add_argument("--checkpoint", choices=sorted(CHECKPOINTS), default="best")
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args(argv)
+    torch.set_num_threads(1)
+    results = {}
+    for run_dir in args.runs:
+        result = probe(run_dir, args.parts.split(","), args.checkpoint)
+        results[str(run_dir)] = result
+        print(table(run_dir, result), end="\n\n")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
