@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+import pytest
 from test_collect import fake_run
 
 from grprune import results as R
@@ -118,12 +119,31 @@ def test_probe_script_scores_ground_truth_masks(tmp_path, capsys):
     probe.main([str(run), "--parts", "test,id-valid", "--json", str(out)])
     result = json.loads(out.read_text())[str(run)]
     summary = json.loads((run / R.SUMMARY).read_text())
-    assert result["test"]["graphs"] == 48
+    assert result["test"]["graphs"] == 48 and result["test"]["split"] == "basis"
     assert result["test"]["accuracy"]["selector"] == summary["test"]
     for part in ("test", "id-valid"):
         assert set(result[part]["accuracy"]) == set(probe.MASKS)
         assert 0 <= result[part]["kept_motif"] <= 1 and 0 <= result[part]["kept_other"] <= 1
     assert "| no motif |" in capsys.readouterr().out
+    # --from-json summarises runs probed before, and --split keeps the runs of one split
+    probe.main(["--from-json", str(out), "--split", "basis"])
+    assert "mean ± std over 1 runs" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exc:
+        probe.main(["--from-json", str(out), "--split", "size"])
+    assert exc.value.code == 2
+
+
+def test_probe_summary_is_mean_and_sample_std():
+    probe = load_script("benchmarks/accuracy/prune/probe.py")
+
+    def one(acc: float, kept: float) -> dict:
+        return {"test": {"accuracy": {m: acc for m in probe.MASKS}, "kept_motif": kept,
+                         "kept_other": kept, "kept_motif_by_class": {"0": kept}}}
+
+    text = probe.summary({"a": one(0.8, 0.2), "b": one(0.9, 0.4)})
+    # by hand: mean 85, sample std sqrt(((80-85)^2 + (90-85)^2) / 1) = 7.07
+    assert "| selector | 85.00 ± 7.07 |" in text
+    assert "| selector keeps, motif edges of class 0 | 0.300 ± 0.141 |" in text
 
 
 def test_ablation_labels_runs_by_what_they_are():

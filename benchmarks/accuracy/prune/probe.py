@@ -26,6 +26,10 @@ so its ``selector`` rows say nothing.
     python benchmarks/accuracy/prune/probe.py RUN_DIR [RUN_DIR ...] --parts id-valid,valid,test
 
 Prints one table per run (accuracy ×100) and, with ``--json FILE``, writes the numbers.
+With several runs (of one setting, e.g. the seeds of one split) it also prints their
+mean ± sample std; ``--from-json FILE`` prints that for runs probed before::
+
+    python benchmarks/accuracy/prune/probe.py --from-json probe.json --split size
 """
 
 from __future__ import annotations
@@ -78,7 +82,8 @@ def probe(run_dir: Path, parts: list[str], checkpoint: str = "best", seed: int =
     -------
     dict
         ``part -> {"accuracy": {mask: float}, "kept_motif": float, "kept_other": float,
-        "kept_motif_by_class": {class: float}, "graphs": int}``.
+        "kept_motif_by_class": {class: float}, "graphs": int, "split": str}``, where
+        ``split`` is the run's ``data.split`` (what ``--from-json --split`` selects by).
     """
     cfg = json.loads((run_dir / R.CONFIG).read_text())
     model = load_model(run_dir, cfg, checkpoint)
@@ -110,7 +115,7 @@ def probe(run_dir: Path, parts: list[str], checkpoint: str = "best", seed: int =
                 acc = by_class.setdefault(int(c), [0.0, 0])
                 acc[0] += float(sel.edge_weight[where].sum())
                 acc[1] += int(where.sum())
-        out[part] = {"graphs": int(len(idx)),
+        out[part] = {"graphs": int(len(idx)), "split": cfg["data"].get("split"),
                      "accuracy": {m: correct[m] / len(idx) for m in MASKS},
                      "kept_motif": kept["motif"][0] / max(kept["motif"][1], 1),
                      "kept_other": kept["other"][0] / max(kept["other"][1], 1),
@@ -138,19 +143,70 @@ def table(run_dir: Path, result: dict) -> str:
     return "\n".join(lines)
 
 
+def summary(results: dict[str, dict]) -> str:
+    """Mean ± sample std over runs (the values of ``results``, each one run's
+    :func:`probe` result over the same parts), as :func:`table` lays out one run."""
+    runs = list(results.values())
+    parts = list(runs[0])
+
+    def cell(values: list[float], scale: float, digits: int) -> str:
+        v = np.asarray([x for x in values if not np.isnan(x)]) * scale
+        if len(v) < 2:
+            return f"{v.mean():.{digits}f}" if len(v) else "–"
+        return f"{v.mean():.{digits}f} ± {v.std(ddof=1):.{digits}f}"
+
+    lines = [f"## mean ± std over {len(runs)} runs", "",
+             "| mask | " + " | ".join(parts) + " |", "|---|" + "---|" * len(parts)]
+    for m in MASKS:
+        lines.append(f"| {m} | " + " | ".join(
+            cell([r[p]["accuracy"][m] for r in runs], 100, 2) for p in parts) + " |")
+    for key in ("kept_motif", "kept_other"):
+        label = key.replace("_", " ").replace("kept", "selector keeps,")
+        lines.append(f"| {label} edges | " + " | ".join(
+            cell([r[p][key] for r in runs], 1, 3) for p in parts) + " |")
+    classes = sorted({c for r in runs for p in parts for c in r[p]["kept_motif_by_class"]},
+                     key=int)
+    for c in classes:
+        lines.append(f"| selector keeps, motif edges of class {c} | " + " | ".join(
+            cell([r[p]["kept_motif_by_class"].get(c, float("nan")) for r in runs], 1, 3)
+            for p in parts) + " |")
+    return "\n".join(lines)
+
+
+def _split_of(result: dict) -> str | None:
+    """The ``data.split`` a :func:`probe` result records (None if it records none)."""
+    return next(iter(result.values()), {}).get("split")
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("runs", nargs="+", type=Path)
+    ap.add_argument("runs", nargs="*", type=Path)
     ap.add_argument("--parts", default="id-valid,valid,test")
     ap.add_argument("--checkpoint", choices=sorted(CHECKPOINTS), default="best")
-    ap.add_argument("--json", type=Path)
+    ap.add_argument("--json", type=Path, help="write every run's numbers here")
+    ap.add_argument("--from-json", type=Path,
+                    help="summarise the runs of a --json file instead of probing")
+    ap.add_argument("--split", help="with --from-json: only the runs of this data.split")
     args = ap.parse_args(argv)
+    if args.from_json:
+        results = json.loads(args.from_json.read_text())
+        if args.split:
+            results = {k: v for k, v in results.items() if _split_of(v) == args.split}
+        if not results:
+            ap.error(f"no runs in {args.from_json}" + (f" of split {args.split}" if args.split
+                                                       else ""))
+        print(summary(results))
+        return
+    if not args.runs:
+        ap.error("give run directories, or --from-json FILE")
     torch.set_num_threads(1)
     results = {}
     for run_dir in args.runs:
         result = probe(run_dir, args.parts.split(","), args.checkpoint)
         results[str(run_dir)] = result
         print(table(run_dir, result), end="\n\n")
+    if len(results) > 1:
+        print(summary(results), end="\n\n")
     if args.json:
         args.json.write_text(json.dumps(results, indent=1) + "\n")
 
