@@ -305,6 +305,44 @@ def test_interrupt_exits_130_with_a_resume_hint(tmp_path, monkeypatch):
     assert (tmp_path / PLAN).is_file()
 
 
+def test_a_run_another_sweep_took_after_the_plan_is_not_a_failure(tmp_path, capsys):
+    """Two sweeps over one root: both plan a pending run, the other one starts it first,
+    and this sweep's child exits on the held lock. That run is 'not run', not failed,
+    and nothing is written into the directory the other process is running."""
+    from grprune.sweep.plan import Outcome, run_sweep
+
+    ex = configs(seeds="0", data="ogbg-molbbbp", epochs="2")
+    seen = []
+
+    def launch(jobs, started, done):
+        for job in jobs:
+            started(job)
+            # the other sweep's child holds the lock now; ours exits 2 on it
+            with R.RunDir(job.run_dir).lock():
+                done(job, 2)
+
+    outcome = run_sweep(ex, tmp_path, launch, env={},
+                        on_done=lambda job, ok, msg: seen.append(("done", ok)),
+                        on_foreign=lambda job, detail: seen.append(("foreign", detail)))
+    run_dir = run_dir_of(ex.configs[0], tmp_path)
+    assert isinstance(outcome, Outcome) and outcome.failed == []
+    assert [d for d, _ in outcome.foreign] == [run_dir]
+    assert seen == [("foreign", outcome.foreign[0][1])] and "another process" in seen[0][1]
+    assert not (run_dir / ERROR).exists()
+    # the CLI's display says so and counts it out of the total
+    from grprune.cli.sweep import SweepDisplay
+    display = SweepDisplay("plain", 1, tmp_path)
+    job = Job(ex.configs[0], run_dir, {})
+    display.start(job)
+    display.foreign(job, outcome.foreign[0][1])
+    assert (display.total, display.running, display.failed) == (0, 0, 0)
+    assert f"not run {run_dir.relative_to(tmp_path).as_posix()}: another process" in (
+        capsys.readouterr().err)
+    # a child that fails on its own, with no lock held, is still a failure
+    outcome = run_sweep(ex, tmp_path, lambda jobs, s, d: [d(j, 1) for j in jobs], env={})
+    assert [d for d, _ in outcome.failed] == [run_dir] and outcome.foreign == []
+
+
 # -- a mini sweep end to end -----------------------------------------------------------
 
 BOOM = """

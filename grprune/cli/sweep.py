@@ -98,10 +98,17 @@ class SweepDisplay:
                         f"{self._rel(job)}: {message}")
         self._update()
 
+    def foreign(self, job, detail: str) -> None:
+        """A started run found another process running it (a second sweep took it)."""
+        self.running -= 1
+        self.total -= 1
+        self._print(f"sweep: not run {self._rel(job)}: {detail}; left alone")
+        self._update()
+
     def _update(self) -> None:
         if self.progress is not None:
-            self.progress.update(self.task, completed=self.done + self.failed,
-                                 info=self._info())
+            self.progress.update(self.task, total=self.total,
+                                 completed=self.done + self.failed, info=self._info())
 
     def close(self) -> None:
         """Stop the live display."""
@@ -331,7 +338,8 @@ def sweep(ctx, **params) -> None:
         old_handler = signal.signal(signal.SIGTERM, on_term)
     try:
         run_sweep(expansion, root, launch, env=env, on_start=display.start,
-                  on_done=display.end, outcome=outcome)
+                  on_done=display.end, on_foreign=display.foreign,
+                  outcome=outcome)
     except KeyboardInterrupt:
         display.close()
         click.echo(f"grprune: sweep interrupted ({len(outcome.done)} done, "

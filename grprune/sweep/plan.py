@@ -338,7 +338,8 @@ class Outcome:
         Run directories whose run failed, with the one-line error.
     foreign : list of (Path, str)
         Planned run directories occupied by something else, or run by another process
-        now; not run.
+        now (also one that another sweep over the same root started after this sweep
+        made its plan: its child found the lock held); not run.
     """
 
     done: list[Path] = field(default_factory=list)
@@ -353,6 +354,7 @@ Launch = Callable[..., None]
 def run_sweep(expansion: Expansion, root: Path, launch: Launch, *, env: dict[str, str],
               on_start: Callable[[Job], None] | None = None,
               on_done: Callable[[Job, bool, str], None] | None = None,
+              on_foreign: Callable[[Job, str], None] | None = None,
               outcome: Outcome | None = None) -> Outcome:
     """Run every configuration that is not finished, with ``launch``.
 
@@ -370,6 +372,11 @@ def run_sweep(expansion: Expansion, root: Path, launch: Launch, *, env: dict[str
         Environment variables for every child.
     on_start, on_done : callable, optional
         Progress callbacks: ``on_start(job)``, ``on_done(job, ok, message)``.
+    on_foreign : callable, optional
+        ``on_foreign(job, detail)``, called instead of ``on_done`` for a job whose child
+        ended because another process holds the run's lock (two sweeps over one root
+        both started it); the job is counted in ``foreign``, not ``failed``, and no
+        ``error.json`` is written into the directory the other process is running.
     outcome : Outcome, optional
         Filled in as runs end (so a caller sees partial results after Ctrl-C).
 
@@ -395,6 +402,14 @@ def run_sweep(expansion: Expansion, root: Path, launch: Launch, *, env: dict[str
             on_start(job)
 
     def done(job: Job, returncode: int | None, error: str | None = None) -> None:
+        # our child has ended, so a held lock is another process's: another sweep over
+        # this root started the run after this sweep made its plan
+        if returncode != 0 and error is None and R.RunDir(job.run_dir).locked():
+            detail = "another process is running it (its lock is held)"
+            outcome.foreign.append((job.run_dir, detail))
+            if on_foreign is not None:
+                on_foreign(job, detail)
+            return
         ok, message = finish_job(job, returncode, error)
         if ok:
             outcome.done.append(job.run_dir)
