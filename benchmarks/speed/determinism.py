@@ -87,9 +87,9 @@ def main() -> None:
             try:
                 for setting, name in zip(settings, names):
                     for method in methods:
-                        rec = (measure(args.data, method, args.threads, True, args.epochs,
-                                       isa=setting) if args.isa else
-                               measure(args.data, method, args.threads, setting, args.epochs))
+                        deterministic, isa = (True, setting) if args.isa else (setting, None)
+                        rec = measure(args.data, method, args.threads, deterministic,
+                                      args.epochs, isa=isa)
                         rec.update(round=rnd, busy=busy, threads_available=args.threads)
                         records.append(rec)
                         with open(args.out, "a") as fh:

@@ -144,4 +144,4 @@ def read_json(path: str | Path) -> Any | None:
         return None
 
 
-from grprune.results.rundir import STATES, RunDir, Status  # noqa: E402, F401  (re-exported)
+from grprune.results.rundir import RUNNING_ELSEWHERE, STATES, RunDir, Status  # noqa: E402, F401  (re-exported)

@@ -40,6 +40,8 @@ from grprune.runconfig import EpochRecord, RunConfig, RunSummary
 LOCK = ".lock"
 #: files a directory may hold and still count as empty
 HOUSEKEEPING = (LOG, LOCK)
+#: the reason given for a run directory whose lock another process holds
+RUNNING_ELSEWHERE = "another process is running it (its lock is held)"
 STATES = ("empty", "foreign", "corrupt", "other-config", "running", "finished", "failed",
           "interrupted")
 
@@ -180,7 +182,7 @@ class RunDir:
                 return Status("other-config", f"holds another configuration (hash "
                                               f"{old.get('hash')})", config=old)
         if not held and self.locked():
-            return Status("running", "another process is running it (its lock is held)",
+            return Status("running", RUNNING_ELSEWHERE,
                           config=old)
         if SUMMARY in names:
             summary, why = load_json(p / SUMMARY)

@@ -405,10 +405,9 @@ def run_sweep(expansion: Expansion, root: Path, launch: Launch, *, env: dict[str
         # our child has ended, so a held lock is another process's: another sweep over
         # this root started the run after this sweep made its plan
         if returncode != 0 and error is None and R.RunDir(job.run_dir).locked():
-            detail = "another process is running it (its lock is held)"
-            outcome.foreign.append((job.run_dir, detail))
+            outcome.foreign.append((job.run_dir, R.RUNNING_ELSEWHERE))
             if on_foreign is not None:
-                on_foreign(job, detail)
+                on_foreign(job, R.RUNNING_ELSEWHERE)
             return
         ok, message = finish_job(job, returncode, error)
         if ok:

@@ -125,27 +125,14 @@ def probe(run_dir: Path, parts: list[str], checkpoint: str = "best", seed: int =
 
 
 def table(run_dir: Path, result: dict) -> str:
-    parts = list(result)
-    lines = [f"## {run_dir}", "", "| mask | " + " | ".join(parts) + " |",
-             "|---|" + "---|" * len(parts)]
-    for m in MASKS:
-        lines.append(f"| {m} | " + " | ".join(
-            f"{100 * result[p]['accuracy'][m]:.2f}" for p in parts) + " |")
-    for key in ("kept_motif", "kept_other"):
-        label = key.replace("_", " ").replace("kept", "selector keeps,")
-        lines.append(f"| {label} edges | " + " | ".join(
-            f"{result[p][key]:.3f}" for p in parts) + " |")
-    classes = sorted({c for p in parts for c in result[p]["kept_motif_by_class"]}, key=int)
-    for c in classes:
-        lines.append(f"| selector keeps, motif edges of class {c} | " + " | ".join(
-            f"{result[p]['kept_motif_by_class'].get(c, float('nan')):.3f}" for p in parts)
-            + " |")
-    return "\n".join(lines)
+    """One run's :func:`probe` result as a Markdown table (accuracy ×100, kept shares)."""
+    return summary({str(run_dir): result}, title=f"## {run_dir}")
 
 
-def summary(results: dict[str, dict]) -> str:
+def summary(results: dict[str, dict], title: str | None = None) -> str:
     """Mean ± sample std over runs (the values of ``results``, each one run's
-    :func:`probe` result over the same parts), as :func:`table` lays out one run."""
+    :func:`probe` result over the same parts) as a Markdown table under ``title``; one
+    run gives its values alone."""
     runs = list(results.values())
     parts = list(runs[0])
 
@@ -155,7 +142,7 @@ def summary(results: dict[str, dict]) -> str:
             return f"{v.mean():.{digits}f}" if len(v) else "–"
         return f"{v.mean():.{digits}f} ± {v.std(ddof=1):.{digits}f}"
 
-    lines = [f"## mean ± std over {len(runs)} runs", "",
+    lines = [title or f"## mean ± std over {len(runs)} runs", "",
              "| mask | " + " | ".join(parts) + " |", "|---|" + "---|" * len(parts)]
     for m in MASKS:
         lines.append(f"| {m} | " + " | ".join(
