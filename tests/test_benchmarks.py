@@ -169,3 +169,41 @@ def test_ablation_labels_runs_by_what_they_are():
     full = cfg(protocol=["train.eval_train=false"])
     assert ablation.label(full, ablation.FULL_PROTOCOL) == "official"
     assert ablation.label(full).startswith("official with ")
+
+
+def test_ablation_table_grows_from_earlier_runs_csv_files(tmp_path, capsys):
+    """An earlier session's ``.runs.csv`` is a source beside run directories: rows are
+    pooled by (split, label), a (split, label, seed) seen twice keeps the first source's
+    row, and the CPU kernels of each row are named."""
+    import pandas as pd
+
+    ablation = load_script("benchmarks/accuracy/prune/ablation.py")
+    row = dict.fromkeys(ablation.COLUMNS)
+    old = pd.DataFrame([{**row, "split": "size", "label": "official", "seed": 0, "valid": 0.7,
+                         "test": 0.40},
+                        {**row, "split": "size", "label": "official", "seed": 1, "valid": 0.7,
+                         "test": 0.50}])
+    old_csv = tmp_path / "old.runs.csv"
+    old.to_csv(old_csv, index=False)
+    new = pd.DataFrame([{**row, "split": "size", "label": "official", "seed": 1, "valid": 0.8,
+                         "test": 0.60, "kernels": "AVX512"},
+                        {**row, "split": "size", "label": "official", "seed": 2, "valid": 0.8,
+                         "test": 0.60, "kernels": "AVX512"}])
+    new_csv = tmp_path / "new.runs.csv"
+    new.to_csv(new_csv, index=False)
+
+    df = ablation.gather([new_csv, old_csv])
+    assert sorted(df["seed"]) == [0, 1, 2]
+    assert df.set_index("seed").loc[1, "test"] == 0.60  # the first source wins
+    ablation.table([new_csv, old_csv], tmp_path / "merged")
+    text = (tmp_path / "merged.md").read_text()
+    # by hand: tests 40, 60, 60 -> mean 53.33, sample std sqrt((13.33^2 + 2 * 6.67^2) / 2) = 11.55
+    assert "| official | 3 | 76.67 ± 5.77 | 53.33 ± 11.55 |" in text
+    assert text.rstrip().endswith("| AVX512 |")
+    assert len(pd.read_csv(tmp_path / "merged.runs.csv")) == 3
+    capsys.readouterr()
+
+    with pytest.raises(SystemExit) as stop:
+        ablation.gather([tmp_path / "missing.runs.csv"])
+    assert stop.value.code == 2
+    assert "no such file" in capsys.readouterr().err

@@ -160,11 +160,14 @@ def _spurious_share(run_dir: Path) -> float | None:
         return float(np.mean(z["edge_gt"] == 0)) if "edge_gt" in z.files else None
 
 
-def table(dirs: list[Path], out: Path | None, protocol: str = "cpu") -> None:
-    """Markdown and CSV: one row per (split, label), mean +- sample std over seeds."""
-    import numpy as np
-    import pandas as pd
+#: the columns of a ``.runs.csv``, in order (``kernels``: torch's CPU kernels, which round
+#: differently: ``AVX2`` or ``AVX512``; empty where the run predates its record)
+COLUMNS = ["split", "label", "seed", "valid", "test", "id_test", "kept", "motif_rocauc", "p50",
+           "r50", "spurious", "id_valid_rocauc", "best_epoch", "phase", "kernels"]
 
+
+def _run_rows(dirs: list[Path], protocol: str) -> list[dict[str, Any]]:
+    """One row per finished run under ``dirs`` (see :data:`COLUMNS`)."""
     from grprune.collect import scan_runs
     _register_oracle()
     rows = []
@@ -180,8 +183,45 @@ def table(dirs: list[Path], out: Path | None, protocol: str = "cpu") -> None:
                      "r50": (diag.get("test") or {}).get("recall@50"),
                      "spurious": _spurious_share(run.path),
                      "id_valid_rocauc": (diag.get("id-valid") or {}).get("motif_rocauc"),
-                     "best_epoch": s.get("best_epoch"), "phase": s.get("selected_phase")})
-    df = pd.DataFrame(rows)
+                     "best_epoch": s.get("best_epoch"), "phase": s.get("selected_phase"),
+                     "kernels": (s.get("determinism") or {}).get("cpu_capability")})
+    return rows
+
+
+def gather(sources: list[Path], protocol: str = "cpu"):
+    """The runs of ``sources`` as one table (a pandas DataFrame with :data:`COLUMNS`).
+
+    A source is a run directory (or a folder of them), read as :func:`table` labels runs,
+    or a ``.runs.csv`` that an earlier ``table`` wrote, so that a study can grow over
+    sessions whose run directories are gone. A (split, label, seed) measured more than once
+    keeps the row of the first source that has it, so list the runs of record first.
+    """
+    import pandas as pd
+    dirs = [s for s in sources if s.suffix != ".csv"]
+    frames = []  # (position of the source among sources, its rows)
+    if dirs:
+        frames.append((sources.index(dirs[0]),
+                       pd.DataFrame(_run_rows(dirs, protocol), columns=COLUMNS)))
+    for i, path in enumerate(sources):
+        if path.suffix == ".csv":
+            if not path.is_file():
+                print(f"ablation.py: no such file: {path}", file=sys.stderr)
+                sys.exit(2)
+            frames.append((i, pd.read_csv(path).reindex(columns=COLUMNS)))
+    frames = [f for _, f in sorted(frames, key=lambda x: x[0]) if not f.empty]
+    if not frames:
+        return pd.DataFrame(columns=COLUMNS)
+    df = pd.concat(frames, ignore_index=True)
+    df["seed"] = df["seed"].astype(int)
+    return df.drop_duplicates(["split", "label", "seed"], keep="first").reset_index(drop=True)
+
+
+def table(dirs: list[Path], out: Path | None, protocol: str = "cpu") -> None:
+    """Markdown and CSV: one row per (split, label), mean +- sample std over seeds. ``dirs``
+    are run directories and earlier ``.runs.csv`` files (:func:`gather`)."""
+    import numpy as np
+
+    df = gather(dirs, protocol)
     if df.empty:
         sys.exit("no finished runs")
     df.to_csv(out.with_suffix(".runs.csv") if out else sys.stdout, index=False)
@@ -207,13 +247,15 @@ def table(dirs: list[Path], out: Path | None, protocol: str = "cpu") -> None:
         lines += [f"\n### GOOD-Motif {split}\n",
                   "| setting | seeds | OOD-valid | OOD-test | ID-test | test edges kept | "
                   "motif ROC-AUC (test) | Precision@50 (test) | Recall@50 (test) | "
-                  "spurious share (test) | motif ROC-AUC (ID-valid) |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|"]
+                  "spurious share (test) | motif ROC-AUC (ID-valid) | CPU kernels |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for name in order:
             g = part[part["label"] == name]
             if g.empty:
                 continue
             cells = [fmt(g[m], 100 if m in ("valid", "test", "id_test") else 1) for m in metrics]
+            kernels = ", ".join(sorted({str(k) for k in g["kernels"] if isinstance(k, str)}))
+            cells.append(kernels or "–")
             lines.append(f"| {name} | {len(g)} | " + " | ".join(cells) + " |")
     text = "\n".join(lines) + "\n"
     if out:
