@@ -201,6 +201,12 @@ def test_ablation_table_grows_from_earlier_runs_csv_files(tmp_path, capsys):
     assert "| official | 3 | 76.67 ± 5.77 | 53.33 ± 11.55 |" in text
     assert text.rstrip().endswith("| AVX512 |")
     assert len(pd.read_csv(tmp_path / "merged.runs.csv")) == 3
+    # a preamble written by hand above the tables survives the next regeneration
+    (tmp_path / "merged.md").write_text("# Study\n\nRan at abc123.\n" + text)
+    ablation.table([new_csv, old_csv], tmp_path / "merged")
+    again = (tmp_path / "merged.md").read_text()
+    assert again.startswith("# Study\n\nRan at abc123.\n\n### GOOD-Motif size")
+    assert again.count("### GOOD-Motif size") == 1
     capsys.readouterr()
 
     with pytest.raises(SystemExit) as stop:

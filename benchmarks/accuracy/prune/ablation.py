@@ -218,7 +218,8 @@ def gather(sources: list[Path], protocol: str = "cpu"):
 
 def table(dirs: list[Path], out: Path | None, protocol: str = "cpu") -> None:
     """Markdown and CSV: one row per (split, label), mean +- sample std over seeds. ``dirs``
-    are run directories and earlier ``.runs.csv`` files (:func:`gather`)."""
+    are run directories and earlier ``.runs.csv`` files (:func:`gather`). The text before
+    the first ``### `` heading of an existing ``.md`` is kept."""
     import numpy as np
 
     df = gather(dirs, protocol)
@@ -259,7 +260,11 @@ def table(dirs: list[Path], out: Path | None, protocol: str = "cpu") -> None:
             lines.append(f"| {name} | {len(g)} | " + " | ".join(cells) + " |")
     text = "\n".join(lines) + "\n"
     if out:
-        out.with_suffix(".md").write_text(text)
+        md = out.with_suffix(".md")
+        # a hand-written preamble (what ran, where, at which commit) survives regeneration
+        old = md.read_text() if md.exists() else ""
+        preamble = old[:old.index("\n### ")].rstrip("\n") if "\n### " in old else ""
+        md.write_text((preamble + "\n" if preamble else "") + text)
         print(f"wrote {out.with_suffix('.md')} and {out.with_suffix('.runs.csv')}")
     print(text)
 
