@@ -197,18 +197,16 @@ def gather(sources: list[Path], protocol: str = "cpu"):
     keeps the row of the first source that has it, so list the runs of record first.
     """
     import pandas as pd
-    dirs = [s for s in sources if s.suffix != ".csv"]
-    frames = []  # (position of the source among sources, its rows)
-    if dirs:
-        frames.append((sources.index(dirs[0]),
-                       pd.DataFrame(_run_rows(dirs, protocol), columns=COLUMNS)))
-    for i, path in enumerate(sources):
-        if path.suffix == ".csv":
-            if not path.is_file():
-                print(f"ablation.py: no such file: {path}", file=sys.stderr)
-                sys.exit(2)
-            frames.append((i, pd.read_csv(path).reindex(columns=COLUMNS)))
-    frames = [f for _, f in sorted(frames, key=lambda x: x[0]) if not f.empty]
+    frames = []
+    for path in sources:  # in the order given: the first source of a row wins
+        if path.suffix != ".csv":
+            frames.append(pd.DataFrame(_run_rows([path], protocol), columns=COLUMNS))
+        elif path.is_file():
+            frames.append(pd.read_csv(path).reindex(columns=COLUMNS))
+        else:
+            print(f"ablation.py: no such file: {path}", file=sys.stderr)
+            sys.exit(2)
+    frames = [f for f in frames if not f.empty]
     if not frames:
         return pd.DataFrame(columns=COLUMNS)
     df = pd.concat(frames, ignore_index=True)
@@ -255,7 +253,7 @@ def table(dirs: list[Path], out: Path | None, protocol: str = "cpu") -> None:
             if g.empty:
                 continue
             cells = [fmt(g[m], 100 if m in ("valid", "test", "id_test") else 1) for m in metrics]
-            kernels = ", ".join(sorted({str(k) for k in g["kernels"] if isinstance(k, str)}))
+            kernels = ", ".join(sorted({k for k in g["kernels"] if isinstance(k, str)}))
             cells.append(kernels or "–")
             lines.append(f"| {name} | {len(g)} | " + " | ".join(cells) + " |")
     text = "\n".join(lines) + "\n"
@@ -265,7 +263,7 @@ def table(dirs: list[Path], out: Path | None, protocol: str = "cpu") -> None:
         old = md.read_text() if md.exists() else ""
         preamble = old[:old.index("\n### ")].rstrip("\n") if "\n### " in old else ""
         md.write_text((preamble + "\n" if preamble else "") + text)
-        print(f"wrote {out.with_suffix('.md')} and {out.with_suffix('.runs.csv')}")
+        print(f"wrote {md} and {out.with_suffix('.runs.csv')}")
     print(text)
 
 
