@@ -223,7 +223,11 @@ def table(dirs: list[Path], out: Path | None, protocol: str = "cpu") -> None:
     df = gather(dirs, protocol)
     if df.empty:
         sys.exit("no finished runs")
-    df.to_csv(out.with_suffix(".runs.csv") if out else sys.stdout, index=False)
+    from grprune.results import atomic_write_bytes  # a study's files are never left half-written
+    if out:
+        atomic_write_bytes(out.with_suffix(".runs.csv"), df.to_csv(index=False).encode())
+    else:
+        df.to_csv(sys.stdout, index=False)
     metrics = ["valid", "test", "id_test", "kept", "motif_rocauc", "p50", "r50", "spurious",
                "id_valid_rocauc"]
 
@@ -262,7 +266,7 @@ def table(dirs: list[Path], out: Path | None, protocol: str = "cpu") -> None:
         # a hand-written preamble (what ran, where, at which commit) survives regeneration
         old = md.read_text() if md.exists() else ""
         preamble = old[:old.index("\n### ")].rstrip("\n") if "\n### " in old else ""
-        md.write_text((preamble + "\n" if preamble else "") + text)
+        atomic_write_bytes(md, ((preamble + "\n" if preamble else "") + text).encode())
         print(f"wrote {md} and {out.with_suffix('.runs.csv')}")
     print(text)
 
