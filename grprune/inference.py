@@ -56,16 +56,23 @@ undirected_bonds = bonds_by_first_edge
 
 
 def score_batches(model: GraphClassifier, batches: Iterable[GraphBatch], *,
-                  use_selector: bool = True) -> list[GraphScore]:
+                  use_selector: bool = True, seed: int = 0) -> list[GraphScore]:
     """Score batches with :func:`grprune.evaluation.evaluate_batches`, the trainer's evaluation.
+
+    A selector that samples its mask at evaluation (``selector.eval_mode=sample``) draws
+    from a stream seeded with ``seed`` inside :func:`torch.random.fork_rng`, so the same
+    graphs score the same on every call and the caller's RNG is left as it was.
 
     Returns
     -------
     list of GraphScore
         One per graph, in batch order.
     """
-    ev = evaluate_batches(model, batches, use_selector=use_selector, diagnostics=False,
-                          collect_edges=True)
+    device = next(model.parameters()).device
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+        torch.manual_seed(seed)
+        ev = evaluate_batches(model, batches, use_selector=use_selector, diagnostics=False,
+                              collect_edges=True)
     return ev.edges.graph_scores()
 
 

@@ -14,6 +14,7 @@ import math
 import random
 import resource
 import time
+import zlib
 from pathlib import Path
 from typing import Any, Callable
 
@@ -66,6 +67,13 @@ def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
+
+
+def eval_seed(seed: int, split: str) -> int:
+    """The seed of evaluation's random stream on ``split`` (:meth:`Trainer.evaluate`):
+    CRC-32 of ``"{seed}/{split}"``, an int in [0, 2**32), the same on every machine and
+    Python process (unlike :func:`hash` of a string)."""
+    return zlib.crc32(f"{seed}/{split}".encode())
 
 
 def model_dims(dataset) -> dict[str, Any]:
@@ -300,10 +308,21 @@ class Trainer:
         """Metric, class probabilities, kept-edge fraction and, for a learned selector in
         use, its diagnostics on a split: :func:`grprune.evaluation.evaluate_batches`, the
         evaluation that inference shares. The second value is :attr:`Evaluation.edges`
-        (every edge's selector output with ``collect_edges``, else None)."""
-        ev = evaluate_batches(self.model, self._batches(split), use_selector=use_selector,
-                              metric=self.metric, num_classes=self.dataset.num_classes,
-                              collect_edges=collect_edges)
+        (every edge's selector output with ``collect_edges``, else None).
+
+        What evaluation draws at random (a Gumbel or Bernoulli edge mask with
+        ``selector.eval_mode=sample``) comes from a stream of its own, seeded by
+        :func:`eval_seed` of the run's seed and ``split``, inside
+        :func:`torch.random.fork_rng`: the training RNG is left as it was. So how, and how
+        often, a run is evaluated never changes what it trains, and a checkpoint scores the
+        same on a split whenever it is evaluated (the summary's score of the selected epoch
+        is the one ``results.jsonl`` logged for it)."""
+        cuda = [self.device] if self.device.type == "cuda" else []
+        with torch.random.fork_rng(devices=cuda):
+            torch.manual_seed(eval_seed(self.tc["seed"], split))
+            ev = evaluate_batches(self.model, self._batches(split), use_selector=use_selector,
+                                  metric=self.metric, num_classes=self.dataset.num_classes,
+                                  collect_edges=collect_edges)
         return ev, ev.edges
 
     # -- state -------------------------------------------------------------

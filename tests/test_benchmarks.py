@@ -174,7 +174,7 @@ def test_ablation_labels_runs_by_what_they_are():
 def test_ablation_table_grows_from_earlier_runs_csv_files(tmp_path, capsys):
     """An earlier session's ``.runs.csv`` is a source beside run directories: rows are
     pooled by (split, label), a (split, label, seed) seen twice keeps the first source's
-    row, and the CPU kernels of each row are named."""
+    row, and the CPU and kernels of each row are named."""
     import pandas as pd
 
     ablation = load_script("benchmarks/accuracy/prune/ablation.py")
@@ -184,9 +184,9 @@ def test_ablation_table_grows_from_earlier_runs_csv_files(tmp_path, capsys):
                         {**row, "split": "size", "label": "official", "seed": 1, "valid": 0.7,
                          "test": 0.50}])
     old_csv = tmp_path / "old.runs.csv"
-    old.to_csv(old_csv, index=False)
+    old.drop(columns=["cpu"]).to_csv(old_csv, index=False)  # written before the CPU was
     new = pd.DataFrame([{**row, "split": "size", "label": "official", "seed": 1, "valid": 0.8,
-                         "test": 0.60, "kernels": "AVX512"},
+                         "test": 0.60, "kernels": "AVX512", "cpu": "AMD EPYC"},
                         {**row, "split": "size", "label": "official", "seed": 2, "valid": 0.8,
                          "test": 0.60, "kernels": "AVX512"}])
     new_csv = tmp_path / "new.runs.csv"
@@ -199,7 +199,8 @@ def test_ablation_table_grows_from_earlier_runs_csv_files(tmp_path, capsys):
     text = (tmp_path / "merged.md").read_text()
     # by hand: tests 40, 60, 60 -> mean 53.33, sample std sqrt((13.33^2 + 2 * 6.67^2) / 2) = 11.55
     assert "| official | 3 | 76.67 ± 5.77 | 53.33 ± 11.55 |" in text
-    assert text.rstrip().endswith("| AVX512 |")
+    # each distinct (CPU, kernels) of the row; a row with no CPU recorded gives its kernels
+    assert text.rstrip().endswith("| AMD EPYC AVX512, AVX512 |")
     assert len(pd.read_csv(tmp_path / "merged.runs.csv")) == 3
     # a preamble written by hand above the tables survives the next regeneration
     (tmp_path / "merged.md").write_text("# Study\n\nRan at abc123.\n" + text)

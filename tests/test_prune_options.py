@@ -323,3 +323,37 @@ def test_motif_rocauc_over_correctly_predicted_graphs_by_hand():
     stats = SelectorStats()
     stats.add(batch, logits)  # without predictions: no correct-only figure
     assert "motif_rocauc_correct" not in stats.result()
+
+
+def test_sampled_evaluation_leaves_training_as_it_was(tmp_path):
+    """eval_mode=sample draws its masks from a stream of its own (Trainer.evaluate): the
+    training losses are those of a run that evaluates without drawing, and the summary's
+    score of the selected epoch is the one results.jsonl logged for it."""
+    runs = {}
+    for mode in ("threshold", "sample"):
+        cfg = _cfg(reg="size,eps-align", epochs=3,
+                   overrides=[f"selector.eval_mode={mode}", "train.warmup_epochs=0",
+                              "train.eval_train=true"])
+        _, summary = execute(cfg, tmp_path / mode, log=lambda m: None)
+        runs[mode] = summary, R.read_records(tmp_path / mode / R.RESULTS)
+    losses = {mode: [r["loss"]["total"] for r in records] for mode, (_, records) in runs.items()}
+    assert losses["sample"] == losses["threshold"]
+    summary, records = runs["sample"]
+    best = next(r for r in records if r["epoch"] == summary["best_epoch"])
+    assert summary["test"] == best["test"][summary["metric"]]
+    assert summary["valid"] == best["valid"][summary["metric"]]
+    # scoring new graphs with a sampled mask: the same scores on every call, and the
+    # caller's RNG left as it was
+    from grprune.inference import load_run
+    run = load_run(tmp_path / "sample")
+    before = torch.get_rng_state()
+    smiles = ["CCO", "c1ccccc1O", "CC(=O)Nc1ccc(O)cc1"]
+    first, again = run.predict(smiles), run.predict(smiles)
+    assert list(first["prob_1"]) == list(again["prob_1"])
+    assert torch.equal(torch.get_rng_state(), before)
+
+
+def test_eval_seed_is_fixed_per_seed_and_split():
+    from grprune.trainer import eval_seed
+    assert eval_seed(0, "test") == __import__("zlib").crc32(b"0/test")
+    assert len({eval_seed(s, split) for s in (0, 1) for split in ("valid", "test")}) == 4

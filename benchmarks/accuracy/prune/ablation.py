@@ -161,9 +161,11 @@ def _spurious_share(run_dir: Path) -> float | None:
 
 
 #: the columns of a ``.runs.csv``, in order (``kernels``: torch's CPU kernels, which round
-#: differently: ``AVX2`` or ``AVX512``; empty where the run predates its record)
+#: differently: ``AVX2`` or ``AVX512``; ``cpu``: the processor, e.g. ``AMD EPYC``, since runs
+#: repeat exactly only on one vendor's CPUs (docs/outputs.md); each empty where a row
+#: predates its record)
 COLUMNS = ["split", "label", "seed", "valid", "test", "id_test", "kept", "motif_rocauc", "p50",
-           "r50", "spurious", "id_valid_rocauc", "best_epoch", "phase", "kernels"]
+           "r50", "spurious", "id_valid_rocauc", "best_epoch", "phase", "kernels", "cpu"]
 
 
 def _run_rows(dirs: list[Path], protocol: str) -> list[dict[str, Any]]:
@@ -184,7 +186,8 @@ def _run_rows(dirs: list[Path], protocol: str) -> list[dict[str, Any]]:
                      "spurious": _spurious_share(run.path),
                      "id_valid_rocauc": (diag.get("id-valid") or {}).get("motif_rocauc"),
                      "best_epoch": s.get("best_epoch"), "phase": s.get("selected_phase"),
-                     "kernels": (s.get("determinism") or {}).get("cpu_capability")})
+                     "kernels": (s.get("determinism") or {}).get("cpu_capability"),
+                     "cpu": (s.get("environment") or {}).get("cpu")})
     return rows
 
 
@@ -250,15 +253,14 @@ def table(dirs: list[Path], out: Path | None, protocol: str = "cpu") -> None:
         lines += [f"\n### GOOD-Motif {split}\n",
                   "| setting | seeds | OOD-valid | OOD-test | ID-test | test edges kept | "
                   "motif ROC-AUC (test) | Precision@50 (test) | Recall@50 (test) | "
-                  "spurious share (test) | motif ROC-AUC (ID-valid) | CPU kernels |",
+                  "spurious share (test) | motif ROC-AUC (ID-valid) | CPU, kernels |",
                   "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for name in order:
             g = part[part["label"] == name]
             if g.empty:
                 continue
             cells = [fmt(g[m], 100 if m in ("valid", "test", "id_test") else 1) for m in metrics]
-            kernels = ", ".join(sorted({k for k in g["kernels"] if isinstance(k, str)}))
-            cells.append(kernels or "–")
+            cells.append(_machines(g) or "–")
             lines.append(f"| {name} | {len(g)} | " + " | ".join(cells) + " |")
     text = "\n".join(lines) + "\n"
     if out:
@@ -269,6 +271,16 @@ def table(dirs: list[Path], out: Path | None, protocol: str = "cpu") -> None:
         atomic_write_bytes(md, ((preamble + "\n" if preamble else "") + text).encode())
         print(f"wrote {md} and {out.with_suffix('.runs.csv')}")
     print(text)
+
+
+def _machines(rows) -> str:
+    """The distinct (CPU, kernels) of ``rows``, e.g. ``AMD EPYC AVX2, AVX2`` (the second
+    a row whose CPU was not recorded)."""
+    def text(value):
+        return value if isinstance(value, str) else ""
+    pairs = {" ".join(filter(None, (text(c), text(k))))
+             for c, k in zip(rows["cpu"], rows["kernels"])}
+    return ", ".join(sorted(p for p in pairs if p))
 
 
 def _register_oracle() -> None:
