@@ -214,3 +214,24 @@ def test_ablation_table_grows_from_earlier_runs_csv_files(tmp_path, capsys):
         ablation.gather([tmp_path / "missing.runs.csv"])
     assert stop.value.code == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_kept_per_graph_compares_a_run_mask_with_a_per_graph_budget(tmp_path):
+    import numpy as np
+
+    kpg = load_script("benchmarks/accuracy/prune/kept_per_graph.py")
+    # graph 0: 4 edges, the run keeps 3 (the first three); graph 1: 2 edges, keeps none
+    z = {"edge_ptr": np.array([0, 4, 6]),
+         "edge_prob": np.array([0.9, 0.2, 0.8, 0.1, 0.6, 0.3], dtype=np.float32),
+         "edge_weight": np.array([1, 1, 1, 0, 0, 0], dtype=np.float32),
+         "edge_gt": np.array([1, 1, 0, 0, 1, 1], dtype=np.int8)}
+    out = kpg.compare(z, 0.5)
+    # by hand, budget ceil(0.5 * U): graph 0 keeps edges 0 and 2, graph 1 keeps edge 4
+    assert out["graphs"] == 2
+    assert out["kept_mean"] == pytest.approx((0.75 + 0.0) / 2)
+    assert out["jaccard"] == pytest.approx((2 / 3 + 0 / 1) / 2)
+    assert out["dropped_by_budget"] == pytest.approx((1 / 3 + 0) / 2)  # edge 1 of graph 0
+    assert out["recall_run"] == pytest.approx((1.0 + 0.0) / 2)
+    assert out["recall_budget"] == pytest.approx((0.5 + 0.5) / 2)
+    assert out["near_budget"] == 0.0  # |0.75 - 0.5| and |0 - 0.5| are both over 0.1
+    assert out["r_kept_gt"] == pytest.approx(-1.0)  # kept 0.75, 0 against motif share 0.5, 1
