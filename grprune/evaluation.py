@@ -257,8 +257,14 @@ class Evaluation:
 @torch.no_grad()
 def evaluate_batches(model, batches: Iterable[GraphBatch], *, num_classes: int = 0,
                      use_selector: bool = True, metric: str | None = None,
-                     diagnostics: bool = True, collect_edges: bool = False) -> Evaluation:
+                     diagnostics: bool = True, collect_edges: bool = False,
+                     seed: int = 0) -> Evaluation:
     """Evaluate a model on batches, as the trainer does.
+
+    What evaluation draws at random (a Gumbel or Bernoulli edge mask with
+    ``selector.eval_mode=sample``) comes from a stream of its own, seeded with ``seed``
+    inside :func:`torch.random.fork_rng`: the caller's RNG (a training run's) is left as it
+    was, and the same model scores the same batches the same on every call.
 
     Parameters
     ----------
@@ -275,6 +281,9 @@ def evaluate_batches(model, batches: Iterable[GraphBatch], *, num_classes: int =
         Summarise a learned selector's logits (:class:`~grprune.diagnostics.SelectorStats`).
     collect_edges : bool
         Also return every edge's output (:attr:`Evaluation.edges`).
+    seed : int
+        Seed of evaluation's random stream (the trainer's is
+        :func:`grprune.trainer.eval_seed` of the run's seed and the split).
 
     Returns
     -------
@@ -282,31 +291,33 @@ def evaluate_batches(model, batches: Iterable[GraphBatch], *, num_classes: int =
     """
     model.eval()
     device = next(model.parameters()).device
-    probs, labels, edges = [], [], 0
-    kept = torch.zeros((), device=device)
-    stats = (SelectorStats() if diagnostics and use_selector
-             and getattr(model.selector, "learned", False) else None)
-    collector = _EdgeCollector() if collect_edges else None
-    for batch in batches:
-        if batch.device != device:
-            batch = batch.to(device)
-        p, out = model.predict(batch, use_selector=use_selector)
-        probs.append(p.cpu())
-        labels.append(batch.y.cpu())
-        edges += batch.src.numel()
-        s = out.selection
-        kept += s.edge_weight.sum() if s is not None else batch.src.numel()
-        if stats is not None:
-            correct = p.argmax(-1) == batch.y.view(-1) if batch.edge_gt is not None else None
-            stats.add(batch, s.edge_logits, correct)
-        if collector is not None:
-            collector.add(batch, p, s)
-    prob = torch.cat(probs).numpy() if probs else np.zeros((0, num_classes))
-    y = torch.cat(labels).numpy() if labels else np.zeros(0, dtype=int)
-    return Evaluation(metric=evaluate(metric, y, prob) if metric is not None else math.nan,
-                      prob=prob, kept=float(kept) / edges if edges else 1.0,
-                      selector=stats.result() if stats is not None else None,
-                      edges=collector.result(num_classes) if collector is not None else None)
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+        torch.manual_seed(seed)
+        probs, labels, edges = [], [], 0
+        kept = torch.zeros((), device=device)
+        stats = (SelectorStats() if diagnostics and use_selector
+                 and getattr(model.selector, "learned", False) else None)
+        collector = _EdgeCollector() if collect_edges else None
+        for batch in batches:
+            if batch.device != device:
+                batch = batch.to(device)
+            p, out = model.predict(batch, use_selector=use_selector)
+            probs.append(p.cpu())
+            labels.append(batch.y.cpu())
+            edges += batch.src.numel()
+            s = out.selection
+            kept += s.edge_weight.sum() if s is not None else batch.src.numel()
+            if stats is not None:
+                correct = p.argmax(-1) == batch.y.view(-1) if batch.edge_gt is not None else None
+                stats.add(batch, s.edge_logits, correct)
+            if collector is not None:
+                collector.add(batch, p, s)
+        prob = torch.cat(probs).numpy() if probs else np.zeros((0, num_classes))
+        y = torch.cat(labels).numpy() if labels else np.zeros(0, dtype=int)
+        return Evaluation(metric=evaluate(metric, y, prob) if metric is not None else math.nan,
+                          prob=prob, kept=float(kept) / edges if edges else 1.0,
+                          selector=stats.result() if stats is not None else None,
+                          edges=collector.result(num_classes) if collector is not None else None)
 
 
 def edge_probs_arrays(edges: EdgeScores, smiles=None) -> dict[str, np.ndarray]:

@@ -60,19 +60,16 @@ def score_batches(model: GraphClassifier, batches: Iterable[GraphBatch], *,
     """Score batches with :func:`grprune.evaluation.evaluate_batches`, the trainer's evaluation.
 
     A selector that samples its mask at evaluation (``selector.eval_mode=sample``) draws
-    from a stream seeded with ``seed`` inside :func:`torch.random.fork_rng`, so the same
-    graphs score the same on every call and the caller's RNG is left as it was.
+    from a stream seeded with ``seed`` (:func:`~grprune.evaluation.evaluate_batches`), so
+    the same graphs score the same on every call and the caller's RNG is left as it was.
 
     Returns
     -------
     list of GraphScore
         One per graph, in batch order.
     """
-    device = next(model.parameters()).device
-    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
-        torch.manual_seed(seed)
-        ev = evaluate_batches(model, batches, use_selector=use_selector, diagnostics=False,
-                              collect_edges=True)
+    ev = evaluate_batches(model, batches, use_selector=use_selector, diagnostics=False,
+                          collect_edges=True, seed=seed)
     return ev.edges.graph_scores()
 
 

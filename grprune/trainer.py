@@ -311,18 +311,16 @@ class Trainer:
         (every edge's selector output with ``collect_edges``, else None).
 
         What evaluation draws at random (a Gumbel or Bernoulli edge mask with
-        ``selector.eval_mode=sample``) comes from a stream of its own, seeded by
-        :func:`eval_seed` of the run's seed and ``split``, inside
-        :func:`torch.random.fork_rng`: the training RNG is left as it was. So how, and how
+        ``selector.eval_mode=sample``) comes from :func:`evaluate_batches`' own stream,
+        seeded by :func:`eval_seed` of the run's seed and ``split``: the training RNG is
+        left as it was. So how, and how
         often, a run is evaluated never changes what it trains, and a checkpoint scores the
         same on a split whenever it is evaluated (the summary's score of the selected epoch
         is the one ``results.jsonl`` logged for it)."""
-        cuda = [self.device] if self.device.type == "cuda" else []
-        with torch.random.fork_rng(devices=cuda):
-            torch.manual_seed(eval_seed(self.tc["seed"], split))
-            ev = evaluate_batches(self.model, self._batches(split), use_selector=use_selector,
-                                  metric=self.metric, num_classes=self.dataset.num_classes,
-                                  collect_edges=collect_edges)
+        ev = evaluate_batches(self.model, self._batches(split), use_selector=use_selector,
+                              metric=self.metric, num_classes=self.dataset.num_classes,
+                              collect_edges=collect_edges,
+                              seed=eval_seed(self.tc["seed"], split))
         return ev, ev.edges
 
     # -- state -------------------------------------------------------------
