@@ -216,21 +216,32 @@ def test_ablation_table_grows_from_earlier_runs_csv_files(tmp_path, capsys):
     assert "no such file" in capsys.readouterr().err
 
 
-def test_kept_per_graph_compares_a_run_mask_with_a_per_graph_budget(tmp_path):
+def test_kept_per_graph_compares_a_run_mask_with_a_per_graph_budget():
     import numpy as np
 
+    from grprune.evaluation import GraphScore
+
     kpg = load_script("benchmarks/accuracy/prune/kept_per_graph.py")
-    # graph 0: 4 edges, the run keeps 3 (the first three); graph 1: 2 edges, keeps none
-    z = {"edge_ptr": np.array([0, 4, 6]),
-         "edge_prob": np.array([0.9, 0.2, 0.8, 0.1, 0.6, 0.3], dtype=np.float32),
-         "edge_weight": np.array([1, 1, 1, 0, 0, 0], dtype=np.float32),
-         "edge_gt": np.array([1, 1, 0, 0, 1, 1], dtype=np.int8)}
-    out = kpg.compare(z, 0.5)
-    # by hand, budget ceil(0.5 * U): graph 0 keeps edges 0 and 2, graph 1 keeps edge 4
+
+    def graph(logits, kept, gt):  # a path of bonds, each as its two directed edges
+        n = len(logits)
+        src = np.array([[k, k + 1] for k in range(n)]).reshape(-1)
+        dst = np.array([[k + 1, k] for k in range(n)]).reshape(-1)
+        logits = np.repeat(np.float32(logits), 2)
+        return GraphScore(prob=np.zeros(2, np.float32), src=src, dst=dst, edge_logits=logits,
+                          edge_prob=1 / (1 + np.exp(-logits)),
+                          edge_weight=np.repeat(np.float32(kept), 2),
+                          edge_gt=np.repeat(np.int64(gt), 2), num_nodes=n + 1)
+
+    # graph 0: 4 bonds, the run keeps 3 (the first three); graph 1: 2 bonds, keeps none
+    scores = [graph([2.0, -1.0, 1.0, -2.0], [1, 1, 1, 0], [1, 1, 0, 0]),
+              graph([0.5, -0.5], [0, 0], [1, 1])]
+    out = kpg.compare(scores, 0.5)
+    # by hand, budget ceil(0.5 * U) by logit: graph 0 keeps bonds 0 and 2, graph 1 bond 0
     assert out["graphs"] == 2
     assert out["kept_mean"] == pytest.approx((0.75 + 0.0) / 2)
     assert out["jaccard"] == pytest.approx((2 / 3 + 0 / 1) / 2)
-    assert out["dropped_by_budget"] == pytest.approx((1 / 3 + 0) / 2)  # edge 1 of graph 0
+    assert out["dropped_by_budget"] == pytest.approx((1 / 3 + 0) / 2)  # bond 1 of graph 0
     assert out["recall_run"] == pytest.approx((1.0 + 0.0) / 2)
     assert out["recall_budget"] == pytest.approx((0.5 + 0.5) / 2)
     assert out["near_budget"] == 0.0  # |0.75 - 0.5| and |0 - 0.5| are both over 0.1
