@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # What this project's GPU sessions run on the lent machine (Python 3.12 with CUDA torch;
 # dgl/ogb/rdkit wheels carried in .whl/). Usage, from the repository root:
-#   bash benchmarks/device.sh start [S]  # install, start the accuracy sweep, wait up to S s
+#   bash benchmarks/device.sh start [S]  # install, start the accuracy sweep and the CUDA
+#                                        # tests beside it, wait up to S s
 #   bash benchmarks/device.sh wait [S]   # wait up to S seconds more for the sweep
 #   bash benchmarks/device.sh bench      # CUDA speed benchmark (after the sweep: timings
 #                                        # taken beside 16 training runs would be meaningless)
-# GRPRUNE_SPEC names the sweep (default good-motif: benchmarks/accuracy/good-motif.yaml;
-# good-hiv is the other one that needs a GPU). Results land in $OUT: acc-<spec>.tgz (run
-# folders without checkpoints), sweep.out, speed-cuda.jsonl. Each call must follow the
-# last within the machine's 30 s idle release.
+# GRPRUNE_SPEC names the sweep: a name under benchmarks/accuracy (default good-motif:
+# benchmarks/accuracy/good-motif.yaml; good-hiv is the other one that needs a GPU) or the path
+# of a spec file (e.g. benchmarks/accuracy/prune/motif-paper-gpu.yaml). Results land in $OUT:
+# acc-<spec name>.tgz (run folders without checkpoints; edge_probs.npz kept), sweep.out,
+# speed-cuda.jsonl. Each call must follow the last within the machine's 30 s idle release.
 #
 # The 16 sweep workers share one GPU. Without help the GPU time-slices between their CUDA
 # contexts, so small-batch GNN steps from different processes never overlap; with
@@ -23,11 +25,16 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH=/tmp/site:$PWD GRPRUNE_DATA_ROOT=/tmp/data PYTHONUNBUFFERED=1 OMP_NUM_THREADS=1
 export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
 WORKERS=${GRPRUNE_WORKERS:-16}
+DEVICE=${GRPRUNE_DEVICE:-cuda}  # cpu: try the script on a machine without a GPU
 SPEC=${GRPRUNE_SPEC:-good-motif}
-ROOT=acc-$SPEC
+case $SPEC in
+  *.yaml|*.yml) SPEC_FILE=$SPEC; NAME=$(basename "${SPEC%.*}") ;;
+  *) SPEC_FILE=benchmarks/accuracy/$SPEC.yaml; NAME=$SPEC ;;
+esac
+ROOT=acc-$NAME
 pack() {
   tar czf "$OUT/$ROOT.tgz" --exclude=checkpoint.pt --exclude=state.pt \
-    --exclude=edge_probs.npz -C /tmp "$ROOT" 2>/dev/null
+    -C /tmp "$ROOT" 2>/dev/null
   cp /tmp/sweep.out "$OUT/" 2>/dev/null
   grep -c '^sweep: done' /tmp/sweep.out 2>/dev/null
 }
@@ -45,18 +52,24 @@ case ${1:-start} in
   start)
     nvidia-smi --query-gpu=name,memory.total,driver_version,compute_mode --format=csv,noheader
     echo "cpus: $(nproc)"
+    python3 -c "import torch, ogb, grprune.compat; print('torch', torch.__version__, \
+'cuda', torch.cuda.is_available(), 'dgl', grprune.compat.dgl.__version__)" || exit 1
     [ "${GRPRUNE_MPS:-1}" = 1 ] && start_mps
-    case $SPEC in
-      good-motif) splits="basis size" ;;
-      good-hiv) splits="scaffold size" ;;
-      *) splits="" ;;
+    case $NAME in
+      *motif*) data=good-motif; splits="basis size" ;;
+      *hiv*) data=good-hiv; splits="scaffold size" ;;
+      *) data=""; splits="" ;;
     esac
-    for s in $splits; do python3 -m grprune data info "$SPEC" --split "$s" >/dev/null & done
+    for s in $splits; do python3 -m grprune data info "$data" --split "$s" >/dev/null & done
     wait
     echo "data ready after $(( $(date +%s) - t0 )) s"
-    setsid nohup python3 -m grprune sweep --spec "benchmarks/accuracy/$SPEC.yaml" \
-      --out "/tmp/$ROOT" --workers "$WORKERS" --device cuda --progress plain \
+    setsid nohup python3 -m grprune sweep --spec "$SPEC_FILE" \
+      --out "/tmp/$ROOT" --workers "$WORKERS" --device "$DEVICE" --progress plain \
       >/tmp/sweep.out 2>&1 &
+    # the CUDA tests (tests/test_device.py, skipped in CI), beside the sweep: GRPRUNE_CUDA_TESTS=0 skips
+    [ "${GRPRUNE_CUDA_TESTS:-1}" = 1 ] && (timeout 420 python3 -m pytest -q -p no:cacheprovider \
+      tests/test_device.py >"$OUT/cuda-tests.txt" 2>&1; echo "pytest rc $?" >>"$OUT/cuda-tests.txt") &
+    TESTS=$!
     ;;
   wait) ;;
   bench)
@@ -69,7 +82,8 @@ case ${1:-start} in
 esac
 budget=${2:-560}
 while [ $(( $(date +%s) - t0 )) -lt "$budget" ]; do
-  if grep -q '^sweep: .* configurations in' /tmp/sweep.out 2>/dev/null; then break; fi
+  if grep -q '^sweep: .* configurations in' /tmp/sweep.out 2>/dev/null \
+      && ! kill -0 "${TESTS:-0}" 2>/dev/null; then break; fi
   sleep 15
 done
 echo "runs done: $(pack) after $(( $(date +%s) - t0 )) s"
