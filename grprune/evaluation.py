@@ -197,7 +197,8 @@ class _EdgeCollector:
 
     def add(self, batch: GraphBatch, prob: torch.Tensor, s) -> None:
         local_src, local_dst = batch.local_edges()
-        ones = torch.ones_like(batch.src, dtype=torch.float32)
+        # without a selector every edge is kept: host tensors, like everything collected
+        ones = torch.ones(local_src.shape[0], dtype=torch.float32)
         p = self.parts
         p["index"].append(batch.index.cpu())
         p["prob"].append(prob.float().cpu())

@@ -405,3 +405,26 @@ def _assert_close(a, b):
         assert a == pytest.approx(b, abs=1e-6)
     else:
         assert a == b
+
+
+def test_edges_of_a_model_without_selector_are_collected_on_the_host():
+    """The collector keeps only host tensors, also the ones it makes for a model without a
+    selector (ERM, IRM, ...). It used to make those like the batch's ``src``, so on a GPU
+    every such run failed at its final test evaluation (seen on an H100: "can't convert cuda:0
+    device type tensor to numpy"). Here ``src`` lives on the meta device, which no host copy
+    can read, as a stand-in for a device CI does not have."""
+    from types import SimpleNamespace
+
+    from grprune.evaluation import _EdgeCollector
+
+    local_src, local_dst = torch.tensor([0, 1, 0]), torch.tensor([1, 0, 1])
+    batch = SimpleNamespace(index=torch.tensor([4, 7]), num_nodes=torch.tensor([2, 2]),
+                            num_edges=torch.tensor([2, 1]),
+                            src=torch.empty(3, dtype=torch.int64, device="meta"),
+                            edge_gt=None, local_edges=lambda: (local_src, local_dst))
+    collector = _EdgeCollector()
+    collector.add(batch, torch.tensor([[0.3, 0.7], [0.9, 0.1]]), None)
+    edges = collector.result(num_classes=2)
+    assert edges.edge_prob.tolist() == [1.0, 1.0, 1.0]
+    assert edges.edge_weight.tolist() == [1.0, 1.0, 1.0]
+    assert np.isinf(edges.edge_logits).all() and edges.edge_ptr.tolist() == [0, 2, 3]
