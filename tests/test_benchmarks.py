@@ -188,20 +188,25 @@ def test_ablation_table_grows_from_earlier_runs_csv_files(tmp_path, capsys):
     new = pd.DataFrame([{**row, "split": "size", "label": "official", "seed": 1, "valid": 0.8,
                          "test": 0.60, "kernels": "AVX512", "cpu": "AMD EPYC"},
                         {**row, "split": "size", "label": "official", "seed": 2, "valid": 0.8,
-                         "test": 0.60, "kernels": "AVX512"}])
+                         "test": 0.60, "kernels": "AVX512"},
+                        {**row, "split": "size", "label": "official", "seed": 3, "valid": 0.8,
+                         "test": 0.60, "kernels": "AVX2", "cpu": "Intel Xeon",
+                         "gpu": "NVIDIA H100"}])
     new_csv = tmp_path / "new.runs.csv"
     new.to_csv(new_csv, index=False)
 
     df = ablation.gather([new_csv, old_csv])
-    assert sorted(df["seed"]) == [0, 1, 2]
+    assert sorted(df["seed"]) == [0, 1, 2, 3]
     assert df.set_index("seed").loc[1, "test"] == 0.60  # the first source wins
     ablation.table([new_csv, old_csv], tmp_path / "merged")
     text = (tmp_path / "merged.md").read_text()
-    # by hand: tests 40, 60, 60 -> mean 53.33, sample std sqrt((13.33^2 + 2 * 6.67^2) / 2) = 11.55
-    assert "| official | 3 | 76.67 ± 5.77 | 53.33 ± 11.55 |" in text
-    # each distinct (CPU, kernels) of the row; a row with no CPU recorded gives its kernels
-    assert text.rstrip().endswith("| AMD EPYC AVX512, AVX512 |")
-    assert len(pd.read_csv(tmp_path / "merged.runs.csv")) == 3
+    # by hand: tests 40, 60, 60, 60 -> mean 55, sample std sqrt((15^2 + 3 * 5^2) / 3) = 10;
+    # valid 70, 80, 80, 80 -> 77.5 ± 5
+    assert "| official | 4 | 77.50 ± 5.00 | 55.00 ± 10.00 |" in text
+    # each distinct machine of the row: its GPU if one trained it, else (CPU, kernels); a
+    # row with no CPU recorded gives its kernels
+    assert text.rstrip().endswith("| AMD EPYC AVX512, AVX512, NVIDIA H100 |")
+    assert len(pd.read_csv(tmp_path / "merged.runs.csv")) == 4
     # a preamble written by hand above the tables survives the next regeneration
     (tmp_path / "merged.md").write_text("# Study\n\nRan at abc123.\n" + text)
     ablation.table([new_csv, old_csv], tmp_path / "merged")

@@ -162,10 +162,10 @@ def _spurious_share(run_dir: Path) -> float | None:
 
 #: the columns of a ``.runs.csv``, in order (``kernels``: torch's CPU kernels, which round
 #: differently: ``AVX2`` or ``AVX512``; ``cpu``: the processor, e.g. ``AMD EPYC``, since runs
-#: repeat exactly only on one vendor's CPUs (docs/outputs.md); each empty where a row
-#: predates its record)
+#: repeat exactly only on one vendor's CPUs (docs/outputs.md); ``gpu``: the GPU that trained
+#: the run, empty for a run on the CPU; each empty where a row predates its record)
 COLUMNS = ["split", "label", "seed", "valid", "test", "id_test", "kept", "motif_rocauc", "p50",
-           "r50", "spurious", "id_valid_rocauc", "best_epoch", "phase", "kernels", "cpu"]
+           "r50", "spurious", "id_valid_rocauc", "best_epoch", "phase", "kernels", "cpu", "gpu"]
 
 
 def _run_rows(dirs: list[Path], protocol: str) -> list[dict[str, Any]]:
@@ -176,6 +176,8 @@ def _run_rows(dirs: list[Path], protocol: str) -> list[dict[str, Any]]:
     for run in scan_runs(dirs).runs:
         s = run.summary
         diag = (s.get("selector_diagnostics") or {})
+        env = s.get("environment") or {}
+        on_gpu = str(s.get("device") or "").startswith("cuda")
         rows.append({"split": run.split, "label": label(run.config, PROTOCOLS[protocol]),
                      "seed": run.seed,
                      "valid": s.get("valid"), "test": s.get("test"), "id_test": s.get("id_test"),
@@ -187,7 +189,7 @@ def _run_rows(dirs: list[Path], protocol: str) -> list[dict[str, Any]]:
                      "id_valid_rocauc": (diag.get("id-valid") or {}).get("motif_rocauc"),
                      "best_epoch": s.get("best_epoch"), "phase": s.get("selected_phase"),
                      "kernels": (s.get("determinism") or {}).get("cpu_capability"),
-                     "cpu": (s.get("environment") or {}).get("cpu")})
+                     "cpu": env.get("cpu"), "gpu": env.get("gpu") if on_gpu else None})
     return rows
 
 
@@ -253,7 +255,7 @@ def table(dirs: list[Path], out: Path | None, protocol: str = "cpu") -> None:
         lines += [f"\n### GOOD-Motif {split}\n",
                   "| setting | seeds | OOD-valid | OOD-test | ID-test | test edges kept | "
                   "motif ROC-AUC (test) | Precision@50 (test) | Recall@50 (test) | "
-                  "spurious share (test) | motif ROC-AUC (ID-valid) | CPU, kernels |",
+                  "spurious share (test) | motif ROC-AUC (ID-valid) | machine |",
                   "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for name in order:
             g = part[part["label"] == name]
@@ -274,13 +276,15 @@ def table(dirs: list[Path], out: Path | None, protocol: str = "cpu") -> None:
 
 
 def _machines(rows) -> str:
-    """The distinct (CPU, kernels) of ``rows``, e.g. ``AMD EPYC AVX2, AVX2`` (the second
-    a row whose CPU was not recorded)."""
+    """The distinct machines of ``rows``: the GPU of a run trained on one, else its (CPU,
+    kernels), e.g. ``AMD EPYC AVX2, AVX2, NVIDIA H100 80GB HBM3`` (the second a CPU row whose
+    CPU was not recorded)."""
     def text(value):
         return value if isinstance(value, str) else ""
-    pairs = {" ".join(filter(None, (text(c), text(k))))
-             for c, k in zip(rows["cpu"], rows["kernels"])}
-    return ", ".join(sorted(p for p in pairs if p))
+    gpus = rows["gpu"] if "gpu" in rows else [None] * len(rows)
+    names = {text(g) or " ".join(filter(None, (text(c), text(k))))
+             for c, k, g in zip(rows["cpu"], rows["kernels"], gpus)}
+    return ", ".join(sorted(n for n in names if n))
 
 
 def _register_oracle() -> None:
