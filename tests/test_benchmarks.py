@@ -95,6 +95,51 @@ def test_choose_script_switches_a_preset_only_on_a_validation_margin(tmp_path, c
     assert "4 seeds, fewer than 5" in capsys.readouterr().out
 
 
+def test_choose_script_reads_runs_csv_files(tmp_path, capsys):
+    """Committed ``.runs.csv`` files decide like run directories: only rows labelled as a
+    preset as it is count, and they set a default only when declared the presets' own
+    protocol (``--csv-protocol full``)."""
+    import pandas as pd
+
+    choose = load_script("benchmarks/accuracy/prune/choose.py")
+    rows = []
+    for seed in range(4):
+        rows += [{"split": "size", "label": "official", "seed": seed, "valid": 0.89 + 0.001 * seed,
+                  "test": 0.5},
+                 {"split": "size", "label": "paper", "seed": seed, "valid": 0.80 + 0.01 * seed,
+                  "test": 0.6},
+                 {"split": "size", "label": "ERM (official model)", "seed": seed,
+                  "valid": 0.91, "test": 0.5},
+                 {"split": "size", "label": "ERM (paper model)", "seed": seed,
+                  "valid": 0.90 + 0.001 * seed, "test": 0.5},
+                 # an ablation row: left out, however good
+                 {"split": "size", "label": "paper + L_e form", "seed": seed, "valid": 0.99,
+                  "test": 0.9}]
+    csv = tmp_path / "study.runs.csv"
+    pd.DataFrame(rows).to_csv(csv, index=False)
+    assert choose.main([str(csv), "--csv-protocol", "full"]) == 0
+    text = capsys.readouterr().out
+    # by hand: official 89.15 ± 0.129, paper 81.50 ± 1.291 (sample stds):
+    # z = 7.65 / sqrt((0.129² + 1.291²) / 4) = 11.79
+    assert "- good-motif/size: **official** (official: PrunE z = 11.79 >= 2" in text
+    assert "```yaml\ngood-motif/size: official\n```" in text and "99.00" not in text
+    # the default --csv-protocol is the shortened one: reported, never applied
+    assert choose.main([str(csv)]) == 0
+    text = capsys.readouterr().out
+    assert "good-motif/size (shortened protocol): **official**" in text
+    assert text.count(", not applied") == 1 and "```yaml\n{}\n```" in text
+    # ERM with the official model worse on validation: no switch
+    erm = pd.DataFrame(rows)
+    erm.loc[erm["label"] == "ERM (official model)", "valid"] = 0.85
+    erm.to_csv(csv, index=False)
+    assert choose.main([str(csv), "--csv-protocol", "full"]) == 0
+    assert "but ERM's validation is lower" in capsys.readouterr().out
+    pd.DataFrame([{"split": "size", "label": "paper"}]).to_csv(csv, index=False)
+    with pytest.raises(SystemExit) as stop:
+        choose.main([str(csv)])
+    assert stop.value.code == 2 and "lacks the columns" in capsys.readouterr().err
+
+
 def test_probe_script_scores_ground_truth_masks(tmp_path, capsys):
     import json
 

@@ -24,6 +24,12 @@ Usage::
     python benchmarks/accuracy/prune/choose.py runs/prune-molbbbp runs/prune-motif --out \\
         benchmarks/accuracy/prune/defaults-evidence.md
 
+A source may also be a GOOD-Motif ``.runs.csv`` that ``ablation.py table`` wrote (or one made
+the same way), so that a decision can be re-read after the run directories are gone. Only its
+rows labelled as a preset as it is count (``official``, ``paper``, ``ERM (official model)``,
+``ERM (paper model)``); ``--csv-protocol`` says which protocol its runs had (``cpu``, the
+default: shortened, never applied; ``full``: the presets' own).
+
 It prints a Markdown table and the ``grprune/presets/defaults.yaml`` entries the rule
 gives; it writes nothing else.
 """
@@ -123,6 +129,49 @@ def decide(rows: list[dict], z: float = 2.0, min_seeds: int = 4) -> list[dict]:
     return out
 
 
+#: a ``.runs.csv`` label -> (method, preset) for the runs that are a preset as it is
+CSV_LABELS = {"official": ("PrunE", "official"), "paper": ("PrunE", "paper"),
+              "ERM (official model)": ("ERM", "official"), "ERM (paper model)": ("ERM", "paper")}
+
+
+def rows_from_runs_csv(paths: list[Path]) -> list[dict]:
+    """:func:`decide`'s rows from GOOD-Motif ``.runs.csv`` files (``ablation.py`` columns
+    ``split``, ``label``, ``seed``, ``valid``, ``test``): one row per (split, method, preset)
+    over the labels of :data:`CSV_LABELS`; other labels (ablations) are left out. A (split,
+    label, seed) found in two files keeps the first file's row.
+
+    Raises
+    ------
+    SystemExit
+        (code 2) when a file is missing or lacks one of those columns.
+    """
+    import pandas as pd
+    frames = []
+    for path in paths:
+        try:
+            frame = pd.read_csv(path)
+        except (OSError, pd.errors.ParserError) as exc:
+            print(f"choose.py: cannot read {path}: {exc}", file=sys.stderr)
+            raise SystemExit(2) from None
+        missing = {"split", "label", "seed", "valid", "test"} - set(frame.columns)
+        if missing:
+            print(f"choose.py: {path} lacks the columns {sorted(missing)}", file=sys.stderr)
+            raise SystemExit(2)
+        frames.append(frame)
+    if not frames:
+        return []
+    runs = pd.concat(frames).drop_duplicates(["split", "label", "seed"], keep="first")
+    runs = runs[runs["label"].isin(list(CSV_LABELS))]
+    rows = []
+    for (split, label), g in runs.groupby(["split", "label"]):
+        method, preset = CSV_LABELS[label]
+        rows.append({"column": f"good-motif/{split}", "method": method, "preset": preset,
+                     "valid_mean": g["valid"].mean(), "valid_std": g["valid"].std(ddof=1),
+                     "n": len(g), "test_mean": g["test"].mean(),
+                     "test_std": g["test"].std(ddof=1)})
+    return rows
+
+
 def _cell(v: tuple | None) -> str:
     if v is None:
         return "–"
@@ -153,7 +202,10 @@ def markdown(decisions: list[dict]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("dirs", nargs="+", type=Path)
+    ap.add_argument("dirs", nargs="+", type=Path,
+                    help="run directories (or folders of them) and .runs.csv files")
+    ap.add_argument("--csv-protocol", choices=("cpu", "full"), default="cpu",
+                    help="the protocol of the .runs.csv sources' runs (cpu: shortened)")
     ap.add_argument("--z", type=float, default=2.0)
     ap.add_argument("--min-seeds", type=int, default=4)
     ap.add_argument("--out", type=Path, default=None)
@@ -161,8 +213,10 @@ def main(argv: list[str] | None = None) -> int:
     from grprune import collect as C
     # runs that are a preset as it is (ablation runs are left out), split by whether they
     # trained under a shortened protocol (fewer graphs or epochs than the preset's own)
+    csvs = [p for p in args.dirs if p.name.endswith(".runs.csv")]
+    dirs = [p for p in args.dirs if p not in csvs]
     full, short = [], []
-    for run in C.scan_runs(args.dirs).runs:
+    for run in (C.scan_runs(dirs).runs if dirs else []):
         changes = protocol_changes(run)
         if changes is not None:
             (short if changes - set(HARMLESS) else full).append(run)
@@ -170,8 +224,11 @@ def main(argv: list[str] | None = None) -> int:
     def rows(runs):
         return C.aggregate(runs, select="all", presets="select") if runs else []
 
-    decisions = decide(rows(full), args.z, args.min_seeds)
-    for d in decide(rows(short), args.z, args.min_seeds):
+    from_csv = rows_from_runs_csv(csvs)
+    full_rows = rows(full) + (from_csv if args.csv_protocol == "full" else [])
+    short_rows = rows(short) + (from_csv if args.csv_protocol == "cpu" else [])
+    decisions = decide(full_rows, args.z, args.min_seeds)
+    for d in decide(short_rows, args.z, args.min_seeds):
         d["column"] += " (shortened protocol)"
         decisions.append({**d, "applies": False})
     text = markdown(decisions)
