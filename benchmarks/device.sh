@@ -83,7 +83,7 @@ esac
 budget=${2:-560}
 while [ $(( $(date +%s) - t0 )) -lt "$budget" ]; do
   if grep -q '^sweep: .* configurations in' /tmp/sweep.out 2>/dev/null \
-      && ! kill -0 "${TESTS:-0}" 2>/dev/null; then break; fi
+      && { [ -z "${TESTS:-}" ] || ! kill -0 "$TESTS" 2>/dev/null; }; then break; fi
   sleep 15
 done
 echo "runs done: $(pack) after $(( $(date +%s) - t0 )) s"

@@ -145,22 +145,27 @@ def rows_from_runs_csv(paths: list[Path]) -> list[dict]:
     SystemExit
         (code 2) when a file is missing or lacks one of those columns.
     """
+    import importlib.util
+
     import pandas as pd
-    frames = []
-    for path in paths:
+    if not paths:
+        return []
+    for path in paths:  # ablation.gather fills absent columns with NaN: check them first
         try:
-            frame = pd.read_csv(path)
+            columns = pd.read_csv(path, nrows=0).columns
         except (OSError, pd.errors.ParserError) as exc:
             print(f"choose.py: cannot read {path}: {exc}", file=sys.stderr)
             raise SystemExit(2) from None
-        missing = {"split", "label", "seed", "valid", "test"} - set(frame.columns)
+        missing = {"split", "label", "seed", "valid", "test"} - set(columns)
         if missing:
             print(f"choose.py: {path} lacks the columns {sorted(missing)}", file=sys.stderr)
             raise SystemExit(2)
-        frames.append(frame)
-    if not frames:
-        return []
-    runs = pd.concat(frames).drop_duplicates(["split", "label", "seed"], keep="first")
+    # the study's own reader pools the files (the first file's row of a seed wins)
+    spec = importlib.util.spec_from_file_location(
+        "grprune_ablation_study", Path(__file__).with_name("ablation.py"))
+    ablation = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ablation)
+    runs = ablation.gather(paths)
     runs = runs[runs["label"].isin(list(CSV_LABELS))]
     rows = []
     for (split, label), g in runs.groupby(["split", "label"]):
