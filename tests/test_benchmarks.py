@@ -296,3 +296,67 @@ def test_kept_per_graph_compares_a_run_mask_with_a_per_graph_budget():
     assert out["recall_budget"] == pytest.approx((0.5 + 0.5) / 2)
     assert out["near_budget"] == 0.0  # |0.75 - 0.5| and |0 - 0.5| are both over 0.1
     assert out["r_kept_gt"] == pytest.approx(-1.0)  # kept 0.75, 0 against motif share 0.5, 1
+
+
+def test_ablation_summary_writes_the_readme_table_of_one_direction(tmp_path, monkeypatch,
+                                                                  capsys):
+    """``ablation.py summary``: ERM, the base preset, the other preset, choices ablated
+    together, then single choices in :data:`CHOICES` order; mean ± sample std, the
+    pruning rule (kept < 60 % at Precision@50 ≥ 0.88), per-seed scores by seed; rows of
+    the other direction and the other split are left out; bad input exits 2."""
+    import pandas as pd
+
+    ablation = load_script("benchmarks/accuracy/prune/ablation.py")
+    row = dict.fromkeys(ablation.COLUMNS)
+
+    def r(label, seed, test, kept=1.0, p50=None, split="basis", valid=0.9):
+        return {**row, "split": split, "label": label, "seed": seed, "valid": valid,
+                "test": test, "kept": kept, "p50": p50}
+
+    csv = tmp_path / "study.runs.csv"
+    pd.DataFrame([
+        r("paper + L_e form", 1, 0.90, kept=0.35, p50=0.91),
+        r("paper + L_e form", 0, 0.40, kept=0.55, p50=0.87),  # p50 under 0.88: no
+        r("paper", 0, 0.48, kept=0.80, p50=0.66),
+        r("official", 0, 0.88, kept=0.39, p50=0.91),
+        r("paper + L_e form + tau 0.2", 0, 0.60, kept=0.59, p50=0.88),  # on the line: yes
+        r("paper + L_s form", 0, 0.50, kept=0.70, p50=0.70),
+        r("ERM (paper model)", 0, 0.45),
+        r("ERM (official model)", 0, 0.39),  # the other direction's ERM: left out
+        r("official - L_e form", 0, 0.39),  # the other direction: left out
+        r("paper + L_e form", 2, 0.10, split="size"),  # the other split: left out
+    ]).to_csv(csv, index=False)
+
+    text = ablation.summary([csv], "basis", "add", ["test", "prune", "kept", "per_seed"])
+    assert text.splitlines() == [
+        "| official choice added to `paper` | seeds | OOD-test | runs that prune | "
+        "test bonds kept | OOD-test per seed |",
+        "|---|---|---|---|---|---|",
+        "| ERM (paper model) | 1 | 45.00 | 0 of 1 | 1.000 | 45.0 |",
+        "| none (`paper`) | 1 | 48.00 | 0 of 1 | 0.800 | 48.0 |",
+        "| all of them (`official`) | 1 | 88.00 | 1 of 1 | 0.390 | 88.0 |",
+        "| L_e form + tau 0.2 | 1 | 60.00 | 1 of 1 | 0.590 | 60.0 |",
+        # by hand: mean 65, sample std sqrt(2 * 25^2) = 35.36; kept 0.45 ± 0.141
+        "| L_e form | 2 | 65.00 ± 35.36 | 1 of 2 | 0.450 ± 0.141 | 40.0, 90.0 |",
+        "| L_s form | 1 | 50.00 | 0 of 1 | 0.700 | 50.0 |",
+    ]
+    remove = ablation.summary([csv], "basis", "remove", ["valid"])
+    assert remove.splitlines()[2:] == ["| ERM (official model) | 1 | 90.00 |",
+                                       "| none (`official`) | 1 | 90.00 |",
+                                       "| all of them (`paper`) | 1 | 90.00 |",
+                                       "| L_e form | 1 | 90.00 |"]
+    with pytest.raises(ValueError, match="choose from valid, test"):
+        ablation.summary([csv], "basis", "add", ["accuracy"])
+    # the command line: the table on stdout; a bad column is one line and exit 2
+    script = str(ROOT / "benchmarks/accuracy/prune/ablation.py")
+    monkeypatch.setattr("sys.argv", [script, "summary", str(csv), "--split", "basis",
+                                     "--direction", "add", "--columns", "test"])
+    ablation.main()
+    assert capsys.readouterr().out.splitlines()[2] == "| ERM (paper model) | 1 | 45.00 |"
+    monkeypatch.setattr("sys.argv", [script, "summary", str(csv), "--split", "basis",
+                                     "--direction", "add", "--columns", "test,accuracy"])
+    with pytest.raises(SystemExit) as e:
+        ablation.main()
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unknown column 'accuracy'" in err

@@ -14,6 +14,9 @@ Usage::
     grprune sweep --spec benchmarks/accuracy/prune/motif-cpu-remove-basis.yaml --out runs/prune-motif --workers 2
     # the table: one row per setting, mean +- std over seeds, valid and test, diagnostics
     python benchmarks/accuracy/prune/ablation.py table runs/prune-motif --out benchmarks/accuracy/prune/motif-cpu
+    # one direction on one split in the README's shorter form, from the committed rows
+    python benchmarks/accuracy/prune/ablation.py summary benchmarks/accuracy/prune/motif-cpu-size.runs.csv \
+        --split size --direction add
 
 The protocol is that of ``motif-cpu-base.yaml`` (:data:`PROTOCOL`). Rows are labelled by
 comparing each run's resolved configuration with the two presets' (same dataset, split
@@ -219,12 +222,26 @@ def gather(sources: list[Path], protocol: str = "cpu"):
     return df.drop_duplicates(["split", "label", "seed"], keep="first").reset_index(drop=True)
 
 
+def fmt(values, scale: float, digits: int | None = None) -> str:
+    """``mean ± sample std`` of ``values`` times ``scale``, skipping missing ones: 2 digits
+    for percentages (``scale`` 100), else 3 unless ``digits`` says; the mean alone for one
+    value, ``–`` for none."""
+    import numpy as np
+    v = [x for x in values if x is not None and not (isinstance(x, float) and math.isnan(x))]
+    if not v:
+        return "–"
+    digits = digits if digits is not None else (2 if scale == 100 else 3)
+    m = np.mean(v) * scale
+    if len(v) == 1:  # one seed: no spread to give
+        return f"{m:.{digits}f}"
+    sd = np.std(v, ddof=1) * scale
+    return f"{m:.{digits}f} ± {sd:.{digits}f}"
+
+
 def table(dirs: list[Path], out: Path | None, protocol: str = "cpu") -> None:
     """Markdown and CSV: one row per (split, label), mean +- sample std over seeds. ``dirs``
     are run directories and earlier ``.runs.csv`` files (:func:`gather`). The text before
     the first ``### `` heading of an existing ``.md`` is kept."""
-    import numpy as np
-
     df = gather(dirs, protocol)
     if df.empty:
         sys.exit("no finished runs")
@@ -235,17 +252,6 @@ def table(dirs: list[Path], out: Path | None, protocol: str = "cpu") -> None:
         df.to_csv(sys.stdout, index=False)
     metrics = ["valid", "test", "id_test", "kept", "motif_rocauc", "p50", "r50", "spurious",
                "id_valid_rocauc"]
-
-    def fmt(values, scale):
-        v = [x for x in values if x is not None and not (isinstance(x, float) and math.isnan(x))]
-        if not v:
-            return "–"
-        m = np.mean(v) * scale
-        digits = 2 if scale == 100 else 3
-        if len(v) == 1:  # one seed: no spread to give
-            return f"{m:.{digits}f}"
-        sd = np.std(v, ddof=1) * scale
-        return f"{m:.{digits}f} ± {sd:.{digits}f}"
 
     order = (["ERM (official model)", "ERM (paper model)", "official", "paper"]
              + [f"official - {n}" for n in CHOICES] + [f"paper + {n}" for n in CHOICES])
@@ -273,6 +279,67 @@ def table(dirs: list[Path], out: Path | None, protocol: str = "cpu") -> None:
         atomic_write_bytes(md, ((preamble + "\n" if preamble else "") + text).encode())
         print(f"wrote {md} and {out.with_suffix('.runs.csv')}")
     print(text)
+
+
+#: ``summary --columns`` -> (header, cell of a row's runs ``g``, a DataFrame)
+SUMMARY_COLUMNS = {
+    "valid": ("OOD-valid", lambda g: fmt(g["valid"], 100)),
+    "test": ("OOD-test", lambda g: fmt(g["test"], 100)),
+    "prune": ("runs that prune", lambda g: f"{int(prunes(g).sum())} of {len(g)}"),
+    "kept": ("test bonds kept", lambda g: fmt(g["kept"], 1)),
+    "p50": ("Precision@50", lambda g: fmt(g["p50"], 1)),
+    "motif_rocauc": ("motif ROC-AUC (test)", lambda g: fmt(g["motif_rocauc"], 1, digits=2)),
+    "per_seed": ("OOD-test per seed",
+                 lambda g: ", ".join(f"{t * 100:.1f}" for t in g.sort_values("seed")["test"])),
+}
+
+
+def prunes(rows):
+    """Whether each run of ``rows`` prunes, the README's rule: it keeps under 60 % of the
+    OOD-test bonds at Precision@50 ≥ 0.88 (a boolean Series; a missing value is False)."""
+    return (rows["kept"] < 0.60) & (rows["p50"] >= 0.88)
+
+
+def summary(sources: list[Path], split: str, direction: str,
+            columns: list[str] = ("valid", "test", "kept", "motif_rocauc", "per_seed"),
+            protocol: str = "cpu") -> str:
+    """One direction of the ablation on one split, as the markdown table of
+    ``prune/README.md``: ERM with the base preset's model, the base preset (``none``), the
+    other preset (``all of them``), then each set of choices that was ablated together,
+    then each of :data:`CHOICES` in order; a row per setting with runs, cells as
+    :data:`SUMMARY_COLUMNS` (mean ± sample std over seeds). ``direction`` ``add`` starts
+    from ``paper``, ``remove`` from ``official``; ``sources`` are read by :func:`gather`.
+
+    Raises:
+        ValueError: an unknown ``direction`` or column.
+    """
+    if direction not in ("add", "remove"):
+        raise ValueError(f"direction must be add or remove, not {direction!r}")
+    unknown = [c for c in columns if c not in SUMMARY_COLUMNS]
+    if unknown:
+        raise ValueError(f"unknown column {unknown[0]!r}; choose from "
+                         + ", ".join(SUMMARY_COLUMNS))
+    df = gather(sources, protocol)
+    df = df[df["split"] == split]
+    base, other, sign = (("paper", "official", " + ") if direction == "add"
+                         else ("official", "paper", " - "))
+    rows = [(f"ERM ({base} model)", f"ERM ({base} model)"), (base, f"none (`{base}`)"),
+            (other, f"all of them (`{other}`)")]
+    single = [base + sign + name for name in CHOICES]
+    together = sorted(lab for lab in set(df["label"]) - set(single)
+                      if lab.startswith(base + sign))
+    rows += [(lab, lab[len(base + sign):]) for lab in together]
+    rows += [(lab, lab[len(base + sign):]) for lab in single]
+    first = ("official choice added to `paper`" if direction == "add"
+             else "official choice replaced by the paper's")
+    heads = [first, "seeds"] + [SUMMARY_COLUMNS[c][0] for c in columns]
+    lines = ["| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
+    for lab, name in rows:
+        g = df[df["label"] == lab]
+        if not g.empty:
+            lines.append(f"| {name} | {len(g)} | "
+                         + " | ".join(SUMMARY_COLUMNS[c][1](g) for c in columns) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def _machines(rows) -> str:
@@ -315,9 +382,24 @@ def main() -> None:
     tp.add_argument("--protocol", choices=sorted(PROTOCOLS), default="cpu",
                     help="the protocol rows are labelled against (cpu: motif-cpu-base.yaml; "
                          "full: motif-full.yaml)")
+    mp = sub.add_parser("summary", help="one direction on one split, in the README's form")
+    mp.add_argument("sources", nargs="+", type=Path,
+                    help="run directories and .runs.csv files, as for table")
+    mp.add_argument("--split", required=True)
+    mp.add_argument("--direction", choices=("remove", "add"), required=True)
+    mp.add_argument("--columns", default="valid,test,kept,motif_rocauc,per_seed",
+                    help="comma-separated, from: " + ", ".join(SUMMARY_COLUMNS))
+    mp.add_argument("--protocol", choices=sorted(PROTOCOLS), default="cpu")
     args = ap.parse_args()
     if args.cmd == "spec":
         write_spec(args.direction, args.data, args.splits.split(","), args.seeds, args.out)
+    elif args.cmd == "summary":
+        try:
+            print(summary(args.sources, args.split, args.direction, args.columns.split(","),
+                          args.protocol), end="")
+        except ValueError as e:
+            print(f"ablation.py: {e}", file=sys.stderr)
+            sys.exit(2)
     else:
         table(args.dirs, args.out, args.protocol)
 
