@@ -281,7 +281,8 @@ def table(dirs: list[Path], out: Path | None, protocol: str = "cpu") -> None:
     print(text)
 
 
-#: ``summary --columns`` -> (header, cell of a row's runs ``g``, a DataFrame)
+#: ``summary --columns`` name -> (its header, a function from one row's runs, a DataFrame,
+#: to its cell)
 SUMMARY_COLUMNS = {
     "valid": ("OOD-valid", lambda g: fmt(g["valid"], 100)),
     "test": ("OOD-test", lambda g: fmt(g["test"], 100)),
