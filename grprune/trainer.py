@@ -14,6 +14,7 @@ import math
 import random
 import resource
 import time
+import warnings
 import zlib
 from pathlib import Path
 from typing import Any, Callable
@@ -362,8 +363,15 @@ class Trainer:
         """Train all epochs (continuing from ``resume`` state), write outputs, return the summary.
 
         Torch's thread count, lowered to one by ``train.deterministic`` on the CPU, is
-        given back when it returns.
+        given back when it returns. Warns (``UserWarning``) when a run with a selector has no
+        epoch after the ERM warm-up (``train.epochs <= train.warmup_epochs``).
         """
+        tc = self.tc
+        if self.model.selector is not None and tc["epochs"] <= tc["warmup_epochs"]:
+            warnings.warn(f"grprune: all {tc['epochs']} epochs are ERM warm-up "
+                          f"(train.warmup_epochs={tc['warmup_epochs']}), so the selector and "
+                          f"the regularizers never train; raise --epochs or set "
+                          f"-H train.warmup_epochs", stacklevel=2)
         try:
             return self._fit(resume)
         finally:

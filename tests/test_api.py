@@ -89,13 +89,14 @@ def test_train_on_graphs_in_memory(tmp_path):
     from grprune.data.dgl_graphs import example_graphs
     graphs, labels, envs = example_graphs(60)
     out = tmp_path / "mem"
-    run = grprune.train(data=grprune.from_graphs(graphs, labels, envs), epochs=1,
+    run = grprune.train(data=grprune.from_graphs(graphs, labels, envs), epochs=1, preset="paper",
                         device="cpu", progress="none", out=out, train_batch_size=32)
     assert run.config["data"]["name"] == "dgl-graphs" and run.config["data"]["split"] == "file"
     assert Path(run.config["data"]["path"]).is_file() and len(run.records) == 1
     # the same graphs built again: the same configuration, so the finished run
     again = grprune.train(data=grprune.from_graphs(graphs, labels, envs), epochs=1,
-                          device="cpu", progress="none", out=out, train_batch_size=32)
+                          preset="paper", device="cpu", progress="none", out=out,
+                          train_batch_size=32)
     assert again.config["hash"] == run.config["hash"]
     # explained from the saved graphs, in a run opened from its directory
     ex = grprune.load_run(out).explain(graphs=[int(run.load_dataset().splits["test"][0])],

@@ -53,30 +53,33 @@ def test_epochs_script_skips_warmup_epochs_and_bad_roots(tmp_path, capsys):
 
 
 def test_choose_script_switches_a_preset_only_on_a_validation_margin(tmp_path, capsys):
+    """The prior is ``official``; ``paper`` replaces it only on a PrunE validation margin of
+    2 standard errors, whatever ERM or the test score say."""
     choose = load_script("benchmarks/accuracy/prune/choose.py")
+    assert choose.FALLBACK == "official"
     assert round(choose.margin((0.8659, 0.0229, 4), (0.8368, 0.0146, 4)), 2) == 2.14
-    # scaffold: official a little better on valid (z < 2); the test score says nothing
+    # scaffold: paper clearly better on valid; its test score is worse and ERM validates
+    # higher with the official model, and neither counts
+    for seed in range(4):
+        fake_run(tmp_path / "sc", seed=seed, valid=0.90 + 0.002 * seed, test=0.80,
+                 preset="official")
+        fake_run(tmp_path / "sc", seed=seed, valid=0.93 + 0.002 * seed, test=0.60,
+                 preset="paper")
+        fake_run(tmp_path / "sc", reg="none", seed=seed, valid=0.95, preset="official")
+        fake_run(tmp_path / "sc", reg="none", seed=seed, valid=0.90, preset="paper")
+    # size: paper a little better on valid (z < 2): the prior stays
     for seed, (a, b) in enumerate([(0.951, 0.950), (0.949, 0.950), (0.952, 0.949),
                                    (0.950, 0.951)]):
-        fake_run(tmp_path / "sc", seed=seed, valid=a, test=0.60, preset="official")
-        fake_run(tmp_path / "sc", seed=seed, valid=b, test=0.80, preset="paper")
-        for preset in ("official", "paper"):
-            fake_run(tmp_path / "sc", reg="none", seed=seed, valid=0.9, preset=preset)
-    # size: official clearly better for PrunE, and ERM agrees
-    for seed in range(4):
-        off = 0.88 + 0.002 * seed
-        for reg in ("size,eps-align", "none"):
-            fake_run(tmp_path / "si", reg=reg, seed=seed, valid=off, preset="official",
-                     overrides=["data.split=size"])
-            fake_run(tmp_path / "si", reg=reg, seed=seed, valid=off - 0.03, preset="paper",
-                     overrides=["data.split=size"])
+        fake_run(tmp_path / "si", seed=seed, valid=b, preset="official",
+                 overrides=["data.split=size"])
+        fake_run(tmp_path / "si", seed=seed, valid=a, preset="paper",
+                 overrides=["data.split=size"])
     # a shortened protocol (fewer graphs) is decided and reported, but sets no default
     for seed in range(4):
-        for reg in ("size,eps-align", "none"):
-            fake_run(tmp_path / "short", reg=reg, seed=seed, valid=0.9 + 0.001 * seed,
-                     preset="official", overrides=["data.limit=300"])
-            fake_run(tmp_path / "short", reg=reg, seed=seed, valid=0.8 + 0.001 * seed,
-                     preset="paper", overrides=["data.limit=300"])
+        fake_run(tmp_path / "short", seed=seed, valid=0.8 + 0.001 * seed, preset="official",
+                 overrides=["data.limit=300"])
+        fake_run(tmp_path / "short", seed=seed, valid=0.9 + 0.001 * seed, preset="paper",
+                 overrides=["data.limit=300"])
     # an ablation run in the same directory is not a preset as it is: left out
     fake_run(tmp_path / "si", seed=0, valid=0.99, preset="paper",
              overrides=["data.split=size", "reg.size.form=official"])
@@ -84,10 +87,11 @@ def test_choose_script_switches_a_preset_only_on_a_validation_margin(tmp_path, c
     assert choose.main([str(tmp_path), "--out", str(out)]) == 0
     text = out.read_text()
     assert text == capsys.readouterr().out
-    assert "- ogbg-molbbbp/scaffold: **paper** (official: PrunE's validation margin z = 0.65 < 2)" in text
-    assert "- ogbg-molbbbp/size: **official** (official: PrunE z = " in text
-    assert "```yaml\nogbg-molbbbp/size: official\n```" in text
-    assert ("- ogbg-molbbbp/scaffold (shortened protocol): **official** (official: PrunE z = "
+    assert "| z vs official |" in text
+    assert "- ogbg-molbbbp/scaffold: **paper** (paper: PrunE z = " in text
+    assert "- ogbg-molbbbp/size: **official** (paper: PrunE's validation margin z = 0.65 < 2)" in text
+    assert "```yaml\nogbg-molbbbp/scaffold: paper\n```" in text
+    assert ("- ogbg-molbbbp/scaffold (shortened protocol): **paper** (paper: PrunE z = "
             in text) and text.count(", not applied") == 1
     assert "99.00" not in text
     # fewer seeds than asked for: no switch
@@ -104,14 +108,14 @@ def test_choose_script_reads_runs_csv_files(tmp_path, capsys):
     choose = load_script("benchmarks/accuracy/prune/choose.py")
     rows = []
     for seed in range(4):
-        rows += [{"split": "size", "label": "official", "seed": seed, "valid": 0.89 + 0.001 * seed,
+        rows += [{"split": "size", "label": "paper", "seed": seed, "valid": 0.89 + 0.001 * seed,
                   "test": 0.5},
-                 {"split": "size", "label": "paper", "seed": seed, "valid": 0.80 + 0.01 * seed,
-                  "test": 0.6},
+                 {"split": "size", "label": "official", "seed": seed,
+                  "valid": 0.80 + 0.01 * seed, "test": 0.6},
                  {"split": "size", "label": "ERM (official model)", "seed": seed,
                   "valid": 0.91, "test": 0.5},
                  {"split": "size", "label": "ERM (paper model)", "seed": seed,
-                  "valid": 0.90 + 0.001 * seed, "test": 0.5},
+                  "valid": 0.85 + 0.001 * seed, "test": 0.5},
                  # an ablation row: left out, however good
                  {"split": "size", "label": "paper + L_e form", "seed": seed, "valid": 0.99,
                   "test": 0.9}]
@@ -119,25 +123,135 @@ def test_choose_script_reads_runs_csv_files(tmp_path, capsys):
     pd.DataFrame(rows).to_csv(csv, index=False)
     assert choose.main([str(csv), "--csv-protocol", "full"]) == 0
     text = capsys.readouterr().out
-    # by hand: official 89.15 ± 0.129, paper 81.50 ± 1.291 (sample stds):
-    # z = 7.65 / sqrt((0.129² + 1.291²) / 4) = 11.79
-    assert "- good-motif/size: **official** (official: PrunE z = 11.79 >= 2" in text
-    assert "```yaml\ngood-motif/size: official\n```" in text and "99.00" not in text
-    # the default --csv-protocol is the shortened one: reported, never applied
-    assert choose.main([str(csv)]) == 0
-    text = capsys.readouterr().out
-    assert "good-motif/size (shortened protocol): **official**" in text
-    assert text.count(", not applied") == 1 and "```yaml\n{}\n```" in text
-    # ERM with the official model worse on validation: no switch
-    erm = pd.DataFrame(rows)
-    erm.loc[erm["label"] == "ERM (official model)", "valid"] = 0.85
-    erm.to_csv(csv, index=False)
-    assert choose.main([str(csv), "--csv-protocol", "full"]) == 0
-    assert "but ERM's validation is lower" in capsys.readouterr().out
+    # by hand: paper 89.15 ± 0.129, official 81.50 ± 1.291 (sample stds):
+    # z = 7.65 / sqrt((0.129² + 1.291²) / 4) = 11.79; ERM validating lower with the paper
+    # model does not hold the switch back
+    assert "- good-motif/size: **paper** (paper: PrunE z = 11.79 >= 2" in text
+    assert "```yaml\ngood-motif/size: paper\n```" in text and "99.00" not in text
+    # the default --csv-protocol is the shortened one: reported, never applied; so is a
+    # table named FILE.csv:cpu
+    for args in ([str(csv)], [f"{csv}:cpu", "--csv-protocol", "full"]):
+        assert choose.main(args) == 0
+        text = capsys.readouterr().out
+        assert "good-motif/size (shortened protocol): **paper**" in text
+        assert text.count(", not applied") == 1 and "```yaml\n{}\n```" in text
     pd.DataFrame([{"split": "size", "label": "paper"}]).to_csv(csv, index=False)
     with pytest.raises(SystemExit) as stop:
         choose.main([str(csv)])
     assert stop.value.code == 2 and "lacks the columns" in capsys.readouterr().err
+
+
+def test_table1_runs_table_grows_over_sessions_and_feeds_choose(tmp_path, capsys):
+    """``table1.py runs`` writes one row per finished run that is a preset as it is (the
+    protocol told from the configuration), keeps the rows already in the file, and
+    ``choose.py`` decides from that file as from the run directories."""
+    import pandas as pd
+
+    table1 = load_script("benchmarks/accuracy/table1.py")
+    choose = load_script("benchmarks/accuracy/prune/choose.py")
+    env = {"commit": "abc1234", "cpu": "AMD EPYC", "cpu_count": 2, "gpu": None}
+    for seed in (0, 1):
+        for preset, v in (("official", 0.80), ("paper", 0.90)):
+            fake_run(tmp_path / "s1", data="drugood-ec50", overrides=["data.split=assay"],
+                     seed=seed, valid=v + 0.01 * seed, test=0.7, preset=preset,
+                     environment=env)
+            fake_run(tmp_path / "s1", data="drugood-ec50", reg="none",
+                     overrides=["data.split=assay"], seed=seed, valid=0.85, test=0.6,
+                     preset=preset, environment=env)
+    # shortened and ablation runs: the first is kept and labelled, the second left out
+    fake_run(tmp_path / "s1", data="drugood-ec50", overrides=["data.split=assay",
+             "data.limit=100"], seed=0, preset="paper", environment=env)
+    fake_run(tmp_path / "s1", data="drugood-ec50", overrides=["data.split=assay",
+             "reg.size.eta=0.5"], seed=0, preset="paper", environment=env)
+    out = tmp_path / "ec50.runs.csv"
+    assert table1.main(["runs", str(tmp_path / "s1"), "--out", str(out)]) == 0
+    df = pd.read_csv(out)
+    assert len(df) == 9 and set(df["protocol"]) == {"paper", "shortened"}
+    assert set(df["hardware"]) == {"2 cores of an AMD EPYC (CPU)"}
+    assert set(df["commit"]) == {"abc1234"}
+    # a later session: two more seeds in a new root, the first file's rows kept
+    for seed in (2, 3):
+        for preset, v in (("official", 0.80), ("paper", 0.90)):
+            fake_run(tmp_path / "s2", data="drugood-ec50", overrides=["data.split=assay"],
+                     seed=seed, valid=v + 0.01 * seed, test=0.7, preset=preset,
+                     environment=env)
+    assert table1.main(["runs", str(tmp_path / "s2"), "--out", str(out)]) == 0
+    assert "(4 new)" in capsys.readouterr().out
+    df = pd.read_csv(out)
+    prune = df[(df["method"] == "PrunE") & (df["protocol"] == "paper")]
+    assert sorted(prune.groupby("preset").size()) == [4, 4]
+    assert choose.main([str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "- drugood-ec50/assay: **paper** (paper: PrunE z = " in text
+    assert "```yaml\ndrugood-ec50/assay: paper\n```" in text
+
+
+def test_table1_runs_refuses_a_missing_directory(tmp_path, capsys):
+    table1 = load_script("benchmarks/accuracy/table1.py")
+    with pytest.raises(SystemExit) as stop:
+        table1.main(["runs", str(tmp_path / "missing"), "--out", str(tmp_path / "x.csv")])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.strip().startswith("table1.py: not a directory")
+
+
+def test_table1_build_picks_each_columns_default_preset_and_protocol(tmp_path, monkeypatch):
+    """Per column and method: the preset ``--preset auto`` uses, the paper's protocol with
+    4 seeds over a shortened one, the later source on a tie; GOOD-protocol ERM rows apart."""
+    import pandas as pd
+
+    table1 = load_script("benchmarks/accuracy/table1.py")
+    runs = []
+    for seed in range(4):
+        for preset, method, test in (("official", "PrunE", 0.78), ("paper", "PrunE", 0.70),
+                                     ("official", "ERM", 0.64), ("good", "ERM", 0.60)):
+            runs.append({"dataset": "drugood-ec50", "split": "assay", "method": method,
+                         "preset": preset, "protocol": "paper", "seed": seed,
+                         "valid": 0.8, "test": test + 0.01 * seed, "commit": "c2",
+                         "hardware": "H"})
+    pd.DataFrame(runs).to_csv(tmp_path / "ec50.runs.csv", index=False)
+    collect = pd.DataFrame([
+        {"dataset": "ogbg-molbbbp", "split": "scaffold", "method": m, "preset": p, "n": n,
+         "test_mean": t, "test_std": 0.01, "valid_mean": 0.9}
+        for m, p, n, t in (("PrunE", "paper", 4, 0.69), ("ERM", "paper", 4, 0.68),
+                           ("PrunE (official)", "official", 4, 0.99))])
+    collect.to_csv(tmp_path / "bbbp.csv", index=False)
+    collect.assign(test_mean=0.5).to_csv(tmp_path / "bbbp-short.csv", index=False)
+    sources = [("bbbp.csv", "collect", "paper", "c1", "CPU"),
+               ("bbbp-short.csv", "collect", "shortened", "c3", "CPU"),
+               ("ec50.runs.csv", "runs", None, None, None)]
+    rows = table1.build(sources, tmp_path)
+    got = {(r["dataset"], r["split"], r["method"], r["protocol"]): r for r in rows}
+    # molbbbp scaffold's default is paper (defaults.yaml): official's 99 is not read, and
+    # the shortened table (later, same n) loses to the paper's protocol
+    bbbp = got[("ogbg-molbbbp", "scaffold", "PrunE", "paper")]
+    assert (bbbp["preset"], bbbp["test_mean"], bbbp["commit"]) == ("paper", 69.0, "c1")
+    ec50 = got[("drugood-ec50", "assay", "PrunE", "paper")]
+    assert ec50["preset"] == "official" and round(ec50["test_mean"], 2) == 79.5
+    assert (ec50["paper_mean"], ec50["paper_std"], ec50["n"]) == (78.01, 0.42, 4)
+    assert round(got[("drugood-ec50", "assay", "ERM", "good")]["test_mean"], 2) == 61.5
+    assert len(rows) == 5
+    text = table1.markdown(rows)
+    assert "| DrugOOD EC50 assay (ROC-AUC) | `official` | paper | 65.50 ± 1.29 | 79.50 ± 1.29 |" \
+        in text
+    assert "| GOOD-Motif basis (accuracy) | `–` | – | not run | not run |" in text
+    assert "- ogbg-molbbbp scaffold: 69.00 against 70.32" in text
+
+
+def test_readme_results_table_is_table1(capsys):
+    """The README's results table is the one ``table1.py build`` writes from the committed
+    tables, and table1.md/.csv are up to date with them."""
+    import pandas as pd
+
+    table1 = load_script("benchmarks/accuracy/table1.py")
+    rows = table1.build()
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = readme.split(table1.BEGIN, 1)[1].split(table1.END, 1)[0]
+    assert block == "\n" + table1.readme_table(rows)
+    assert (ROOT / "benchmarks/accuracy/table1.md").read_text(encoding="utf-8") == \
+        table1.markdown(rows)
+    committed = pd.read_csv(ROOT / "benchmarks/accuracy/table1.csv")
+    assert len(committed) == len(rows)
+    assert list(committed["test_mean"]) == [round(r["test_mean"], 2) for r in rows]
 
 
 def test_probe_script_scores_ground_truth_masks(tmp_path, capsys):

@@ -213,7 +213,7 @@ def test_run_shorter_than_warmup_reports_the_last_model(tmp_path):
 
 
 def test_synthetic_run_scores_the_motif_edges(tmp_path):
-    args = ["--data", "spmotif", "--epochs", "1", "-H", "data.limit=64", "-H",
+    args = ["--data", "spmotif", "--preset", "paper", "--epochs", "1", "-H", "data.limit=64", "-H",
             "encoder.hidden=16", "--progress", "none", "--device", "cpu", "--json",
             "--root", str(tmp_path / "root")]  # own root: test_synthetic counts cache builds
     res = _run(args, tmp_path / "prune")

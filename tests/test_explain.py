@@ -43,7 +43,7 @@ def bbbp_run(tmp_path_factory, data_root):
 @pytest.fixture(scope="module")
 def motif_run(tmp_path_factory, data_root):
     return _train(tmp_path_factory.mktemp("motif") / "run", "--data", "good-motif",
-                  "-H", "train.warmup_epochs=0")
+                  "--preset", "paper", "-H", "train.warmup_epochs=0")
 
 
 # -- metrics, by hand -----------------------------------------------------------

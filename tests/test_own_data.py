@@ -158,7 +158,8 @@ def test_dgl_graphs_file_reports_motif_metrics(tmp_path, data_root):
     path = tmp_path / "graphs.bin"
     dgl.save_graphs(str(path), graphs, {"label": labels, "env": envs})
     out = tmp_path / "run"
-    res = _cli("run", "--data", "dgl-graphs", "-H", f"data.path={path}", "--epochs", "1",
+    res = _cli("run", "--data", "dgl-graphs", "--preset", "paper", "-H", f"data.path={path}",
+               "--epochs", "1",
                "--progress", "none", "--device", "cpu", "--out", out)
     assert res.exit_code == 0, res.output
     summary = json.loads((out / "summary.json").read_text())
@@ -192,7 +193,8 @@ def test_from_graphs_python_entry_point(tmp_path, data_root):
     back = load_dataset("dgl-graphs", path=str(path), split="file")
     assert {k: v.tolist() for k, v in back.splits.items()} == \
         {k: v.tolist() for k, v in ds.splits.items()}
-    cfg = resolve_config(data="dgl-graphs", flags={"train.epochs": 1, "train.device": "cpu"},
+    cfg = resolve_config(data="dgl-graphs", preset="paper",
+                         flags={"train.epochs": 1, "train.device": "cpu"},
                          overrides=[f"data.path={path}", "data.split=file"])
     summary = Trainer(cfg, ds, tmp_path / "py-run").fit()
     assert summary["motif_edge_rocauc"] is not None

@@ -122,10 +122,10 @@ SHARED: dict[str, SharedOption] = {
         sweep=dict(metavar=AXIS)),
     "preset": _S(("--preset",), dict(
         default=None,
-        help="named bundle of settings per dataset: paper, official, a preset of yours "
-             "(`grprune ls presets`) or a preset file [default: auto, the preset chosen on "
-             "validation for the dataset's split, e.g. official for ogbg-molbbbp size; "
-             "else paper]"),
+        help="named bundle of settings per dataset: official, paper, good, a preset of "
+             "yours (`grprune ls presets`) or a preset file [default: auto: official, the "
+             "official code's recipe, unless another validated better on the dataset's "
+             "split, e.g. paper for ogbg-molbbbp scaffold]"),
         sweep=dict(metavar=AXIS)),
     # -- training and data loading (training_options) --
     "epochs": _S(("--epochs",), dict(type=int, default=None,

@@ -6,14 +6,17 @@ applied after ``all``). Built-in presets live beside this module:
 
 * ``paper``: the paper text's settings, which are the parts' defaults and each dataset's
   ``recommended`` values, so it adds nothing;
-* ``official``: the official code's choices and README commands.
+* ``official``: the official code's choices and README commands;
+* ``good``: GOOD's own ERM protocol (its benchmark configs: 3-layer GIN of width 300, mean
+  readout, 200 epochs, batch 32), to set any method beside GOOD's leaderboard.
 
 A user adds one by writing such a file into a preset directory (``$GRPRUNE_PRESET_PATH``,
 directories separated by ``os.pathsep``; default ``~/.config/grprune/presets``), named
 ``NAME.yaml``, or passes a file path to ``--preset``. ``defaults.yaml`` maps a dataset, or
 one split of it (``ogbg-molbbbp/size``), to the preset it uses when none is given
 (``--preset auto``): the one chosen on validation evidence
-(``benchmarks/accuracy/prune/README.md``); ``paper`` for everything it does not list.
+(``benchmarks/accuracy/prune/defaults-evidence.md``); ``official``, the recipe of the code
+behind the paper's published numbers, for everything it does not list.
 
 Where a preset's keys go (:func:`grprune.config.resolve_config`): after the parts'
 defaults and the dataset's ``recommended`` values, before ``--config``, the flags and
@@ -34,8 +37,9 @@ from grprune.errors import GrpruneError, did_you_mean
 
 BUILTIN_DIR = Path(__file__).parent
 DEFAULTS_FILE = BUILTIN_DIR / "defaults.yaml"
-#: the preset of a dataset that defaults.yaml does not list
-FALLBACK = "paper"
+#: the preset of a dataset that defaults.yaml does not list: the official code's recipe,
+#: which produced the paper's published numbers
+FALLBACK = "official"
 AUTO = "auto"
 _KEYS = ("description", "source", "all", "datasets")
 
@@ -192,9 +196,11 @@ def default_for(dataset: str, split: str | None = None) -> str:
     """The preset ``--preset auto`` uses for ``dataset`` and ``split``.
 
     ``defaults.yaml``'s entry for ``"dataset/split"``, else for ``"dataset"``, else
-    ``paper``.
+    ``official`` (:data:`FALLBACK`).
 
     >>> default_for("no-such-dataset", "scaffold")
+    'official'
+    >>> default_for("ogbg-molbbbp", "scaffold")
     'paper'
     """
     table = defaults()
