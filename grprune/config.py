@@ -20,121 +20,27 @@ namespaced keys (``reg.size.eta``, ``selector.tau``, ``train.lr``).
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from grprune.errors import GrpruneError
-from grprune.hparams import Configurable, Param
-from grprune.runconfig import VERSION, RunConfig, move_keys
-
-SECTIONS = ("data", "selector", "encoder", "model", "reg", "train")
-#: top-level keys of a resolved config that are records, not settings
-RECORDS = ("version", "hash", "preset", "features")
-#: keys that do not change results and so are left out of the config hash
-VOLATILE_KEYS = {("data", "root"), ("data", "download"), ("train", "device"),
-                 ("train", "progress"), ("train", "loader_workers")}
-
-
-def parse_milestones(text: str) -> tuple[int, ...]:
-    """Epochs of ``train.lr_milestones``: ``"30,60"`` -> ``(30, 60)``; ``""`` -> ``()``.
-
-    Raises
-    ------
-    GrpruneError
-        If an item is not a non-negative integer.
-    """
-    out = []
-    for item in str(text).replace(" ", "").split(","):
-        if not item:
-            continue
-        if not item.isdigit():
-            raise GrpruneError(f"bad value {text!r} for train.lr_milestones: expected a comma "
-                               f"list of epochs (integers >= 0), e.g. 30,60")
-        out.append(int(item))
-    return tuple(sorted(out))
-
-
-def parse_device(text: str) -> str:
-    """Check a device name: ``auto``, ``cpu``, ``cuda``, ``cuda:N`` or ``mps``.
-
-    Raises
-    ------
-    ValueError
-        For anything else (``gpu``, ``cuda:x``), so that ``-H train.device=gpu`` and
-        ``--device gpu`` exit 2 with one line before anything is loaded.
-    """
-    name = text.strip().lower()
-    if not re.fullmatch(r"auto|cpu|mps|cuda(:\d+)?", name):
-        raise ValueError("expected auto, cpu, cuda, cuda:N or mps")
-    return name
-
-
-class TrainSettings(Configurable):
-    """Trainer hyperparameters (``train.*``); paper Appendix "Detailed experiment setting"."""
-
-    params = {
-        "epochs": Param(100, "training epochs (paper: 100)", low=1),
-        "batch_size": Param(64, "graphs per batch (paper: 64)", low=1),
-        "lr": Param(1e-3, "Adam learning rate (paper: 1e-3)", low=0.0, low_open=True),
-        "weight_decay": Param(0.0, "Adam weight decay", low=0.0),
-        "warmup_epochs": Param(0, "ERM epochs before the selector and regularizers switch on "
-                                  "(paper: 10 for GOOD and DrugOOD, 0 for molbbbp)", low=0),
-        "patience": Param(0, "early stopping: epochs without a better validation metric "
-                             "after warm-up; 0 = off (paper: 10 for GOOD-Motif and DrugOOD)",
-                          low=0),
-        "seed": Param(0, "random seed (same seed, same numbers)", low=0),
-        "device": Param("auto", "auto (CUDA when present), cpu, cuda or cuda:N",
-                        parser=parse_device),
-        "eval_train": Param(True, "also evaluate the training split every epoch"),
-        "progress": Param("auto", "auto (rich on a terminal, plain lines otherwise), rich, "
-                                  "plain or none", choices=("auto", "rich", "plain", "none")),
-        "loader_workers": Param(0, "no effect (kept so that older configurations load): "
-                                   "batches are gathered from the dataset's tensors", low=0),
-        "deterministic": Param(True, "same seed, same numbers on a busy machine: one CPU "
-                                     "thread, deterministic CUDA kernels; see "
-                                     "grprune.determinism"),
-        "select_warmup": Param(False, "let the best-validation rule pick an ERM warm-up "
-                                      "epoch too (official code: yes; paper: the reported "
-                                      "metric is after warm-up)"),
-        "lr_milestones": Param("", "epochs (comma list) at which the learning rate is "
-                                   "multiplied by lr_gamma; empty = constant (paper, and the "
-                                   "official code, whose ReduceLROnPlateau has min_lr = lr)",
-                               parser=lambda text: ",".join(map(str, parse_milestones(text)))),
-        "lr_gamma": Param(0.1, "factor of the learning rate at each milestone",
-                          low=0.0, low_open=True),
-        "save_last": Param(False, "also save the last epoch's model as checkpoint-last.pt"),
-    }
-
-
-class ModelSettings(Configurable):
-    """The classifier around the encoder (``model.*``): readout and head
-    (:class:`grprune.model.GraphClassifier`). Until configuration version 2 these were
-    ``encoder.readout`` and ``encoder.head_layers``; those keys still load, with a note."""
-
-    params = {
-        "readout": Param("sum", "graph readout: sum of node embeddings (paper), mean, or "
-                                "sum-l2, the sum divided by its L2 norm (official code)",
-                         choices=("sum", "mean", "sum-l2")),
-        "head_layers": Param(2, "layers of the MLP classifier on the readout (official "
-                                "code: 3)", low=1),
-    }
-
-
-class DataSettings(Configurable):
-    """Dataset-independent data settings (``data.*``)."""
-
-    params = {
-        "root": Param("", "data root for caches and OGB folders (default $GRPRUNE_DATA_ROOT "
-                          "or ~/.cache/grprune/data)"),
-        "download": Param(False, "use OGB's download route (needs network)"),
-        "limit": Param(0, "keep only the first N graphs of each split (0 = all; for smoke "
-                          "tests)", low=0),
-    }
-
+# the settings sections, parsers and the config hash live in the leaf record layer; they are
+# re-exported here, where older code and plugins import them from
+from grprune.record.runconfig import VERSION, RunConfig, move_keys
+from grprune.record.settings import (  # noqa: F401  (re-exported)
+    RECORDS,
+    SECTIONS,
+    VOLATILE_KEYS,
+    DataSettings,
+    ModelSettings,
+    TrainSettings,
+    config_hash,
+    parse_device,
+    parse_milestones,
+    same_run,
+)
 
 def _flatten(cfg: Mapping[str, Any], origin: str) -> list[tuple[str, Any]]:
     """Nested config -> ``[("section.key", value)]`` (``reg.NAME.key`` for reg)."""
@@ -389,7 +295,8 @@ def _preset(preset: str | None, file_cfg: Mapping[str, Any], parts: _Parts,
     takes the dataset and split's default, :func:`grprune.presets.default_for`), and the
     keys of it that apply to this run (:func:`preset_items`)."""
     from grprune import presets as P
-    recorded = file_cfg.get("preset") if isinstance(file_cfg.get("preset"), Mapping) else {}
+    recorded: Mapping[str, Any] = (file_cfg["preset"] if isinstance(file_cfg.get("preset"),
+                                                                    Mapping) else {})
     requested = preset or recorded.get("name") or P.AUTO
     chosen = P.load(P.default_for(parts.data, split) if requested == P.AUTO else requested)
     return chosen, requested, preset_items(chosen, parts.data, parts.source, parts.encoder,
@@ -494,22 +401,3 @@ def _resolve_eval_budget(cfg: dict) -> None:
                                "each graph's bonds: set -H selector.eval_budget=FRACTION, or "
                                "use the size regularizer, whose reg.size.eta it then takes")
         sel["eval_budget"] = float(cfg["reg"]["size"]["eta"])
-
-
-def config_hash(cfg: Mapping[str, Any]) -> str:
-    """12-hex-digit hash of the result-relevant part of a resolved config.
-
-    It is computed on the version-1 layout (the ``model`` section's keys inside
-    ``encoder``), so runs made before the ``model`` section keep their identity.
-    """
-    stable = {s: ({k: v for k, v in cfg[s].items() if (s, k) not in VOLATILE_KEYS}
-                  if s != "reg" else cfg[s]) for s in SECTIONS if s in cfg and s != "model"}
-    if isinstance(cfg.get("model"), Mapping) and "encoder" in stable:
-        stable["encoder"] = {**stable["encoder"], **cfg["model"]}
-    text = json.dumps(stable, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()[:12]
-
-
-def same_run(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    """Whether two resolved configs describe the same run (volatile keys ignored)."""
-    return config_hash(a) == config_hash(b)

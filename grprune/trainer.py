@@ -328,9 +328,10 @@ class Trainer:
     def _state(self, epoch: int, best: dict, records: list[dict], stopped: bool) -> dict:
         """Everything the next epoch depends on, as tensors and plain Python values only,
         so that :func:`torch.load` reads it with ``weights_only=True`` (no pickled code)."""
-        kind, keys, pos, has_gauss, gauss = np.random.get_state()
+        numpy_state: Any = np.random.get_state()  # the legacy 5-tuple
+        kind, keys, pos, has_gauss, gauss = numpy_state
         version, py_state, py_gauss = random.getstate()
-        state = {"epoch": epoch, "model": self.model.state_dict(),
+        state: dict[str, Any] = {"epoch": epoch, "model": self.model.state_dict(),
                  "regs": {n: r.state_dict() for n, r in self.regs.items()},
                  "optimizer": self.optimizer.state_dict(), "best": best,
                  "rng": {"torch": torch.get_rng_state(),
@@ -457,6 +458,7 @@ class Trainer:
                         "valid": last["valid"][self.metric],
                         "train": last.get("train", {}).get(self.metric, math.nan)}
         ev, edges = self.evaluate("test", use_selector=use_selector, collect_edges=True)
+        assert edges is not None  # collect_edges=True always collects
         write_edge_probs(self.run_dir / R.EDGE_PROBS, edges, getattr(self.dataset, "smiles", None))
         evals = {name: self.evaluate(name, use_selector=use_selector)[0]
                  for name in ("valid", *FINAL_SPLITS) if name in self.splits}

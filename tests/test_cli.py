@@ -268,7 +268,8 @@ def test_a_full_disk_a_read_only_place_and_no_permission_get_one_line(tmp_path, 
     def fail(path, data):
         raise OSError(getattr(errno, code), os.strerror(getattr(errno, code)), str(path))
 
-    monkeypatch.setattr(R, "atomic_write_bytes", fail)
+    from grprune.record import files
+    monkeypatch.setattr(files, "atomic_write_bytes", fail)
     res = CliRunner().invoke(main, ["run", *SMALL, "--progress", "none",
                                     "--out", str(tmp_path / "run")])
     lines = [x for x in res.output.splitlines() if x.strip()]
@@ -320,3 +321,48 @@ def test_the_inputs_that_once_passed_or_crashed_now_exit_2_with_one_line(args, m
     lines = [x for x in proc.stderr.splitlines() if x.strip()]
     assert proc.returncode == 2 and len(lines) == 1 and message in lines[0], proc.stderr
     assert not (tmp_path / "x").exists()
+
+
+def test_readers_open_nothing_for_writing_in_a_finished_run(tmp_path, monkeypatch):
+    """collect, curves, explain, predict and load_run on a finished run: no file inside it
+    is opened for writing, its lock included, as on a read-only mount (simulated: these
+    tests run as root, which writes anywhere) or with another user's ``.lock``."""
+    import builtins
+    import errno
+    import io
+    import os
+
+    import grprune
+
+    run = tmp_path / "run"
+    assert _run(SMALL, run).exit_code == 0
+    assert (run / ".lock").exists()
+    inside = str(run.resolve())
+    real_os_open, real_open = os.open, builtins.open
+    writes = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+
+    def refuse(path):
+        if str(Path(path).resolve()).startswith(inside):
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
+
+    def guarded_os_open(path, flags, *args, **kwargs):
+        if flags & writes:
+            refuse(path)
+        return real_os_open(path, flags, *args, **kwargs)
+
+    def guarded_open(file, mode="r", *args, **kwargs):
+        if isinstance(file, (str, os.PathLike)) and set(mode) & set("wax+"):
+            refuse(file)
+        return real_open(file, mode, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", guarded_os_open)
+    monkeypatch.setattr(builtins, "open", guarded_open)
+    monkeypatch.setattr(io, "open", guarded_open)
+    out = tmp_path / "elsewhere"
+    for args in (["collect", run, "--out", out / "table"], ["curves", run, "--out", out / "c.png"],
+                 ["explain", run, "--out", out / "ex"],
+                 ["predict", run, "--smiles", "CCO", "--out", out / "p.csv"]):
+        res = CliRunner().invoke(main, [str(a) for a in args])
+        assert res.exit_code == 0, (args[0], res.output)
+    assert grprune.load_run(run).summary["test"] is not None
+    assert (out / "table.md").is_file() and (out / "p.csv").is_file()

@@ -25,7 +25,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from grprune.compat import dgl
-from grprune.data.molecules import file_sha256
+from grprune.record.files import file_sha256
 from grprune.data.packed import PackedGraphs
 
 #: folder under ``<root>/<dataset>/`` that holds grprune's caches
@@ -224,7 +224,7 @@ def cached_strings(
     status : str
         ``"hit"``, ``"built"``, ``"rebuilt (<reason>)"`` or ``"not written (<error>)"``.
     """
-    from grprune.results import atomic_write_json
+    from grprune.record.files import atomic_write_json
 
     reason = "no cache"
     if path.is_file():

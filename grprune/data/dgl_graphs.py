@@ -42,7 +42,7 @@ from grprune.data.registry import DATASETS, FileDatasetSource
 from grprune.data.splits import PART_NAMES, _check_frac, random_split
 from grprune.errors import DataError, GrpruneError
 from grprune.hparams import Param
-from grprune.results import atomic_save_to
+from grprune.record.files import atomic_save_to
 
 #: codes of the ``split`` tensor
 SPLIT_CODES = {code: part for code, part in enumerate(PART_NAMES)}

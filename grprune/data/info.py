@@ -125,7 +125,7 @@ def export_split(dataset: GraphDataset, out: str | Path, force: bool = False) ->
         If ``out`` is a file, or holds a different split and ``force`` is False
         (nothing is overwritten then).
     """
-    from grprune.results import atomic_write_bytes
+    from grprune.record.files import atomic_write_bytes
 
     out = Path(out)
     if out.exists() and not out.is_dir():

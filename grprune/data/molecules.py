@@ -16,7 +16,6 @@ valence check, then featurized with OGB's ``atom_to_feature_vector`` and
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -28,6 +27,7 @@ from ogb.utils import smiles2graph
 from ogb.utils.features import atom_to_feature_vector, bond_to_feature_vector
 from rdkit import Chem, rdBase
 
+from grprune.record.files import file_sha256  # noqa: F401  (re-exported)
 from grprune.compat import dgl
 from grprune.errors import DataError
 
@@ -180,15 +180,6 @@ def _featurize(smiles: Sequence[str], lenient: bool) -> tuple[list, np.ndarray, 
             lenient_pos.append(i)
         kept.append(i)
     return graphs, np.asarray(kept, dtype=np.int64), lenient_pos
-
-
-def file_sha256(path: str | Path) -> str:
-    """Hex sha256 of a file's bytes."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 

@@ -27,6 +27,7 @@ States (:data:`STATES`), checked in this order:
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,8 +35,8 @@ from typing import Any
 
 from grprune.errors import GrpruneError
 
-from grprune.results import CONFIG, ERROR, LOG, RESULTS, STATE, SUMMARY, read_records
-from grprune.runconfig import EpochRecord, RunConfig, RunSummary
+from grprune.record.files import CONFIG, ERROR, LOG, RESULTS, STATE, SUMMARY, read_records
+from grprune.record.runconfig import EpochRecord, RunConfig, RunSummary
 
 LOCK = ".lock"
 #: files a directory may hold and still count as empty
@@ -177,7 +178,7 @@ class RunDir:
             return Status("foreign", why)
         old = RunConfig.from_dict(old)  # older layouts read in the current one
         if cfg is not None:
-            from grprune.config import config_hash
+            from grprune.record.settings import config_hash
             if config_hash(old) != config_hash(cfg):
                 return Status("other-config", f"holds another configuration (hash "
                                               f"{old.get('hash')})", config=old)
@@ -203,9 +204,34 @@ class RunDir:
         return FileLock(str(self.path / LOCK))
 
     def locked(self) -> bool:
-        """Whether another process holds the run's lock now."""
-        if not (self.path / LOCK).exists():
+        """Whether another process holds the run's lock now.
+
+        A reader's question, so it opens nothing for writing: the lock file is opened
+        read-only and probed with a non-blocking shared ``flock``, which fails while a
+        writer holds its exclusive one (:meth:`lock`). So a finished run reads on a
+        read-only mount, or with another user's ``.lock``. A lock file that can't be
+        opened at all tells nothing, and counts as not held.
+        """
+        path = self.path / LOCK
+        if not path.exists():
             return False
+        try:
+            import fcntl
+        except ImportError:  # no flock (Windows): filelock's probe, which opens it for writing
+            return self._locked_by_filelock()
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except OSError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        finally:
+            os.close(fd)  # and with it the shared lock
+        return False
+
+    def _locked_by_filelock(self) -> bool:
         from filelock import Timeout
         lock = self._lock()
         try:

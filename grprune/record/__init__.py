@@ -1,0 +1,34 @@
+"""The run's records: the bottom layer of grprune, which every module may import.
+
+It imports only :mod:`grprune.errors` and :mod:`grprune.hparams`, never a part, a dataset
+or the resolver, so nothing above it can make an import cycle through it
+(``tests/test_imports.py`` walks the import graph):
+
+* :mod:`grprune.record.files`: run file names, atomic writers (:func:`atomic_write_bytes`,
+  :func:`atomic_write_json`, :func:`atomic_save`), readers (:func:`read_json`,
+  :func:`read_records`) and :func:`file_sha256`;
+* :mod:`grprune.record.settings`: the ``train``, ``model`` and ``data`` settings, their
+  parsers and :func:`config_hash`;
+* :mod:`grprune.record.runconfig`: the typed views of ``config.json``, ``summary.json`` and
+  a ``results.jsonl`` line (:class:`RunConfig`, :class:`FeatureSpec`, :class:`RunSummary`,
+  :class:`EpochRecord`).
+"""
+
+from grprune.record.files import (  # noqa: F401  (re-exported)
+    atomic_save,
+    atomic_save_to,
+    atomic_write_bytes,
+    atomic_write_json,
+    file_sha256,
+    read_json,
+    read_records,
+    to_json,
+    write_records,
+)
+from grprune.record.runconfig import (  # noqa: F401  (re-exported)
+    EpochRecord,
+    FeatureSpec,
+    RunConfig,
+    RunSummary,
+)
+from grprune.record.settings import config_hash, same_run  # noqa: F401  (re-exported)

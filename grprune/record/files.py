@@ -1,0 +1,155 @@
+"""Run files on disk: their names, atomic writes, and JSON / JSON-lines readers.
+
+The bottom of the house (:mod:`grprune.record`): every module may import it, and it
+imports nothing of grprune. A write goes to a temporary file in the target's folder,
+is flushed and fsync'ed, then renamed over the target (``os.replace``), so a reader sees
+the old file or the new one, never a part; the file keeps the process umask's mode.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable
+
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
+CONFIG, RESULTS, SUMMARY = "config.json", "results.jsonl", "summary.json"
+STATE, CHECKPOINT, EDGE_PROBS = "state.pt", "checkpoint.pt", "edge_probs.npz"
+LAST_CHECKPOINT = "checkpoint-last.pt"
+#: a sweep's files in a run directory: the failure record and the child's log
+ERROR, LOG = "error.json", "sweep.log"
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` via a temporary file and ``os.replace``.
+
+    A reader never sees a partial file; an interrupted write leaves the old one.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; use what open() would
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+#: key added to a JSON object whose NaN or infinite numbers were written as null
+NON_FINITE = "non_finite"
+
+
+def _finite(obj: Any, path: str, found: dict[str, str]) -> Any:
+    if isinstance(obj, float) and not math.isfinite(obj):
+        found[path or "."] = "nan" if math.isnan(obj) else ("inf" if obj > 0 else "-inf")
+        return None
+    if isinstance(obj, dict):
+        return {k: _finite(v, f"{path}.{k}" if path else str(k), found) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v, f"{path}[{i}]", found) for i, v in enumerate(obj)]
+    return obj
+
+
+def to_json(obj: Any, indent: int | None = 2) -> str:
+    """Strict JSON (RFC 8259) text of ``obj``: NaN and infinities become ``null``.
+
+    A JSON object with such values gets the key ``non_finite``: the path of each
+    (``"train"``, ``"last.valid"``, ``"valid.selector.p_quantiles.0.5"``) and what it was
+    (``"nan"``, ``"inf"``, ``"-inf"``). NaN marks a metric that was not computed (the
+    training split when ``train.eval_train`` is off) or is undefined (ROC-AUC of a split
+    with one class).
+
+    Examples
+    --------
+    >>> to_json({"test": 0.5, "train": float("nan")}, indent=None)
+    '{"test": 0.5, "train": null, "non_finite": {"train": "nan"}}'
+    """
+    found: dict[str, str] = {}
+    clean = _finite(obj, "", found)
+    if found and isinstance(clean, dict):
+        clean[NON_FINITE] = found
+    return json.dumps(clean, indent=indent, allow_nan=False)
+
+
+def atomic_write_json(path: str | Path, obj: Any) -> None:
+    """Atomically write ``obj`` as indented strict JSON (:func:`to_json`)."""
+    atomic_write_bytes(path, (to_json(obj) + "\n").encode())
+
+
+def atomic_save(path: str | Path, save_fn) -> None:
+    """Atomically write a file produced by ``save_fn(file_object)`` (torch.save, np.savez)."""
+    import io
+    buf = io.BytesIO()
+    save_fn(buf)
+    atomic_write_bytes(path, buf.getvalue())
+
+
+def atomic_save_to(path: str | Path, save_fn) -> None:
+    """Atomically write a file that ``save_fn(temporary_path)`` writes by name
+    (``dgl.save_graphs``): written beside ``path``, then moved over it with
+    ``os.replace``; a failed write leaves the old file and no temporary one."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        save_fn(tmp)
+        os.chmod(tmp, 0o666 & ~_UMASK)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_records(path: str | Path, records: Iterable[dict]) -> None:
+    """Atomically (re)write a JSON-lines file."""
+    text = "".join(to_json(r, indent=None) + "\n" for r in records)
+    atomic_write_bytes(path, text.encode())
+
+
+def read_records(path: str | Path) -> list[dict]:
+    """Records of a JSON-lines file; a torn last line (crash mid-write) is dropped."""
+    p = Path(path)
+    if not p.is_file():
+        return []
+    out = []
+    for line in p.read_text().splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            break
+    return out
+
+
+def read_json(path: str | Path) -> Any | None:
+    """Parsed JSON, or None if the file is missing or unreadable."""
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def file_sha256(path: str | Path) -> str:
+    """Hex sha256 of a file's bytes, read in 1 MiB chunks.
+
+    Raises
+    ------
+    OSError
+        If the file can't be read.
+    """
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()

@@ -1,0 +1,128 @@
+"""The import graph of ``grprune/``: no cycles, and a record layer at the bottom.
+
+Read with ``ast`` from the source, so imports inside functions count as much as those at
+the top of a module: a deferred import that closes a cycle only hides it until someone
+hoists it. The one shape allowed is a package importing its own submodules to re-export
+them while those submodules import names from the package (``grprune.cli`` and its
+commands): its cycle runs through the package itself and nowhere else.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "grprune"
+
+
+def modules() -> dict[str, Path]:
+    out = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = path
+    return out
+
+
+def imports(name: str, path: Path, known: set[str]) -> set[str]:
+    """The grprune modules ``name`` imports anywhere in its source (``from a import b``
+    counts ``a`` and, when it is a module, ``a.b``)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+                base = base[:len(base) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            targets = [module] + [f"{module}.{a.name}" for a in node.names]
+        else:
+            continue
+        found |= {t for t in targets if t in known and t != name}
+    return found
+
+
+def graph() -> dict[str, set[str]]:
+    mods = modules()
+    return {name: imports(name, path, set(mods)) for name, path in mods.items()}
+
+
+def cycles(g: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index, low, on, stack, out, counter = {}, {}, set(), [], [], [0]
+    for root in sorted(g):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(g[root])))]
+        index[root] = low[root] = counter[0]
+        counter[0] += 1
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = counter[0]
+                    counter[0] += 1
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(g[w]))))
+                elif w in on:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                if len(comp) > 1:
+                    out.append(sorted(comp))
+    return out
+
+
+def re_exports(component: list[str], g: dict[str, set[str]]) -> bool:
+    """Whether a cycle is a package and its own submodules, and is gone without the package."""
+    for package in component:
+        if all(m == package or m.startswith(package + ".") for m in component):
+            rest = {m: g[m] & set(component) - {package} for m in component if m != package}
+            return not cycles(rest)
+    return False
+
+
+def test_the_import_graph_has_no_cycle():
+    g = graph()
+    bad = [c for c in cycles(g) if not re_exports(c, g)]
+    assert not bad, "import cycles (function-level imports included):\n" + "\n".join(
+        " <-> ".join(c) for c in bad)
+
+
+def test_the_record_layer_imports_only_errors_and_hparams():
+    g = graph()
+    record = {m for m in g if m == "grprune.record" or m.startswith("grprune.record.")}
+    assert {"grprune.record.files", "grprune.record.settings", "grprune.record.runconfig"} <= record
+    allowed = record | {"grprune", "grprune.errors", "grprune.hparams"}
+    for m in sorted(record):
+        assert g[m] <= allowed, f"{m} imports {sorted(g[m] - allowed)}"
+    # and the modules it may import import nothing of grprune above it
+    for m in ("grprune.errors", "grprune.hparams"):
+        assert g[m] <= {"grprune", "grprune.errors"}, f"{m} imports {sorted(g[m])}"
+
+
+def test_the_cycle_finder_finds_a_deferred_import_cycle():
+    g = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "p": {"p.x"}, "p.x": {"p"}, "d": set()}
+    found = cycles(g)
+    assert found == [["a", "b", "c"], ["p", "p.x"]]
+    assert not re_exports(found[0], g) and re_exports(found[1], g)
+    # two submodules importing each other is a cycle even inside one package
+    g2 = {"p": {"p.x", "p.y"}, "p.x": {"p.y", "p"}, "p.y": {"p.x"}}
+    assert not re_exports(cycles(g2)[0], g2)
