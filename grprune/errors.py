@@ -11,6 +11,18 @@ class GrpruneError(Exception):
     """
 
 
+class DivergedError(GrpruneError):
+    """Training diverged: the loss became NaN or infinite (``epoch``: where, 0-based).
+
+    :func:`grprune.run.execute` records it in the run's ``error.json`` with
+    ``"kind": "diverged"``, and ``grprune collect`` lists the run as diverged.
+    """
+
+    def __init__(self, message: str, epoch: int) -> None:
+        super().__init__(message)
+        self.epoch = epoch
+
+
 class DataError(GrpruneError):
     """A missing, corrupt or malformed data file."""
 

@@ -23,6 +23,8 @@ Shapes: ``G`` graphs, ``E`` directed edges, ``U`` undirected bonds, ``C`` classe
 from __future__ import annotations
 
 import math
+import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
@@ -349,15 +351,16 @@ def write_edge_probs(path: str | Path, edges: EdgeScores, smiles=None) -> None:
 
 
 def read_edge_probs(path: str | Path) -> EdgeScores | None:
-    """Read ``edge_probs.npz`` back; None when it is absent, unreadable or lacks
-    :data:`SCORE_ARRAYS` (written before they were saved)."""
+    """Read ``edge_probs.npz`` back; None when it is absent, unreadable, damaged (a
+    truncated or corrupt zip) or lacks :data:`SCORE_ARRAYS` (written before they were
+    saved)."""
     try:
         with np.load(Path(path)) as npz:
             if any(k not in npz.files for k in SCORE_ARRAYS):
                 return None
             a = {k: npz[k] for k in npz.files}
-    except (OSError, ValueError):
-        return None
+    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zlib.error):
+        return None  # a damaged file: the caller recomputes from the model
     return EdgeScores(
         graph_index=a["graph_index"].astype(np.int64), prob=a["prob"],
         num_nodes=a["num_nodes"].astype(np.int64), edge_ptr=a["edge_ptr"].astype(np.int64),

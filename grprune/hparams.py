@@ -91,6 +91,8 @@ def coerce(key: str, value: Any, default: Any, choices: tuple | None = None,
 
 
 def _num(x: float) -> str:
+    if isinstance(x, int) and not isinstance(x, bool):
+        return str(x)  # 2**63 - 1 in full, not 9.22337e+18
     return "inf" if x == math.inf else ("-inf" if x == -math.inf else f"{x:g}")
 
 

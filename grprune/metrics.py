@@ -25,10 +25,11 @@ def evaluate(metric: str, y_true: np.ndarray, prob: np.ndarray) -> float:
     Returns
     -------
     float
-        In [0, 1]; NaN for ROC-AUC when only one class is present (undefined).
+        In [0, 1]; NaN for ROC-AUC when only one class is present (undefined), and
+        when ``prob`` holds NaN or infinite values (a diverged model).
     """
-    if len(y_true) == 0:
-        return math.nan
+    if len(y_true) == 0 or not np.isfinite(prob).all():
+        return math.nan  # no graphs, or a model whose outputs are not numbers
     if metric == "rocauc":
         if len(np.unique(y_true)) < 2:
             return math.nan

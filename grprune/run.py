@@ -17,8 +17,8 @@ from typing import Any, Callable, Iterable, Mapping
 import torch
 
 from grprune import results as R
-from grprune.errors import GrpruneError
-from grprune.runconfig import FeatureSpec, RunConfig
+from grprune.errors import DivergedError, GrpruneError
+from grprune.record.runconfig import FeatureSpec, RunConfig
 
 RUN_FILES = (R.RESULTS, R.STATE, R.CHECKPOINT, R.LAST_CHECKPOINT, R.EDGE_PROBS, R.SUMMARY)
 
@@ -246,7 +246,12 @@ def _execute_locked(cfg: dict, run_dir: Path, force: bool, on_epoch, log,
     if status == "resume":
         log(f"resuming {run_dir} after epoch {payload['epoch']}")
     trainer = Trainer(cfg, dataset, run_dir, on_epoch=on_epoch)
-    summary = trainer.fit(resume=payload)
+    try:
+        summary = trainer.fit(resume=payload)
+    except DivergedError as exc:  # the run can't go on: its directory says so
+        R.atomic_write_json(run_dir / R.ERROR, {"message": str(exc), "kind": "diverged",
+                                                "epoch": exc.epoch, "hash": cfg["hash"]})
+        raise
     summary["data_load_s"] = round(load_s, 3)
     summary["wall_time_s"] = round(time.perf_counter() - t0, 3)
     summary["dataset_info"] = getattr(dataset, "info", {})

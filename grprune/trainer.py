@@ -29,7 +29,7 @@ from grprune.compat import dgl  # noqa: F401  (DGL import order)
 from grprune.config import parse_milestones
 from grprune.data.store import GraphStore
 from grprune.encoders import ENCODERS
-from grprune.errors import GrpruneError
+from grprune.errors import DivergedError, GrpruneError
 from grprune.evaluation import EdgeScores, Evaluation, evaluate_batches, write_edge_probs
 from grprune.losses import cross_entropy
 from grprune.model import GraphClassifier
@@ -177,6 +177,7 @@ class Trainer:
                                           weight_decay=self.tc["weight_decay"])
         self.metric = dataset.metric
         self.splits = self._splits()
+        self._check_labels()
         self.loader_gen = torch.Generator().manual_seed(self.tc["seed"])
         self.store = self._store()
         # evaluation batches are the same every epoch: batched once, then reused
@@ -193,6 +194,25 @@ class Trainer:
             idx = np.asarray(self.dataset.splits[name])
             out[name] = idx[:limit] if limit else idx
         return out
+
+    def _check_labels(self) -> None:
+        """Refuse training labels of one class (nothing to learn, every metric undefined);
+        warn where an evaluated split's ROC-AUC is undefined (one class there).
+
+        Raises
+        ------
+        GrpruneError
+            If the training split's labels are all one class.
+        """
+        labels = self.dataset.labels.numpy()
+        found: np.ndarray = np.unique(labels[self.splits.get("train", [])])
+        if len(found) == 1:
+            raise GrpruneError(f"every training label is {int(found[0])}: a classifier needs "
+                               f"at least two classes (check the label column and the split)")
+        for name, idx in self.splits.items():
+            if name != "train" and self.metric == "rocauc" and len(np.unique(labels[idx])) == 1:
+                warnings.warn(f"grprune: every {name} label is {int(labels[idx][0])}, so its "
+                              f"ROC-AUC is undefined (NaN)", stacklevel=3)
 
     def _store(self) -> GraphStore:
         """The dataset as tensors (:class:`~grprune.data.store.GraphStore`), on the training
@@ -277,8 +297,12 @@ class Trainer:
             edges += batch.src.numel()
         losses = {k: float(v) / max(graphs, 1) for k, v in sums.items()}
         if not math.isfinite(losses.get("total", 0.0)):
-            raise GrpruneError(f"loss became {losses['total']} at epoch {epoch}; "
-                               f"try a lower train.lr or smaller regularizer weights")
+            raise DivergedError(f"loss became {losses['total']} at epoch {epoch}; "
+                                f"try a lower train.lr or smaller regularizer weights", epoch)
+        finite = torch.stack([torch.isfinite(p).all() for p in self.model.parameters()])
+        if not bool(finite.all()):  # one device sync an epoch
+            raise DivergedError(f"weights became nan or inf at epoch {epoch}; try a lower "
+                                f"train.lr or smaller regularizer weights", epoch)
         losses["kept_edge_fraction"] = float(kept) / edges if edges else 1.0
         return losses
 

@@ -37,9 +37,29 @@ class GrpruneGroup(click.Group):
             click.echo(f"grprune: error: {exc.strerror or exc}" + (f": {where}" if where else ""),
                        err=True)
             ctx.exit(2)
+        except (MemoryError, RuntimeError) as exc:
+            if not out_of_memory(exc):
+                raise
+            click.echo(f"grprune: error: out of memory ({out_of_memory(exc)}); lower "
+                       f"encoder.hidden, selector.hidden, the layers or train.batch_size",
+                       err=True)
+            ctx.exit(2)
         except KeyboardInterrupt:
             click.echo("grprune: interrupted; run the same command again to resume", err=True)
             ctx.exit(130)
+
+
+def out_of_memory(exc: BaseException) -> str:
+    """What ran out, in a few words, when ``exc`` is an allocation failure (``MemoryError``,
+    torch's CPU allocator or CUDA's out-of-memory error); else ``""``."""
+    import re
+    if isinstance(exc, MemoryError):
+        return "Python could not allocate"
+    text = str(exc)
+    asked = re.search(r"tried to allocate ([0-9.]+ ?[KMGT]?i?B|\d+ bytes)", text)
+    if "can't allocate memory" in text or "out of memory" in text.lower():
+        return f"tried to allocate {asked.group(1)}" if asked else "an allocation failed"
+    return ""
 
 
 @click.group(cls=GrpruneGroup, context_settings={"help_option_names": ["-h", "--help"],

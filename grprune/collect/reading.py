@@ -162,6 +162,7 @@ def read_run(run_dir: str | Path) -> Run | Problem:
     Run or Problem
         A :class:`Run` when the run finished and its files are sound, otherwise a
         :class:`Problem` saying why not: ``corrupt``, ``foreign``, ``failed``,
+        ``diverged`` (its loss became NaN; ``error.json`` says ``"kind": "diverged"``),
         ``unfinished`` (interrupted) or ``running`` (another process holds its lock).
     """
     run_dir = Path(run_dir)
@@ -171,6 +172,9 @@ def read_run(run_dir: str | Path) -> Run | Problem:
         return Run(path=run_dir, config=cfg, summary=st.summary, hparams=flatten_config(cfg),
                    seed=cfg["train"].get("seed"))
     kind = {"interrupted": "unfinished", "empty": "foreign"}.get(st.state, st.state)
+    error = R.read_json(run_dir / ERROR_FILE) if kind == "failed" else None
+    if isinstance(error, dict) and error.get("kind") == "diverged":
+        kind = "diverged"  # the loss became NaN: a result of its settings, not a fault
     return Problem(run_dir, kind, st.reason or "an empty directory")
 
 
@@ -382,7 +386,8 @@ def notes_for(scan: Scan, sweeps: Sequence[dict]) -> list[str]:
         seeds = (f"; seeds done {_seed_list(g['seeds_done'])} of "
                  f"{_seed_list(g['seeds_planned'])}" if g["seeds_planned"] else "")
         notes.append(f"incomplete: {g['group']} ({g['sweep']}): {', '.join(parts)}{seeds}")
-    order = ("failed", "running", "unfinished", "not started", "corrupt", "foreign", "duplicate")
+    order = ("diverged", "failed", "running", "unfinished", "not started", "corrupt", "foreign",
+             "duplicate")
     for p in sorted(scan.problems, key=lambda p: (order.index(p.kind)
                                                   if p.kind in order else 99, str(p.path))):
         notes.append(f"{p.kind}: {p.path}: {p.reason}")

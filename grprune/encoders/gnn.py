@@ -40,8 +40,8 @@ class _MessagePassingEncoder(Encoder):
 
     conv_class: type[nn.Module]
     params = {
-        "layers": Param(4, "number of message-passing layers", low=1),
-        "hidden": Param(64, "hidden width D", low=1),
+        "layers": Param(4, "number of message-passing layers", low=1, high=64),
+        "hidden": Param(64, "hidden width D", low=1, high=8192),
         "dropout": Param(0.5, "dropout probability after each layer", low=0.0, high=1.0,
                          high_open=True),
         "virtual_node": Param(False, "add a virtual node per graph (paper: on for "

@@ -72,7 +72,7 @@ class TrainSettings(Configurable):
         "patience": Param(0, "early stopping: epochs without a better validation metric "
                              "after warm-up; 0 = off (paper: 10 for GOOD-Motif and DrugOOD)",
                           low=0),
-        "seed": Param(0, "random seed (same seed, same numbers)", low=0),
+        "seed": Param(0, "random seed (same seed, same numbers)", low=0, high=2**63 - 1),
         "device": Param("auto", "auto (CUDA when present), cpu, cuda or cuda:N",
                         parser=parse_device),
         "eval_train": Param(True, "also evaluate the training split every epoch"),

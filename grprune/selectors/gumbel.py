@@ -107,9 +107,9 @@ class GNNGumbelSelector(GumbelSelector):
     encoder_name = "gin"
     params = {
         **GumbelSelector.params,
-        "layers": Param(2, "GNN layers of the selector (paper: 2 or 3)", low=1,
+        "layers": Param(2, "GNN layers of the selector (paper: 2 or 3)", low=1, high=64,
                         search=(2, 3)),
-        "hidden": Param(64, "hidden width of the selector", low=1),
+        "hidden": Param(64, "hidden width of the selector", low=1, high=8192),
         "dropout": Param(0.0, "dropout inside the selector GNN", low=0.0, high=1.0,
                          high_open=True),
         "virtual_node": Param(False, "virtual node in the selector GNN"),

@@ -317,8 +317,11 @@ def finish_job(job: Job, returncode: int | None, error: str | None = None) -> tu
     message = error or _one_line(lines, returncode)
     if returncode == 0 and error is None:
         message = f"exited with code 0 but wrote no {R.SUMMARY}"
+    # what the run itself recorded (a diverged run's kind and epoch) is kept
+    own = R.read_json(job.run_dir / ERROR)
+    own = {k: own[k] for k in ("kind", "epoch") if k in own} if isinstance(own, dict) else {}
     R.atomic_write_json(job.run_dir / ERROR, {
-        "message": message, "returncode": returncode, "time": now(),
+        **own, "message": message, "returncode": returncode, "time": now(),
         "command": "python -m grprune " + shlex.join(job.args), "hash": cfg["hash"],
         "log": LOG, "stderr_tail": lines})
     return False, message

@@ -1,0 +1,108 @@
+"""Faults and bad input that once ended in a traceback or a silent NaN: each gets one
+``grprune: error`` line and exit code 2, or a warning that says what happened."""
+
+from __future__ import annotations
+
+import click
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from grprune.cli import GrpruneGroup, main, out_of_memory
+
+
+def _one_error(res) -> str:
+    assert res.exit_code == 2, res.output
+    lines = [line for line in res.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("grprune: error: "), res.output
+    return lines[0]
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--seed", "99999999999999999999"], "train.seed: expected an integer in [0, "
+                                         "9223372036854775807]"),
+    (["-H", "encoder.hidden=100000000"], "encoder.hidden: expected an integer in [1, 8192]"),
+    (["-H", "selector.hidden=100000000"], "selector.hidden: expected an integer in [1, 8192]"),
+    (["-H", "encoder.layers=1000"], "encoder.layers: expected an integer in [1, 64]"),
+])
+def test_values_that_would_crash_are_outside_their_domain(tmp_path, args, words):
+    res = CliRunner().invoke(main, ["run", "--data", "ogbg-molbbbp", *args,
+                                    "--out", str(tmp_path / "run")])
+    assert words in _one_error(res)
+
+
+def test_an_allocation_failure_is_one_line():
+    @click.group(cls=GrpruneGroup)
+    def cli():
+        pass
+
+    @cli.command()
+    def big():
+        raise RuntimeError("[enforce fail at alloc_cpu.cpp:117] data. DefaultCPUAllocator: "
+                           "can't allocate memory: you tried to allocate 80000000000 bytes. "
+                           "Error code 12 (Cannot allocate memory)")
+
+    @cli.command()
+    def other():
+        raise RuntimeError("shape mismatch")
+
+    line = _one_error(CliRunner().invoke(cli, ["big"]))
+    assert "out of memory (tried to allocate 80000000000 bytes)" in line
+    assert "encoder.hidden" in line
+    res = CliRunner().invoke(cli, ["other"])  # not an allocation failure: not hidden
+    assert isinstance(res.exception, RuntimeError) and res.exit_code == 1
+    assert out_of_memory(MemoryError()) and not out_of_memory(RuntimeError("x"))
+    assert out_of_memory(RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB"))
+
+
+def test_labels_of_one_class_are_refused_before_training(tmp_path, data_root):
+    csv = tmp_path / "one-class.csv"
+    pd.DataFrame({"smiles": ["CCO", "CCN", "c1ccccc1", "CC(=O)O", "CCCC", "CCCl"] * 5,
+                  "y": [1] * 30}).to_csv(csv, index=False)
+    res = CliRunner().invoke(main, ["run", "--data", "molecule-csv", "-H", f"data.path={csv}",
+                                    "-H", "data.label_column=y", "--epochs", "1",
+                                    "--progress", "none", "--device", "cpu",
+                                    "--out", str(tmp_path / "run")])
+    assert "every training label is 1: a classifier needs at least two classes" in \
+        _one_error(res)
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory, data_root):
+    out = tmp_path_factory.mktemp("finished") / "run"
+    res = CliRunner().invoke(main, ["run", "--data", "ogbg-molbbbp", "--preset", "paper",
+                                    "--epochs", "2", "-H", "data.limit=64", "-H",
+                                    "train.batch_size=32", "--progress", "none", "--device",
+                                    "cpu", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    return out
+
+
+def test_a_truncated_edge_probs_file_is_recomputed_from_the_model(finished_run, tmp_path):
+    import shutil
+    run = tmp_path / "run"
+    shutil.copytree(finished_run, run)
+    npz = run / "edge_probs.npz"
+    for size in (0, npz.stat().st_size // 2, npz.stat().st_size - 7):
+        data = (finished_run / "edge_probs.npz").read_bytes()
+        npz.write_bytes(data[:size])
+        res = CliRunner().invoke(main, ["explain", str(run), "--out", str(tmp_path / f"ex{size}")])
+        assert res.exit_code == 0 and "Traceback" not in res.output, res.output
+        assert (tmp_path / f"ex{size}" / "edges.csv").is_file()
+
+
+def test_a_diverged_run_says_so_in_its_directory_and_in_collect(tmp_path, data_root):
+    import json
+    run = tmp_path / "sweep" / "diverged"
+    res = CliRunner().invoke(main, ["run", "--data", "ogbg-molbbbp", "--preset", "paper",
+                                    "--epochs", "2", "-H", "data.limit=64", "-H",
+                                    "train.lr=1e9", "--progress", "none", "--device", "cpu",
+                                    "--out", str(run)])
+    assert "became nan" in _one_error(res)
+    error = json.loads((run / "error.json").read_text())
+    assert error["kind"] == "diverged" and error["epoch"] >= 0
+    assert "became nan" in error["message"]
+    res = CliRunner().invoke(main, ["collect", str(tmp_path / "sweep"), "--out",
+                                    str(tmp_path / "table")])
+    assert res.exit_code == 1  # no finished run to tabulate, and it says why
+    assert f"diverged: {run}: " in res.output and "unfinished" not in res.output
