@@ -368,6 +368,22 @@ class Trainer:
             state["rng"]["cuda"] = torch.cuda.get_rng_state(self.device)
         return state
 
+    def _resumed_records(self, n: int) -> list[dict]:
+        """The first ``n`` records of ``results.jsonl``, the epochs ``state.pt`` counts.
+
+        Raises
+        ------
+        GrpruneError
+            If the file no longer holds them, one per epoch from 0 (a damaged line): resuming
+            would leave a gap in the run's epochs.
+        """
+        records = R.read_records(self.run_dir / R.RESULTS)[:n]
+        if [r.get("epoch") for r in records] != list(range(n)):
+            raise GrpruneError(f"{self.run_dir / R.RESULTS} holds {len(records)} sound epoch "
+                               f"records where {R.STATE} counts {n} (a damaged line); resuming "
+                               f"would leave a gap, so run it again with --force to start over")
+        return records
+
     def _restore(self, state: dict) -> None:
         self.model.load_state_dict(state["model"])
         for n, r in self.regs.items():
@@ -413,7 +429,7 @@ class Trainer:
         if resume is not None:
             self._restore(resume)
             best = resume["best"]
-            records = R.read_records(self.run_dir / R.RESULTS)[: resume["n_records"]]
+            records = self._resumed_records(resume["n_records"])
             # early-stopped runs killed before their summary finish without training more
             start = tc_epochs if resume.get("stopped") else resume["epoch"] + 1
         tc = self.tc

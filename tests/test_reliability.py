@@ -106,3 +106,63 @@ def test_a_diverged_run_says_so_in_its_directory_and_in_collect(tmp_path, data_r
                                     str(tmp_path / "table")])
     assert res.exit_code == 1  # no finished run to tabulate, and it says why
     assert f"diverged: {run}: " in res.output and "unfinished" not in res.output
+
+
+def _plan_seed(args):
+    """In a child process: plan one seed's configuration into ``root``, several times."""
+    root, seed = args
+    from pathlib import Path
+
+    from grprune.sweep import expand, grid_from_options
+    from grprune.sweep.plan import write_plan
+    exp = expand([grid_from_options(reg=["none"], epochs="1", seeds=str(seed), device="cpu",
+                                    hparams=["data.limit=16"])])
+    for _ in range(5):
+        write_plan(Path(root), exp, ["grprune", "sweep", "--seeds", str(seed)])
+    return exp.configs[0].hash
+
+
+def test_sweeps_planning_into_one_root_at_once_lose_nothing(tmp_path):
+    import json
+    import multiprocessing as mp
+    ctx = mp.get_context("spawn")
+    with ctx.Pool(6) as pool:
+        hashes = pool.map(_plan_seed, [(str(tmp_path), seed) for seed in range(6)])
+    plan = json.loads((tmp_path / "sweep.json").read_text())
+    assert sorted(c["hash"] for c in plan["configs"]) == sorted(hashes)
+    assert len(plan["sweeps"]) == 30
+
+
+def test_a_damaged_epoch_record_is_refused_not_resumed_with_a_gap(tmp_path, data_root):
+    from grprune import results as R
+    from grprune.config import resolve_config
+    from grprune.run import execute
+    cfg = resolve_config(reg="none", preset="paper", flags={
+        "train.epochs": 4, "data.limit": 48, "train.batch_size": 32, "train.device": "cpu"})
+    run = tmp_path / "run"
+
+    def stop(record):
+        if record["epoch"] == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        execute(cfg, run, on_epoch=stop, log=lambda m: None)
+    lines = (run / R.RESULTS).read_text().splitlines()
+    assert len(lines) == 3
+    lines[2] = lines[2][:-9]  # the last complete record, damaged
+    (run / R.RESULTS).write_text("\n".join(lines) + "\n")
+    res = CliRunner().invoke(main, ["run", "--reg", "none", "--preset", "paper", "--epochs", "4",
+                                    "-H", "data.limit=48", "-H", "train.batch_size=32",
+                                    "--device", "cpu", "--progress", "none", "--out", str(run)])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    errors = [x for x in res.output.splitlines() if x.startswith("grprune: error: ")]
+    assert len(errors) == 1
+    line = errors[0]
+    assert "holds 2 sound epoch records where state.pt counts 3" in line and "--force" in line
+    assert not (run / R.SUMMARY).exists()
+    res = CliRunner().invoke(main, ["run", "--reg", "none", "--preset", "paper", "--epochs", "4",
+                                    "-H", "data.limit=48", "-H", "train.batch_size=32",
+                                    "--device", "cpu", "--progress", "none", "--out", str(run),
+                                    "--force"])
+    assert res.exit_code == 0, res.output
+    assert [r["epoch"] for r in R.read_records(run / R.RESULTS)] == [0, 1, 2, 3]

@@ -21,6 +21,8 @@ from grprune.errors import GrpruneError
 from grprune.sweep.grid import Configuration, Expansion
 
 PLAN = "sweep.json"
+#: held while a planner reads, extends and writes ``sweep.json``
+PLAN_LOCK = ".sweep.json.lock"
 ERROR, LOG = R.ERROR, R.LOG
 PLAN_VERSION = 1
 #: files the sweep itself writes into a run directory
@@ -90,7 +92,8 @@ def plan_entries(expansion: Expansion, root: Path) -> list[dict]:
 
 
 def write_plan(root: Path, expansion: Expansion, command: Sequence[str]) -> dict:
-    """Add this sweep's configurations to ``<root>/sweep.json`` (atomically).
+    """Add this sweep's configurations to ``<root>/sweep.json`` (atomically, and under the
+    root's ``.sweep.json.lock``, so that sweeps planning into one root at once lose nothing).
 
     Entries already in the plan are kept as they are; new hashes are appended.
 
@@ -113,6 +116,15 @@ def write_plan(root: Path, expansion: Expansion, command: Sequence[str]) -> dict
     GrpruneError
         If an existing ``sweep.json`` is not a plan.
     """
+    from filelock import FileLock
+    root.mkdir(parents=True, exist_ok=True)
+    # read, add and write under one lock: two sweeps planning into one root at once would
+    # otherwise each write back what it read, and one's entries would be lost
+    with FileLock(str(root / PLAN_LOCK)):
+        return _add_to_plan(root, expansion, command)
+
+
+def _add_to_plan(root: Path, expansion: Expansion, command: Sequence[str]) -> dict:
     plan = read_plan(root) or {"version": PLAN_VERSION, "created": now(), "configs": [],
                                "sweeps": []}
     stamp = now()
