@@ -166,3 +166,26 @@ def test_a_damaged_epoch_record_is_refused_not_resumed_with_a_gap(tmp_path, data
                                     "--force"])
     assert res.exit_code == 0, res.output
     assert [r["epoch"] for r in R.read_records(run / R.RESULTS)] == [0, 1, 2, 3]
+
+
+def test_a_terminated_run_says_how_to_resume(tmp_path, data_root):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    run = tmp_path / "run"
+    cmd = [sys.executable, "-m", "grprune", "run", "--reg", "none", "--preset", "paper",
+           "--epochs", "200", "-H", "data.limit=64", "--device", "cpu", "--progress", "none",
+           "--out", str(run)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "GRPRUNE_DATA_ROOT": str(data_root)})
+    deadline = time.monotonic() + 300
+    while not (run / "results.jsonl").exists() and time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, (out, err)
+    assert "grprune: terminated; run the same command again to resume" in err
+    assert "Traceback" not in err

@@ -27,8 +27,12 @@ class GrpruneGroup(click.Group):
     """A click group that turns user errors into one line and exit code 2."""
 
     def invoke(self, ctx: click.Context):
+        restore = _on_sigterm_raise()
         try:
             return super().invoke(ctx)
+        except Terminated:
+            click.echo("grprune: terminated; run the same command again to resume", err=True)
+            ctx.exit(143)
         except GrpruneError as exc:
             click.echo(f"grprune: error: {exc}", err=True)
             ctx.exit(2)
@@ -47,6 +51,29 @@ class GrpruneGroup(click.Group):
         except KeyboardInterrupt:
             click.echo("grprune: interrupted; run the same command again to resume", err=True)
             ctx.exit(130)
+        finally:
+            restore()
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the command is (a command may install its own handler)."""
+
+
+def _on_sigterm_raise():
+    """While a command runs in the main thread with SIGTERM at its default, SIGTERM raises
+    :class:`Terminated`, so the command stops as on Ctrl-C (state kept, writes atomic) and
+    says how to resume. Returns the function that puts the old handler back."""
+    import signal
+    import threading
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL):
+        return lambda: None
+
+    def on_term(signum, frame):
+        raise Terminated
+
+    signal.signal(signal.SIGTERM, on_term)
+    return lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def out_of_memory(exc: BaseException) -> str:
