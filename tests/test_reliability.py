@@ -189,3 +189,71 @@ def test_a_terminated_run_says_how_to_resume(tmp_path, data_root):
     assert proc.returncode == 143, (out, err)
     assert "grprune: terminated; run the same command again to resume" in err
     assert "Traceback" not in err
+
+
+def test_a_planner_never_writes_into_a_run_another_process_holds(tmp_path):
+    from grprune import results as R
+    from grprune.sweep import expand, grid_from_options
+    from grprune.sweep.launchers import launch_local
+    from grprune.sweep.plan import Job, run_dir_of
+    exp = expand([grid_from_options(reg=["none"], epochs="1", seeds="0", device="cpu",
+                                    hparams=["data.limit=16"])])
+    conf = exp.configs[0]
+    run_dir = run_dir_of(conf, tmp_path)
+    run_dir.mkdir(parents=True)
+    (run_dir / R.CONFIG).write_text('{"the other child": "its config, features and all"}')
+    ends = []
+    with R.RunDir(run_dir).lock():  # another sweep's child took it after this plan was made
+        launch_local([Job(conf, run_dir, {})], on_start=lambda job: ends.append("started"),
+                     on_done=lambda job, code, error: ends.append((code, error)))
+    assert ends == [(None, R.RUNNING_ELSEWHERE)]
+    assert (run_dir / R.CONFIG).read_text().startswith('{"the other child"')
+    assert not (run_dir / R.LOG).exists()
+
+
+def test_a_run_another_sweep_finished_after_the_plan_counts_as_skipped(tmp_path, data_root):
+    from grprune import results as R
+    from grprune.run import execute
+    from grprune.sweep import expand, grid_from_options
+    from grprune.sweep.plan import Outcome, run_sweep
+    exp = expand([grid_from_options(reg=["none"], epochs="1", seeds="0-1", device="cpu",
+                                    hparams=["data.limit=32", "train.batch_size=16"])])
+
+    def launch(jobs, on_start, on_done):
+        for job in jobs:
+            if job.conf is exp.configs[0]:  # another sweep finishes it before this one starts
+                execute(job.conf.cfg, job.run_dir, log=lambda m: None)
+                config = (job.run_dir / R.CONFIG).read_text()
+                assert job.prepare()
+                assert (job.run_dir / R.CONFIG).read_text() == config  # features kept
+                on_done(job, 0, None)  # its child found it finished
+            else:
+                assert job.prepare()
+                execute(job.conf.cfg, job.run_dir, log=lambda m: None)
+                on_done(job, 0, None)
+
+    outcome = run_sweep(exp, tmp_path, launch, env={}, outcome=Outcome())
+    assert len(outcome.done) == 1 and len(outcome.skipped) == 1 and not outcome.failed
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate"])
+def test_a_damaged_dgl_graphs_file_is_one_line_not_an_abort(tmp_path, damage):
+    import random
+
+    from grprune.compat import dgl
+    from grprune.data.dgl_graphs import example_graphs
+    graphs, labels, envs = example_graphs(40)
+    path = tmp_path / "graphs.bin"
+    dgl.save_graphs(str(path), graphs, {"label": labels, "env": envs})
+    data = bytearray(path.read_bytes())
+    if damage == "flip":
+        rng = random.Random(0)
+        for i in rng.sample(range(len(data)), 20):
+            data[i] ^= 0xFF
+    else:
+        data = data[: len(data) // 3]
+    path.write_bytes(bytes(data))
+    res = CliRunner().invoke(main, ["data", "info", "dgl-graphs", "-H", f"data.path={path}",
+                                    "--root", str(tmp_path / "root")])
+    if res.exit_code != 0:
+        assert "dgl.save_graphs file" in _one_error(res) or "graphs" in _one_error(res)

@@ -29,6 +29,7 @@ tensor). :func:`from_graphs` builds the same dataset from graphs in memory.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -319,6 +320,46 @@ def example_graphs(n_graphs: int = 40, seed: int = 0
     return graphs, torch.arange(n_graphs) % 2, torch.arange(n_graphs) % 4
 
 
+def _probe_in_child(file: Path, digest: str, root: Path) -> None:
+    """Read ``file`` with ``dgl.load_graphs`` in a child process first, once per content.
+
+    DGL's reader trusts the sizes in the file: a damaged file can make it abort the whole
+    process (``std::bad_alloc``, exit 134) where no Python ``except`` reaches. A child that
+    dies, or fails, becomes one :class:`DataError`. A file that read well is remembered by
+    its sha256 under ``<root>/dgl_graphs/verified/``, so it is probed once.
+
+    Raises
+    ------
+    DataError
+        If the child could not read the file.
+    """
+    import subprocess
+    import sys
+    marker = Path(root) / "dgl_graphs" / "verified" / digest
+    if marker.is_file():
+        return
+    code = ("import sys; from grprune.compat import dgl; dgl.load_graphs(sys.argv[1])")
+    try:
+        proc = subprocess.run([sys.executable, "-c", code, str(file)], capture_output=True,
+                              text=True, stdin=subprocess.DEVNULL)
+    except OSError as exc:  # no child could be started: read in this process as before
+        warnings.warn(f"grprune: could not check {file} in a child process: {exc}")
+        return
+    if proc.returncode != 0:
+        said = [line.strip() for line in proc.stderr.splitlines()
+                if "Error" in line or "Check failed" in line]
+        how = (f"the reader aborted (signal {-proc.returncode})" if proc.returncode < 0
+               else "the reader aborted" if proc.returncode == 134
+               else said[-1][:200] if said else "the reader failed")
+        raise DataError(f"cannot read {file} as a dgl.save_graphs file: it is damaged or "
+                        f"not such a file ({how})")
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+    except OSError:
+        pass  # a read-only data root: probe again next time
+
+
 @DATASETS.register("dgl-graphs", aliases=("dgl-file",))
 class DglGraphs(FileDatasetSource):
     """Your own graphs: a ``dgl.save_graphs`` file with a ``label`` tensor (module docstring)."""
@@ -369,6 +410,8 @@ class DglGraphs(FileDatasetSource):
         file = Path(path).expanduser()
         if not file.is_file():
             raise DataError(f"data file (data.path) not found: {file}")
+        digest = file_sha256(file)
+        _probe_in_child(file, digest, root)
         try:
             graphs, tensors = dgl.load_graphs(str(file))
         except Exception as exc:  # DGLError, truncated or foreign file
@@ -377,7 +420,7 @@ class DglGraphs(FileDatasetSource):
         if "label" not in tensors:
             raise DataError(f"{file} has no 'label' tensor; it has: "
                             f"{', '.join(tensors) or 'none'}")
-        info = {"source": str(file), "source_sha256": file_sha256(file)}
+        info = {"source": str(file), "source_sha256": digest}
         return from_graphs(graphs, tensors["label"], tensors.get("env"),
                            split=self.resolve_split(split), split_seed=split_seed,
                            split_codes=tensors.get("split"), metric=metric,

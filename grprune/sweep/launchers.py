@@ -4,7 +4,8 @@ A launcher is one function ``launch(jobs, on_start, on_done, **options)``. For e
 job it calls ``job.prepare()``, starts ``python -m grprune ARGS``
 (:func:`grprune.sweep.plan.start_child`), calls ``on_start(job)``, and, when the child
 ends, ``on_done(job, returncode, error)`` (``error`` is the launcher's own message when
-it lost the child, else None). Everything else (statuses, ``error.json``, the summary)
+it lost the child, else None). When ``job.prepare()`` finds the run's lock held by another
+process it starts no child and calls ``on_done(job, None, RUNNING_ELSEWHERE)``. Everything else (statuses, ``error.json``, the summary)
 is shared, in :func:`grprune.sweep.plan.run_sweep`.
 
 On ``KeyboardInterrupt`` a launcher stops its children and re-raises; their run
@@ -18,6 +19,7 @@ import time
 from typing import Callable, Sequence
 
 from grprune.errors import GrpruneError
+from grprune.results import RUNNING_ELSEWHERE
 from grprune.sweep.plan import Job, start_child
 
 OnStart = Callable[[Job], None]
@@ -66,7 +68,9 @@ def launch_local(jobs: Sequence[Job], on_start: OnStart, on_done: OnDone, *,
         while queue or running:
             while queue and len(running) < max(1, workers):
                 job = queue.pop(0)
-                job.prepare()
+                if not job.prepare():  # another process runs it: no child, nothing written
+                    on_done(job, None, RUNNING_ELSEWHERE)
+                    continue
                 running[start_child(job.args, job.env, job.log, job.cwd)] = job
                 on_start(job)
             time.sleep(poll_s)
@@ -169,7 +173,9 @@ def launch_ray(jobs: Sequence[Job], on_start: OnStart, on_done: OnDone, *,
         while queue or pending:
             while queue and len(pending) < max(1, max_in_flight):
                 job = queue.pop(0)
-                job.prepare()
+                if not job.prepare():
+                    on_done(job, None, RUNNING_ELSEWHERE)
+                    continue
                 pending[task.remote(job.args, job.env, str(job.log), job.cwd)] = job
                 on_start(job)
             ready, _ = ray.wait(list(pending), num_returns=1, timeout=poll_s)

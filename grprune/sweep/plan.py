@@ -239,16 +239,26 @@ class Job:
         self.log = self.run_dir / LOG
         self.cwd = self.cwd or os.getcwd()
 
-    def prepare(self) -> None:
-        """Write ``config.json``, remove a stale ``error.json``, start the log's entry."""
+    def prepare(self) -> bool:
+        """Write ``config.json``, remove a stale ``error.json``, start the log's entry.
+
+        Returns False, having written nothing, when another process holds the run's lock
+        (another sweep's child runs it): the launcher then starts no child and reports the
+        run as running elsewhere."""
+        rundir = R.RunDir(self.run_dir)
+        if rundir.locked():
+            return False
         self.run_dir.mkdir(parents=True, exist_ok=True)
         (self.run_dir / ERROR).unlink(missing_ok=True)
-        R.atomic_write_json(self.run_dir / R.CONFIG, self.conf.cfg)
+        if rundir.status(self.conf.cfg, held=True).state != "finished":
+            # a run another sweep finished since the plan keeps its config.json (features)
+            R.atomic_write_json(self.run_dir / R.CONFIG, self.conf.cfg)
         header = f"=== grprune sweep {now()}: python -m grprune {shlex.join(self.args)}\n"
         with open(self.log, "ab") as fh:
             fh.write(header.encode())
             self.log_offset = fh.tell()
         self.started = time.time()
+        return True
 
 
 def start_child(args: Sequence[str], env: dict[str, str], log: str | Path, cwd: str | None):
@@ -419,13 +429,17 @@ def run_sweep(expansion: Expansion, root: Path, launch: Launch, *, env: dict[str
     def done(job: Job, returncode: int | None, error: str | None = None) -> None:
         # our child has ended, so a held lock is another process's: another sweep over
         # this root started the run after this sweep made its plan
-        if returncode != 0 and error is None and R.RunDir(job.run_dir).locked():
+        if error == R.RUNNING_ELSEWHERE or (returncode != 0 and error is None
+                                            and R.RunDir(job.run_dir).locked()):
             outcome.foreign.append((job.run_dir, R.RUNNING_ELSEWHERE))
             if on_foreign is not None:
                 on_foreign(job, R.RUNNING_ELSEWHERE)
             return
         ok, message = finish_job(job, returncode, error)
-        if ok:
+        summary = job.run_dir / R.SUMMARY
+        if ok and job.started and summary.stat().st_mtime < job.started:
+            outcome.skipped.append(job.run_dir)  # another sweep finished it before we began
+        elif ok:
             outcome.done.append(job.run_dir)
         else:
             outcome.failed.append((job.run_dir, message))
