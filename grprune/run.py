@@ -127,7 +127,9 @@ def prepare_run_dir(cfg: dict, run_dir: Path, force: bool = False,
         If the directory is not a run directory (``foreign``), its ``config.json`` or
         ``summary.json`` is corrupt, it holds a run of another configuration, or another
         process is running it; ``force`` starts over in the first three cases (never
-        while another process runs it).
+        while another process runs it). A directory of another configuration that never
+        trained an epoch (only ``config.json``, left by a bad-input failure) is taken over
+        without ``force``.
     """
     status = R.RunDir(run_dir).status(cfg, held=held)
     state = status.state
@@ -140,9 +142,13 @@ def prepare_run_dir(cfg: dict, run_dir: Path, force: bool = False,
     if state == "corrupt" and not force:
         raise GrpruneError(f"--out {run_dir}: {status.reason}; move the directory away, or "
                            f"--force to start this run over")
-    if state == "other-config" and not force:
-        done = "finished" if (run_dir / R.SUMMARY).is_file() else "unfinished"
-        raise GrpruneError(f"{run_dir} holds a {done} run of a different configuration "
+    # a run that stopped before its first epoch (bad input) leaves only config.json: the
+    # fixed command may take the directory over, for nothing of a trained run is lost
+    trained = any((run_dir / name).exists()
+                  for name in (R.RESULTS, R.STATE, R.CHECKPOINT, R.SUMMARY))
+    if state == "other-config" and not force and trained:
+        done = "a finished" if (run_dir / R.SUMMARY).is_file() else "an unfinished"
+        raise GrpruneError(f"{run_dir} holds {done} run of a different configuration "
                            f"(hash {status.config.get('hash')} vs {cfg['hash']}); choose "
                            f"another --out, or --force to overwrite it")
     if state == "finished" and not force:

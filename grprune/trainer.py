@@ -196,16 +196,22 @@ class Trainer:
         return out
 
     def _check_labels(self) -> None:
-        """Refuse training labels of one class (nothing to learn, every metric undefined);
-        warn where an evaluated split's ROC-AUC is undefined (one class there).
+        """Refuse an empty training split, and training labels of one class (nothing to
+        learn, every metric undefined); warn where an evaluated split's ROC-AUC is undefined
+        (one class there).
 
         Raises
         ------
         GrpruneError
-            If the training split's labels are all one class.
+            If the training split is empty or its labels are all one class.
         """
         labels = self.dataset.labels.numpy()
         found: np.ndarray = np.unique(labels[self.splits.get("train", [])])
+        if len(found) == 0:
+            sizes = ", ".join(f"{k} {len(v)}" for k, v in self.splits.items())
+            raise GrpruneError(f"the training split is empty ({sizes} graphs); choose "
+                               f"another data.split (a scaffold split of molecules that "
+                               f"share one scaffold puts them all in one part)")
         if len(found) == 1:
             raise GrpruneError(f"every training label is {int(found[0])}: a classifier needs "
                                f"at least two classes (check the label column and the split)")

@@ -65,6 +65,15 @@ def test_labels_of_one_class_are_refused_before_training(tmp_path, data_root):
                                     "--out", str(tmp_path / "run")])
     assert "every training label is 1: a classifier needs at least two classes" in \
         _one_error(res)
+    # the scaffold split of acyclic molecules: one scaffold, so no training graph
+    csv2 = tmp_path / "acyclic.csv"
+    pd.DataFrame({"smiles": ["C" * n + "O" for n in range(1, 31)],
+                  "y": [0, 1] * 15}).to_csv(csv2, index=False)
+    res = CliRunner().invoke(main, ["run", "--data", "molecule-csv", "-H", f"data.path={csv2}",
+                                    "-H", "data.label_column=y", "-H", "data.split=scaffold",
+                                    "--epochs", "1", "--progress", "none", "--device", "cpu",
+                                    "--out", str(tmp_path / "run2")])
+    assert "the training split is empty (train 0, " in _one_error(res)
 
 
 @pytest.fixture(scope="module")
@@ -257,3 +266,19 @@ def test_a_damaged_dgl_graphs_file_is_one_line_not_an_abort(tmp_path, damage):
                                     "--root", str(tmp_path / "root")])
     if res.exit_code != 0:
         assert "dgl.save_graphs file" in _one_error(res) or "graphs" in _one_error(res)
+
+
+def test_a_directory_left_by_a_bad_input_failure_is_reused_once_the_input_is_fixed(
+        tmp_path, data_root):
+    csv = tmp_path / "mols.csv"
+    smiles = ["C" * n + end for n in range(1, 16) for end in ("O", "N")]  # 30 molecules
+    pd.DataFrame({"smiles": smiles, "all_one": [1] * 30,
+                  "y": [0, 1] * 15}).to_csv(csv, index=False)
+    base = ["run", "--data", "molecule-csv", "-H", f"data.path={csv}", "-H",
+            "data.split=random", "--epochs", "1",
+            "--progress", "none", "--device", "cpu", "--out", str(tmp_path / "run")]
+    _one_error(CliRunner().invoke(main, [*base, "-H", "data.label_column=all_one"]))
+    assert (tmp_path / "run" / "config.json").is_file()
+    res = CliRunner().invoke(main, [*base, "-H", "data.label_column=y"])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "run" / "summary.json").is_file()
