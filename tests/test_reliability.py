@@ -282,3 +282,20 @@ def test_a_directory_left_by_a_bad_input_failure_is_reused_once_the_input_is_fix
     res = CliRunner().invoke(main, [*base, "-H", "data.label_column=y"])
     assert res.exit_code == 0, res.output
     assert (tmp_path / "run" / "summary.json").is_file()
+
+
+def test_a_full_disk_names_the_file_being_written(tmp_path, monkeypatch):
+    import errno
+    import os
+
+    from grprune.record import files
+
+    def full(fd, *args):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(files.os, "fsync", full)
+    with pytest.raises(OSError) as caught:
+        files.atomic_write_json(tmp_path / "summary.json", {"a": 1})
+    assert caught.value.errno == errno.ENOSPC
+    assert caught.value.filename == str(tmp_path / "summary.json")
+    assert list(tmp_path.iterdir()) == []  # no temporary file left behind

@@ -184,8 +184,10 @@ def load_or_build(
     try:
         write_graph_cache(directory, key, graphs, tensors, extra)
     except Exception as exc:  # read-only root, full disk: work without a cache
-        status = f"not written ({type(exc).__name__}: {exc})"
-        warnings.warn(f"grprune: could not write the dataset cache in {directory}: {exc}")
+        # DGL's errors carry a C++ stack trace after their first line: keep the first
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        status = f"not written ({type(exc).__name__}: {first})"
+        warnings.warn(f"grprune: could not write the dataset cache in {directory}: {first}")
     return graphs, tensors, {**key, **extra, "n_graphs": len(graphs)}, status
 
 
