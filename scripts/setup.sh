@@ -12,14 +12,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 python=${PYTHON:-python3}
 torch_spec=${GRPRUNE_TORCH:-torch==2.13.0}
+say() { echo "setup: $*" >&2; }
 if [ ! -x .venv/bin/python ]; then
+  say "creating .venv with $("$python" --version 2>&1)"
   "$python" -m venv .venv
 fi
 pip=(.venv/bin/python -m pip install --quiet --disable-pip-version-check)
 if [ -n "${TORCH_INDEX_URL:-}" ]; then
+  say "installing $torch_spec from $TORCH_INDEX_URL"
   "${pip[@]}" --index-url "$TORCH_INDEX_URL" "$torch_spec"
 else
+  say "installing $torch_spec"
   "${pip[@]}" "$torch_spec"
 fi
+say "installing grprune and its dependencies (DGL, RDKit, OGB, ...) with the test tools; about a minute"
 "${pip[@]}" -e ".[test]"
 .venv/bin/python -c "import grprune, torch; from grprune.compat import dgl; print(f'grprune {grprune.__version__} ready: torch {torch.__version__}, dgl {dgl.__version__}, CUDA available: {torch.cuda.is_available()}')"

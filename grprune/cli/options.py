@@ -138,7 +138,9 @@ SHARED: dict[str, SharedOption] = {
     "overrides": _S(("-H", "--hparam", "overrides"), dict(
         multiple=True, metavar="KEY=VALUE",
         help="override any hyperparameter by namespaced key, e.g. -H reg.size.eta=0.75 "
-             "-H selector.tau=0.5 -H train.lr=1e-3 (repeatable)"),
+             "-H selector.tau=0.5 -H train.lr=1e-3, or -H data.limit=300 (the first 300 "
+             "graphs of each split part, for a quick try) (repeatable; every key: "
+             "`grprune ls`)"),
         sweep=dict(metavar="KEY=V1[,V2...]",
                    help="sweep a hyperparameter over a comma list, e.g. -H "
                         "reg.size.eta=0.75,0.85 (repeatable; \\, is a literal comma). An "
