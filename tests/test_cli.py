@@ -366,3 +366,13 @@ def test_readers_open_nothing_for_writing_in_a_finished_run(tmp_path, monkeypatc
         assert res.exit_code == 0, (args[0], res.output)
     assert grprune.load_run(run).summary["test"] is not None
     assert (out / "table.md").is_file() and (out / "p.csv").is_file()
+
+
+def test_the_progress_line_numbers_epochs_as_the_files_do(tmp_path):
+    res = CliRunner().invoke(main, ["run", *SMALL, "--preset", "paper",
+                                    "--out", str(tmp_path / "run")])
+    assert res.exit_code == 0, res.output
+    lines = [x for x in res.stderr.splitlines() if x.startswith("epoch ")]
+    assert lines[0].startswith("epoch   0 (1/2) [train] loss ")
+    assert lines[1].startswith("epoch   1 (2/2) [train] ") and "train kept " in lines[1]
+    assert "best epoch (from 0)" in res.stdout

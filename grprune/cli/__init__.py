@@ -162,13 +162,15 @@ class EpochPrinter:
         for split in ("train", "valid", "test"):
             if split in rec:
                 parts.append(f"{split} {_fmt(rec[split][m])}")
-        parts.append(f"kept {rec['loss']['kept_edge_fraction']:.2f}")
+        parts.append(f"train kept {rec['loss']['kept_edge_fraction']:.2f}")
         info = "  ".join(parts) + ("  *" if rec.get("improved") else "")
         if self.mode == "rich":
             self.progress.update(self.task, completed=rec["epoch"] + 1, info=info)
         elif self.mode == "plain":
-            click.echo(f"epoch {rec['epoch'] + 1:>3}/{self.epochs} [{rec['phase']}] {info} "
-                       f"({rec['epoch_time_s']:.1f}s)", err=True)
+            # epochs are numbered from 0, as in results.jsonl and summary.json's best_epoch;
+            # (n/N) counts the epochs done
+            click.echo(f"epoch {rec['epoch']:>3} ({rec['epoch'] + 1}/{self.epochs}) "
+                       f"[{rec['phase']}] {info} ({rec['epoch_time_s']:.1f}s)", err=True)
 
     def close(self) -> None:
         if self.progress is not None:
@@ -188,7 +190,7 @@ def print_summary(summary: dict, run_dir: Path, status: str) -> None:
     rows = [("method", method_label(summary["reg"], summary["selector"],
                                     summary.get("preset") or "paper")),
             ("selector", summary["selector"]), ("seed", summary["seed"]),
-            ("best epoch", summary["best_epoch"]), (f"valid {m}", summary["valid"]),
+            ("best epoch (from 0)", summary["best_epoch"]), (f"valid {m}", summary["valid"]),
             (f"test {m}", summary["test"])]
     if "id_valid" in summary or "id_test" in summary:
         rows[-2:] = [(f"OOD-valid {m}", summary["valid"]), (f"OOD-test {m}", summary["test"]),
