@@ -535,3 +535,24 @@ def test_bracketed_labels_survive_rich_markup(tmp_path):
     assert res.exit_code == 0, res.output
     assert "PrunE [gumbel-gcn]" in res.stdout and "none [gumbel-gin]" in res.stdout
     assert "| PrunE [gumbel-gcn] | 61.00 ± 0.00 |" in (tmp_path / "results.md").read_text()
+
+
+def test_a_table_of_shortened_runs_says_how_they_were_trained(tmp_path):
+    for seed in (0, 1):
+        fake_run(tmp_path / "smoke", seed=seed, preset="paper",
+                 overrides=["data.limit=300", "train.epochs=2"])
+    res = collect(tmp_path / "smoke", "--out", tmp_path / "t")
+    assert res.exit_code == 0, res.output
+    line = "shortened protocol: train.epochs=2, data.limit=300; preset paper; device cpu"
+    assert f"Trained with: {line}" in res.output
+    assert f"- trained with: {line}" in (tmp_path / "t.md").read_text()
+    assert {r["trained_with"] for r in read_csv(tmp_path / "t.csv")} == {line}
+    # runs on their preset's own protocol: nothing to say
+    fake_run(tmp_path / "full", preset="paper")
+    res = collect(tmp_path / "full", "--out", tmp_path / "f")
+    assert "Trained with" not in res.output
+    assert {r["trained_with"] for r in read_csv(tmp_path / "f.csv")} == {""}
+    # a preset other than the split's default is named with the default
+    fake_run(tmp_path / "other", preset="official")
+    res = collect(tmp_path / "other", "--out", tmp_path / "o")
+    assert "preset official (--preset auto takes paper)" in res.output

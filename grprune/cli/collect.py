@@ -64,6 +64,7 @@ def collect(dirs, select, presets, layout, out, sensitivity, plot) -> None:
       grprune collect runs/eta --sensitivity reg.size.eta --plot eta.png
     """
     from grprune import collect as C
+    from grprune.collect.protocol import trained_with
 
     for d in dirs:
         if not d.exists():
@@ -94,10 +95,16 @@ def collect(dirs, select, presets, layout, out, sensitivity, plot) -> None:
         click.echo(f"grprune: wrote {png} and {csv_path}", err=True)
     else:
         rows = C.aggregate(scan.runs, select=select, presets=presets)
+        trained = trained_with(scan.runs)
+        for r in rows:
+            r["trained_with"] = trained
+        md_notes = ([f"trained with: {trained}"] if trained else []) + notes
+        if trained:
+            console.print(f"Trained with: {trained}", markup=False, style="bold yellow")
         console.print(C.rich_table(rows, layout, select))
         console.print(C.SELECTION_TEXT[select] + ".", markup=False,
                       style="bold red" if select == "oracle" else "dim")
-        md, csv_path = C.write_outputs(rows, out or base / "results", layout, select, notes)
+        md, csv_path = C.write_outputs(rows, out or base / "results", layout, select, md_notes)
         click.echo(f"grprune: wrote {md} and {csv_path}", err=True)
     if notes:
         click.echo(click.style("Not collected / incomplete:", fg="yellow"), err=True)

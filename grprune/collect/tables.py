@@ -189,7 +189,7 @@ CSV_COLUMNS = ["selection", "dataset", "split", "shift", "column", "method", "re
                "motif_edge_rocauc_std", "spurious_precision_at_50_mean",
                "spurious_precision_at_50_std", "wall_time_s_mean", "epoch_time_s_median_mean",
                "peak_mem_mib_max", "hparams", "varying", "n_settings", "ties", "valid_choice",
-               "oracle_choice", "setting", "config_hash", "dirs"]
+               "oracle_choice", "setting", "config_hash", "dirs", "trained_with"]
 
 
 def to_csv(rows: Sequence[dict]) -> str:
