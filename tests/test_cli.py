@@ -305,10 +305,10 @@ def test_file_system_errors_and_a_corrupt_config_get_one_line_each(tmp_path):
     (["--epochs", "-1"], "bad value -1 for train.epochs: expected an integer >= 1"),
     (["-H", "data.limit=-5"], "for data.limit: expected an integer >= 0"),
     (["-H", "reg.size.eta=1.5"], "for reg.size.eta: expected a number in [0, 1]"),
-    (["-H", "encoder.layers=0"], "for encoder.layers: expected an integer >= 1"),
+    (["-H", "encoder.layers=0"], "for encoder.layers: expected an integer in [1, 64]"),
     (["-H", "train.lr=-1"], "for train.lr: expected a number > 0"),
     (["-H", "train.batch_size=0"], "for train.batch_size: expected an integer >= 1"),
-    (["-H", "encoder.hidden=-3"], "for encoder.hidden: expected an integer >= 1"),
+    (["-H", "encoder.hidden=-3"], "for encoder.hidden: expected an integer in [1, 8192]"),
     (["-H", "encoder.dropout=2"], "for encoder.dropout: expected a number in [0, 1)"),
     (["--out", "/proc/forbidden/run"], "/proc/forbidden"),
 ])

@@ -1,10 +1,9 @@
 """How a table's runs were trained, where that departs from their dataset's own protocol.
 
 A table of 2-epoch runs on 300 graphs looks like a result unless it says otherwise.
-:func:`trained_with` compares each run with a fresh resolution of its dataset, split and
-preset (:func:`grprune.config.resolve_config`): the epochs, ``data.limit``, the warm-up and
-early stopping it trained with, and the preset and device, where every run of the table
-shares them. ``grprune collect`` prints the result above its table and writes it into
+:func:`trained_with` compares each run's epochs and ``data.limit`` with its preset's own
+(:func:`_reference`), and names a preset other than the one ``--preset auto`` takes for the
+split, and the device. ``grprune collect`` prints the result above its table and writes it into
 ``results.md`` (the first note) and ``results.csv`` (column ``trained_with``).
 """
 
@@ -13,19 +12,18 @@ from __future__ import annotations
 from typing import Sequence
 
 #: the schedule keys that make a protocol shorter than the preset's own when they differ
-SCHEDULE = ("train.epochs", "data.limit", "train.warmup_epochs", "train.patience")
+SCHEDULE = ("train.epochs", "data.limit")
 
 
 def _reference(run) -> dict:
-    from grprune.collect.reading import flatten_config
-    from grprune.config import resolve_config
-    try:
-        cfg = resolve_config(data=run.dataset, reg=",".join(run.reg) or "none",
-                             selector=run.selector, preset=run.preset,
-                             flags={"data.split": run.split} if run.split else {})
-    except Exception:  # a plugin part that is not loaded here: no reference to compare with
-        return {}
-    return flatten_config(cfg)
+    """The schedule a run of its preset has unless told otherwise: the preset's
+    ``train.epochs`` (recorded in ``config.json``) or the default, and every graph. Read
+    from the run's own record, so that collect imports no dataset module (nor RDKit)."""
+    from grprune.record.settings import TrainSettings
+    preset = run.config.get("preset")
+    values = (preset.get("values") if isinstance(preset, dict) else None) or {}
+    return {"train.epochs": values.get("train.epochs", TrainSettings.params["epochs"].default),
+            "data.limit": 0}
 
 
 def trained_with(runs: Sequence) -> str:
@@ -36,8 +34,8 @@ def trained_with(runs: Sequence) -> str:
     Returns
     -------
     str
-        E.g. ``"shortened protocol: train.epochs=2, data.limit=300 (every run); preset
-        official; device cpu"``.
+        E.g. ``"shortened protocol: train.epochs=2, data.limit=300; preset paper; device
+        cpu"``.
     """
     if not runs:
         return ""
@@ -45,8 +43,8 @@ def trained_with(runs: Sequence) -> str:
     for run in runs:
         ref = _reference(run)
         for key in SCHEDULE:
-            mine = run.hparams.get(key)
-            if ref and mine != ref.get(key):
+            mine = run.hparams.get(key, ref.get(key))  # older runs may lack a key
+            if mine != ref.get(key):
                 departs.setdefault(key, set()).add(mine)
     shared = [f"{k}={next(iter(v))}" for k, v in departs.items() if len(v) == 1]
     mixed = [f"{k} in {{{', '.join(map(str, sorted(v, key=str)))}}}"
@@ -72,7 +70,5 @@ def trained_with(runs: Sequence) -> str:
 
 def _shorter(run) -> bool:
     ref = _reference(run)
-    if not ref:
-        return False
     limit = run.hparams.get("data.limit") or 0
     return bool(limit) or (run.hparams.get("train.epochs", 0) < ref.get("train.epochs", 0))
