@@ -92,3 +92,17 @@ def test_mkdocs_build_is_strict_clean(tmp_path):
                            "--site-dir", str(tmp_path / "site")],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    # the CLI reference: every "Examples:" block a code block, no tag from help text
+    import re
+    page = (tmp_path / "site" / "reference" / "cli" / "index.html").read_text(encoding="utf-8")
+    heads = re.findall(r"Examples?:", page)
+    blocks = re.findall(r"<p>Examples?:</p>\s*<pre><code>grprune ", page)
+    assert len(heads) >= 8 and len(blocks) == len(heads)
+    assert "graph-&lt;i&gt;.png" in page and "graph-<i>" not in page
+    for tag in ("i", "em", "strong", "code", "pre", "p", "ul", "li", "table"):
+        assert len(re.findall(rf"<{tag}[ >]", page)) == page.count(f"</{tag}>"), tag
+    # docstring examples are code, without doctest flags, on the API pages
+    for name in ("python-api", "reference/parts"):
+        page = (tmp_path / "site" / name / "index.html").read_text(encoding="utf-8")
+        assert "<blockquote>" not in page and "doctest: +SKIP" not in page, name
+        assert '<pre><code class="language-pycon">&gt;&gt;&gt; ' in page, name
