@@ -78,9 +78,12 @@ def _outside(p: Param):
             below = st.floats(p.low - 1e6, p.low, allow_nan=False, exclude_max=not p.low_open)
             bad.append(below.map(lambda x: int(math.floor(x)) if isinstance(p.default, int)
                                  and not isinstance(p.default, bool) else x))
-        if p.high is not None:
+        if p.high is not None and isinstance(p.default, int):  # exact: 2**63 is no float
+            first = int(p.high) + (0 if p.high_open else 1)
+            bad.append(st.integers(first, first + 10**6))
+        elif p.high is not None:
             above = st.floats(p.high, p.high + 1e6, allow_nan=False, exclude_min=not p.high_open)
-            bad.append(above.map(lambda x: int(math.ceil(x)) if isinstance(p.default, int) else x))
+            bad.append(above)
         bad.append(st.sampled_from(["nan", "inf", "ten"]))
     return st.one_of(*bad).map(str) if bad else None
 

@@ -116,7 +116,7 @@ def test_runs_of_one_seed_repeat_exactly_while_another_process_keeps_a_core_busy
 _KILLER = """
 import os, signal, sys
 from pathlib import Path
-from grprune import results as R
+from grprune.record import files as R  # where the atomic writers live
 target, nth = sys.argv[1], int(sys.argv[2])
 count, write = 0, R.atomic_write_bytes
 def write_then_maybe_die(path, data):

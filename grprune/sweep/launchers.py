@@ -42,6 +42,15 @@ def _stop(procs: Sequence) -> None:
             proc.wait()
 
 
+def _prepared(job: Job, on_done: OnDone) -> bool:
+    """``job.prepare()``; when another process holds the run, no child is started, nothing
+    is written, and ``on_done(job, None, RUNNING_ELSEWHERE)`` reports it."""
+    if job.prepare():
+        return True
+    on_done(job, None, RUNNING_ELSEWHERE)
+    return False
+
+
 def launch_local(jobs: Sequence[Job], on_start: OnStart, on_done: OnDone, *,
                  workers: int = 1, poll_s: float = 0.2) -> None:
     """Run the jobs as local child processes, at most ``workers`` at a time.
@@ -68,8 +77,7 @@ def launch_local(jobs: Sequence[Job], on_start: OnStart, on_done: OnDone, *,
         while queue or running:
             while queue and len(running) < max(1, workers):
                 job = queue.pop(0)
-                if not job.prepare():  # another process runs it: no child, nothing written
-                    on_done(job, None, RUNNING_ELSEWHERE)
+                if not _prepared(job, on_done):
                     continue
                 running[start_child(job.args, job.env, job.log, job.cwd)] = job
                 on_start(job)
@@ -173,8 +181,7 @@ def launch_ray(jobs: Sequence[Job], on_start: OnStart, on_done: OnDone, *,
         while queue or pending:
             while queue and len(pending) < max(1, max_in_flight):
                 job = queue.pop(0)
-                if not job.prepare():
-                    on_done(job, None, RUNNING_ELSEWHERE)
+                if not _prepared(job, on_done):
                     continue
                 pending[task.remote(job.args, job.env, str(job.log), job.cwd)] = job
                 on_start(job)
