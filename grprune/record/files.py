@@ -13,6 +13,7 @@ import json
 import math
 import os
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -24,6 +25,22 @@ STATE, CHECKPOINT, EDGE_PROBS = "state.pt", "checkpoint.pt", "edge_probs.npz"
 LAST_CHECKPOINT = "checkpoint-last.pt"
 #: a sweep's files in a run directory: the failure record and the child's log
 ERROR, LOG = "error.json", "sweep.log"
+
+
+@contextmanager
+def _removed_on_error(tmp: str, path: Path):
+    """Remove the temporary file ``tmp`` when the block raises; an ``OSError`` that names
+    no file (a full disk: ``ENOSPC`` from ``write``) is raised again naming ``path``."""
+    try:
+        yield
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        if exc.filename is None:
+            raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
+        raise
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
@@ -40,21 +57,13 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
+    with _removed_on_error(tmp, path):
         os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; use what open() would
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        if exc.filename is None:  # a full disk names no file: name the one being written
-            raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
-        raise
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 #: key added to a JSON object whose NaN or infinite numbers were written as null
@@ -114,18 +123,10 @@ def atomic_save_to(path: str | Path, save_fn) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
-    try:
+    with _removed_on_error(tmp, path):
         save_fn(tmp)
         os.chmod(tmp, 0o666 & ~_UMASK)
         os.replace(tmp, path)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        if exc.filename is None:  # a full disk names no file: name the one being written
-            raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
-        raise
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def write_records(path: str | Path, records: Iterable[dict]) -> None:
