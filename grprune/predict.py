@@ -70,6 +70,43 @@ def read_smiles_csv(path: str | Path, column: str | None = None) -> list[str]:
     return [str(s) for s in df[match[0]].tolist()]
 
 
+def with_input_columns(molecules, inputs, keep: Sequence[str] | None = None):
+    """The molecule table with the input CSV's own columns in front, row by row.
+
+    Parameters
+    ----------
+    molecules : pandas.DataFrame
+        :attr:`Prediction.molecules` (its ``row`` is the 0-based data row of the CSV).
+    inputs : pandas.DataFrame
+        The CSV as read (one row per data row, in order).
+    keep : sequence of str, optional
+        The input columns to carry (matched case-insensitively); default every one.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Input columns first (one whose name the table already uses is prefixed
+        ``input_``), then the prediction's columns; one row per input row.
+
+    Raises
+    ------
+    GrpruneError
+        If ``keep`` names columns the CSV lacks (all of them in one message).
+    """
+    cols = [str(c) for c in inputs.columns]
+    if keep:
+        lower = {c.lower(): c for c in cols}
+        missing = [k for k in keep if k.lower() not in lower]
+        if missing:
+            raise GrpruneError(f"--keep-columns: the CSV has no column {', '.join(missing)} "
+                               f"(columns: {', '.join(cols)})")
+        cols = [lower[k.lower()] for k in keep]
+    carried = inputs[cols].reset_index(drop=True)
+    carried.columns = [f"input_{c}" if c in molecules.columns else c for c in cols]
+    return carried.join(molecules.set_index("row"), how="left").rename_axis(
+        "row").reset_index()
+
+
 @dataclass
 class Molecule:
     """One input SMILES, featurized (or not).

@@ -228,3 +228,27 @@ def test_an_edited_file_is_a_new_run_not_a_finished_one(bace_csv, tmp_path):
     stored = tmp_path / "config.json"
     stored.write_text(json.dumps(before))
     assert resolve_config(file=stored)["hash"] == after["hash"]
+
+
+def test_predict_from_a_csv_keeps_the_inputs_own_columns(csv_run, tmp_path):
+    """Each output row joins back to its compound: the CSV's ID column and the rest ride
+    beside the scores, bad rows included."""
+    mine = tmp_path / "mine.csv"
+    pd.DataFrame({"cmpd_id": ["A-1", "A-2", "A-3"], "SMILES": ["CCO", "C1CC(", "c1ccccc1O"],
+                  "smiles": ["x", "y", "z"], "batch": [7, 7, 8]}).to_csv(mine, index=False)
+    res = _cli("predict", csv_run, "--csv", mine, "--smiles-column", "SMILES", "--device",
+               "cpu", "--out", tmp_path / "p.csv")
+    assert res.exit_code == 0, res.output
+    preds = pd.read_csv(tmp_path / "p.csv")
+    assert preds["cmpd_id"].tolist() == ["A-1", "A-2", "A-3"]
+    assert preds["row"].tolist() == [0, 1, 2] and preds["batch"].tolist() == [7, 7, 8]
+    assert preds["status"].tolist() == ["ok", "unparsable SMILES", "ok"]
+    assert preds["input_smiles"].tolist() == ["x", "y", "z"]  # a clash keeps both, prefixed
+    assert preds["smiles"].tolist() == ["CCO", "C1CC(", "c1ccccc1O"]
+    res = _cli("predict", csv_run, "--csv", mine, "--smiles-column", "SMILES",
+               "--keep-columns", "CMPD_ID", "--device", "cpu", "--out", tmp_path / "q.csv")
+    assert res.exit_code == 0, res.output
+    assert list(pd.read_csv(tmp_path / "q.csv").columns[:3]) == ["row", "cmpd_id", "smiles"]
+    line = _one_error(_cli("predict", csv_run, "--csv", mine, "--smiles-column", "SMILES",
+                           "--keep-columns", "id,name", "--device", "cpu"))
+    assert "no column id, name" in line

@@ -105,6 +105,9 @@ def explain(run_dir, graphs, part, top_k, fmt, out, device) -> None:
         envvar="GRPRUNE_PREDICT_CSV", help="CSV file with a SMILES column (read with pandas)")
 @option("--smiles-column", default=None, metavar="NAME",
         help="SMILES column of --csv [default: smiles, matched case-insensitively]")
+@option("--keep-columns", default=None, metavar="A,B",
+        help="with --csv: the input columns --out carries beside the scores [default: "
+             "every column of the CSV, e.g. your compound IDs]")
 @option("--out", type=click.Path(path_type=Path), default=None,
         help="write the per-molecule table to this CSV and the per-bond table to "
              "<stem>.bonds.csv next to it")
@@ -119,8 +122,8 @@ def explain(run_dir, graphs, part, top_k, fmt, out, device) -> None:
 @option("--batch-size", type=int, default=256, show_default=True, help="molecules per batch")
 @option("--device", default="auto", show_default=True,
         help="auto (CUDA when present), cpu, cuda or cuda:N")
-def predict(run_dir, smiles, csv_file, smiles_column, out, draw_dir, top_k, fmt, batch_size,
-            device) -> None:
+def predict(run_dir, smiles, csv_file, smiles_column, keep_columns, out, draw_dir, top_k, fmt,
+            batch_size, device) -> None:
     """Score new molecules with a finished molecule run.
 
     Featurizes each SMILES like the training data (OGB features; RDKit's valence
@@ -129,7 +132,9 @@ def predict(run_dir, smiles, csv_file, smiles_column, out, draw_dir, top_k, fmt,
     status (ok, empty SMILES, unparsable SMILES), class-1 probability (all class
     probabilities beyond two classes), predicted label and bonds kept. --out also
     writes every bond: RDKit bond index, atoms and symbols, bond type, edge_prob,
-    edge_weight, kept. Exit status 0 if at least one molecule was scored, 1 if none.
+    edge_weight, kept. With --csv, --out carries the CSV's own columns (compound IDs
+    and the like) beside the scores, so that each row joins back to its input.
+    Exit status 0 if at least one molecule was scored, 1 if none.
 
     \b
     Examples:
@@ -148,10 +153,18 @@ def predict(run_dir, smiles, csv_file, smiles_column, out, draw_dir, top_k, fmt,
         raise GrpruneError(f"--top-k must be at least 1, got {top_k}")
     if batch_size < 1:
         raise GrpruneError(f"--batch-size must be at least 1, got {batch_size}")
+    if keep_columns is not None and csv_file is None:
+        raise GrpruneError("--keep-columns applies to --csv only")
     inputs = list(smiles) if smiles else read_smiles_csv(csv_file, smiles_column)
     run = load_run(run_dir, device)
     check_molecule_run(run)
     pred = predict_smiles(run, inputs, batch_size=batch_size)
+    if csv_file is not None:  # the input's own columns (IDs, names) go beside the scores
+        from grprune.data.molecules import read_text_csv
+        from grprune.predict import with_input_columns
+        keep = [c.strip() for c in keep_columns.split(",") if c.strip()] if keep_columns else None
+        pred.molecules = with_input_columns(pred.molecules, read_text_csv(csv_file, "--csv"),
+                                            keep)
 
     from rich.table import Table
     df = pred.molecules
