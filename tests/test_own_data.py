@@ -60,6 +60,9 @@ def csv_run(bace_csv, tmp_path_factory, data_root):
     res = _cli("run", *_csv_args(bace_csv), "--epochs", "1", "--progress", "none",
                "--device", "cpu", "--out", out)
     assert res.exit_code == 0, res.output
+    # the run says that rows were skipped, and why, not only summary.json
+    assert ("3 of 101 source rows were skipped (unparsable SMILES 1; missing label 1; label "
+            "not 0/1 1)") in res.output
     return out
 
 

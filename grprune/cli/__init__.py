@@ -137,6 +137,28 @@ def _fmt(value) -> str:
     return str(value)
 
 
+def _reason_kind(reason: str) -> str:
+    for words, kind in (("parse", "unparsable SMILES"), ("missing label", "missing label"),
+                        ("not 0 or 1", "label not 0/1"), ("SMILES", "missing SMILES")):
+        if words in reason:
+            return kind
+    return reason[:40]
+
+
+def skipped_rows_line(info: dict, cfg: dict) -> str:
+    """One line when the data's source rows were skipped (unparsable SMILES, bad labels):
+    how many, by reason, and where to see them; ``""`` when none were."""
+    n = info.get("n_skipped") or 0
+    if not n:
+        return ""
+    from collections import Counter
+    reasons = Counter(_reason_kind(str(b.get("reason", "?"))) for b in info.get("bad_rows", []))
+    by = "; ".join(f"{k} {v}" for k, v in reasons.most_common()) or "see below"
+    total = info.get("n_source_rows")
+    return (f"grprune: {n}{f' of {total}' if total else ''} source rows were skipped ({by}); "
+            f"`grprune data info {cfg['data']['name']} -H data.path=...` lists them")
+
+
 class EpochPrinter:
     """Per-epoch progress: a rich progress bar on a terminal, plain lines otherwise."""
 
@@ -253,6 +275,9 @@ def run(selector, reg, data, split, shift, encoder, preset, epochs, seed, overri
     if status == "finished":
         click.echo(f"grprune: {run_dir} already holds this finished run; nothing to do "
                    f"(use --force to re-run)", err=True)
+    skipped = skipped_rows_line(summary.get("dataset_info") or {}, cfg)
+    if skipped:
+        click.echo(skipped, err=True)
     if as_json:
         from grprune.results import to_json
         click.echo(to_json(summary))
