@@ -240,9 +240,15 @@ def rows_from_table(path: Path, protocol: str) -> tuple[list[dict], list[dict]]:
     return full, short
 
 
+def _test(v: tuple) -> str:
+    return f"{100 * v[3]:.2f}" + ("" if v[2] < 2 else f" ± {100 * v[4]:.2f}")
+
+
 def _cell(v: tuple | None) -> str:
     if v is None:
         return "–"
+    if v[2] < 2:  # one seed has no sample std
+        return f"{100 * v[0]:.2f} (n={v[2]})"
     return f"{100 * v[0]:.2f} ± {100 * v[1]:.2f} (n={v[2]})"
 
 
@@ -257,7 +263,7 @@ def markdown(decisions: list[dict]) -> str:
                 z = d[f"z_{key}"].get(preset)
                 lines.append(f"| {d['column']} | {method} | {preset} | {_cell(v)} | "
                              f"{'–' if z is None or math.isnan(z) else f'{z:+.2f}'} | "
-                             f"{100 * v[3]:.2f} ± {100 * v[4]:.2f} |")
+                             f"{_test(v)} |")
     lines += ["", "Decisions (rule: benchmarks/accuracy/prune/choose.py):", ""]
     lines += [f"- {d['column']}: **{d['preset']}** ({d['why']})"
               + ("" if d["applies"] else ", not applied")
