@@ -97,6 +97,14 @@ def explain(run_dir, graphs, part, top_k, fmt, out, device) -> None:
                + (", metrics.json" if res.metrics is not None else "") + f" to {res.out_dir}")
 
 
+def _with_csv_columns(molecules, csv_file: Path, keep_columns: str | None):
+    """:func:`grprune.predict.with_input_columns` of ``--csv`` and ``--keep-columns``."""
+    from grprune.data.molecules import read_text_csv
+    from grprune.predict import with_input_columns
+    keep = [c.strip() for c in keep_columns.split(",") if c.strip()] if keep_columns else None
+    return with_input_columns(molecules, read_text_csv(csv_file, "--csv"), keep)
+
+
 @click.command("predict")
 @click.argument("run_dir", type=click.Path(path_type=Path))
 @option("--smiles", "smiles", multiple=True, metavar="SMILES",
@@ -147,24 +155,19 @@ def predict(run_dir, smiles, csv_file, smiles_column, keep_columns, out, draw_di
 
     if bool(smiles) == (csv_file is not None):
         raise GrpruneError("give either --smiles (repeatable) or --csv FILE")
-    if smiles_column is not None and csv_file is None:
-        raise GrpruneError("--smiles-column applies to --csv only")
+    for name, given in (("--smiles-column", smiles_column), ("--keep-columns", keep_columns)):
+        if given is not None and csv_file is None:
+            raise GrpruneError(f"{name} applies to --csv only")
     if top_k is not None and top_k < 1:
         raise GrpruneError(f"--top-k must be at least 1, got {top_k}")
     if batch_size < 1:
         raise GrpruneError(f"--batch-size must be at least 1, got {batch_size}")
-    if keep_columns is not None and csv_file is None:
-        raise GrpruneError("--keep-columns applies to --csv only")
     inputs = list(smiles) if smiles else read_smiles_csv(csv_file, smiles_column)
     run = load_run(run_dir, device)
     check_molecule_run(run)
     pred = predict_smiles(run, inputs, batch_size=batch_size)
     if csv_file is not None:  # the input's own columns (IDs, names) go beside the scores
-        from grprune.data.molecules import read_text_csv
-        from grprune.predict import with_input_columns
-        keep = [c.strip() for c in keep_columns.split(",") if c.strip()] if keep_columns else None
-        pred.molecules = with_input_columns(pred.molecules, read_text_csv(csv_file, "--csv"),
-                                            keep)
+        pred.molecules = _with_csv_columns(pred.molecules, csv_file, keep_columns)
 
     from rich.table import Table
     df = pred.molecules
