@@ -56,8 +56,10 @@ def trained_with(runs: Sequence) -> str:
         parts.append(f"{head}: " + ", ".join(shared + mixed))
     from grprune.presets import default_for
     presets = sorted({str(run.preset) for run in runs})
-    other = sorted({f"{run.preset} (--preset auto takes {default_for(run.dataset, run.split)})"
-                    for run in runs if run.preset != default_for(run.dataset, run.split)})
+    # defaults.yaml is read once per dataset split, not twice per run
+    auto = {key: default_for(*key) for key in {(run.dataset, run.split) for run in runs}}
+    other = sorted({f"{run.preset} (--preset auto takes {auto[run.dataset, run.split]})"
+                    for run in runs if run.preset != auto[run.dataset, run.split]})
     if other:
         parts.append("preset " + ", ".join(other))
     if parts:
