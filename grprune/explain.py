@@ -22,13 +22,14 @@ The metric functions are re-exported here from :mod:`grprune.explain_metrics`.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from grprune.errors import GrpruneError
+from grprune.errors import GrpruneError, did_you_mean
 from grprune.explain_metrics import (RANK_DECIMALS, RECALL_KS, TOPK_FACTORS,  # noqa: F401
                                      edge_rocauc, explanation_metrics, graph_of_bonds,
                                      rank_within_graphs, ranking_score, select_graphs,
@@ -41,32 +42,127 @@ MANIFEST = "explain.json"
 
 
 # -- options and results -----------------------------------------------------
-def parse_graph_ids(text: str) -> list[int]:
-    """``"3,17,40-45"`` -> ``[3, 17, 40, 41, 42, 43, 44, 45]`` (order kept, duplicates dropped).
+def parse_graph_ids(text: str) -> list[int | str]:
+    """Parse ``--graphs``: dataset indices, source rows and IDs, order kept, duplicates dropped.
+
+    ``3,17,40-45`` are dataset indices (ranges inclusive); ``row:204`` and
+    ``row:200-210`` are rows of the source file (0-based data rows, as
+    ``grprune data info`` and ``predict`` number them); ``id:CMPD-7`` is an ID of
+    ``data.id_column`` (or a ``dgl-graphs`` file's ``id`` tensor), and a token that
+    is not a number or range is taken as an ID too (an ID of digits and dashes
+    alone needs ``id:``). :func:`resolve_graph_ids`
+    turns rows and IDs into indices.
+
+    Returns
+    -------
+    list of int or str
+        Indices as ints; ``"row:N"`` and ``"id:TEXT"`` as strings.
 
     Raises
     ------
     GrpruneError
-        On anything but non-negative integers and ``a-b`` ranges with ``a <= b``.
+        On negative or reversed ranges, bad ``row:`` items, or nothing named.
+
+    Examples
+    --------
+    >>> parse_graph_ids("3,17,40-42,row:204,CMPD-7")
+    [3, 17, 40, 41, 42, 'row:204', 'id:CMPD-7']
     """
-    out: list[int] = []
+    out: list[int | str] = []
     for item in str(text).split(","):
         item = item.strip()
         if not item:
             continue
-        lo, sep, hi = item.partition("-")
+        kind, colon, rest = item.partition(":")
+        if colon and kind.strip().lower() == "id":
+            out.append(f"id:{rest.strip()}")
+            continue
+        is_row = bool(colon) and kind.strip().lower() == "row"
+        lo, sep, hi = (rest if is_row else item).partition("-")
         try:
             a = int(lo)
             b = int(hi) if sep else a
         except ValueError:
-            raise GrpruneError(f"bad graph id {item!r} in --graphs {text!r}: expected "
-                               f"indices and ranges like 3,17,40-45") from None
+            if is_row:
+                raise GrpruneError(f"bad row {item!r} in --graphs {text!r}: expected "
+                                   f"row:N or row:A-B") from None
+            if re.fullmatch(r"[\d\s-]+", item):  # a broken range, not a name
+                raise GrpruneError(f"bad graph range {item!r} in --graphs {text!r} "
+                                   f"(an ID of digits and dashes needs id:)") from None
+            out.append(f"id:{item}")
+            continue
         if a < 0 or b < a:
             raise GrpruneError(f"bad graph range {item!r} in --graphs {text!r}")
-        out.extend(range(a, b + 1))
+        out.extend(f"row:{r}" if is_row else r for r in range(a, b + 1))
     if not out:
         raise GrpruneError(f"--graphs {text!r} names no graph")
     return list(dict.fromkeys(out))
+
+
+def resolve_graph_ids(dataset, items: Sequence[int | str]) -> list[int]:
+    """Dataset indices of :func:`parse_graph_ids`' items (ints pass through; ``"row:N"``
+    is a source row, ``"id:TEXT"`` or any other string an ID).
+
+    Raises
+    ------
+    GrpruneError
+        For a source row that is not in the dataset (the message says why a
+        skipped row was skipped) or an ID the dataset does not have (or a dataset
+        without IDs).
+    """
+    if all(isinstance(i, (int, np.integer)) for i in items):
+        return [int(i) for i in items]
+    row_of = {int(r): i for i, r in enumerate(dataset.source_rows)}
+    id_of: dict[str, int] = {}
+    for i, x in enumerate(dataset.ids or ()):
+        id_of.setdefault(x, i)
+    skipped = {int(r["row"]): r["reason"] for r in dataset.info.get("bad_rows", ())
+               if isinstance(r, dict) and "row" in r}
+    out = []
+    for item in items:
+        if isinstance(item, (int, np.integer)):
+            out.append(int(item))
+        elif item.startswith("row:"):
+            r = int(item[4:])
+            if r not in row_of:
+                n_rows = int(dataset.info.get("n_source_rows") or len(dataset))
+                why = (f"it was skipped: {skipped[r]}" if r in skipped
+                       else "it was skipped at loading; `grprune data info` lists why"
+                       if r in set(dataset.info.get("skipped_rows") or ())
+                       else f"the source has rows 0-{n_rows - 1}")
+                raise GrpruneError(f"source row {r} is not in {dataset.name} ({why})")
+            out.append(row_of[r])
+        else:
+            key = item[3:] if item.startswith("id:") else item
+            if dataset.ids is None:
+                raise GrpruneError(f"--graphs names ID {key!r}, but {dataset.name} has no IDs: "
+                                   f"train with -H data.id_column=NAME (molecule-csv) or give "
+                                   f"the dgl-graphs file an 'id' tensor; or pass indices "
+                                   f"or row:N")
+            if key not in id_of:
+                raise GrpruneError(f"no graph of {dataset.name} has ID {key!r}."
+                                   f"{did_you_mean(key, list(id_of))}")
+            out.append(id_of[key])
+    return list(dict.fromkeys(out))
+
+
+def graph_label(dataset, i: int) -> str:
+    """How messages and pictures name graph ``i``: ``graph 200 (row 204, ID CMPD-7)``."""
+    extra = [f"row {int(dataset.source_rows[i])}"] if int(dataset.source_rows[i]) != i else []
+    if dataset.ids is not None:
+        extra.append(f"ID {dataset.ids[i]}")
+    return f"graph {i}" + (f" ({', '.join(extra)})" if extra else "")
+
+
+def picture_name(dataset, i: int, fmt: str) -> str:
+    """``graph-<index>[_row-<source row>][_id-<ID>].<fmt>``; the ID's characters outside
+    letters, digits, ``.``, ``-`` and ``+`` become ``_``."""
+    name = f"graph-{i}"
+    if int(dataset.source_rows[i]) != i:
+        name += f"_row-{int(dataset.source_rows[i])}"
+    if dataset.ids is not None:
+        name += "_id-" + (re.sub(r"[^A-Za-z0-9.+-]", "_", dataset.ids[i])[:80] or "_")
+    return f"{name}.{fmt}"
 
 
 def check_graph_ids(dataset, part: str, ids: Sequence[int]) -> None:
@@ -88,7 +184,7 @@ def check_graph_ids(dataset, part: str, ids: Sequence[int]) -> None:
             where = [p for p, idx in dataset.splits.items() if i in set(np.asarray(idx).tolist())]
             hint = (f"it is in {', '.join(where)}; pass --part {where[0]}" if where
                     else "it is in no split part")
-            raise GrpruneError(f"graph {i} is not in part {part!r} ({hint})")
+            raise GrpruneError(f"{graph_label(dataset, i)} is not in part {part!r} ({hint})")
 
 
 @dataclass
@@ -127,7 +223,7 @@ def _pred_text(prob: np.ndarray) -> str:
 
 
 # -- grprune explain, step by step ----------------------------------------------
-def explain_run(run, *, part: str = "test", graph_ids: Sequence[int] | None = None,
+def explain_run(run, *, part: str = "test", graph_ids: Sequence[int | str] | None = None,
                 top_k: int | None = None, fmt: str = "png", out_dir: str | Path | None = None,
                 log: Callable[[str], None] = lambda msg: None) -> ExplainResult:
     """Explain a finished run: ``edges.csv``, pictures and ``metrics.json``.
@@ -142,8 +238,9 @@ def explain_run(run, *, part: str = "test", graph_ids: Sequence[int] | None = No
     part : str
         Split part (``test``, ``valid``, ``train``, ``id-test``, ...). The part
         is taken as the run used it (``data.limit`` applied).
-    graph_ids : sequence of int, optional
-        Dataset indices to draw and list in ``edges.csv``; each must be in
+    graph_ids : sequence of int or str, optional
+        Graphs to draw and list in ``edges.csv``: dataset indices, or
+        :func:`parse_graph_ids`' ``"row:N"`` and ``"id:TEXT"``; each must be in
         ``part`` (the full part, ``data.limit`` not applied). Default: the
         first :data:`DEFAULT_GRAPHS` graphs of the part.
     top_k : int, optional
@@ -162,7 +259,8 @@ def explain_run(run, *, part: str = "test", graph_ids: Sequence[int] | None = No
     Raises
     ------
     GrpruneError
-        Unknown part, graph id outside the dataset or the part, bad ``top_k``.
+        Unknown part, graph outside the dataset or the part, unknown source
+        row or ID, bad ``top_k``.
     """
     from grprune import results as R
 
@@ -172,7 +270,7 @@ def explain_run(run, *, part: str = "test", graph_ids: Sequence[int] | None = No
     if graph_ids is None:
         ids = [int(i) for i in part_idx[:DEFAULT_GRAPHS]]
     else:
-        ids = [int(i) for i in graph_ids]
+        ids = resolve_graph_ids(dataset, graph_ids)
         check_graph_ids(dataset, part, ids)
     res = ExplainResult(out_dir=out, graphs=ids)
     metrics_wanted = _metrics_wanted(run, dataset, res.notes)
@@ -185,8 +283,8 @@ def explain_run(run, *, part: str = "test", graph_ids: Sequence[int] | None = No
     R.atomic_write_bytes(out / "edges.csv", _csv_bytes(
         _edges_table(run, dataset, part, ids, scores, labels, molecules)))
     res.files.append("edges.csv")
-    res.files.extend(_draw_pictures(out, part, ids, scores, labels, molecules, top_k, fmt,
-                                    res.notes))
+    res.files.extend(_draw_pictures(out, dataset, part, ids, scores, labels, molecules, top_k,
+                                    fmt, res.notes))
     if metrics_wanted:
         res.metrics = _part_metrics(run, dataset, part, part_idx, scores, labels)
         R.atomic_write_json(out / "metrics.json", res.metrics)
@@ -271,8 +369,10 @@ def _edges_table(run, dataset, part: str, ids: list[int], scores: dict, labels: 
                                   np.zeros(s.num_bonds, dtype=np.int64), 1, descending=True)
         gt = s.bond_gt
         for k in range(s.num_bonds):
-            row = {"graph_index": i, "part": part, "label": int(labels[i]),
-                   "pred_label": s.pred}
+            row = {"graph_index": i, "source_row": int(dataset.source_rows[i])}
+            if dataset.ids is not None:
+                row["id"] = dataset.ids[i]
+            row.update({"part": part, "label": int(labels[i]), "pred_label": s.pred})
             row.update({f"prob_{c}": float(s.prob[c]) for c in range(num_classes)})
             if smiles is not None:
                 row["smiles"] = smiles[i]
@@ -283,7 +383,8 @@ def _edges_table(run, dataset, part: str, ids: list[int], scores: dict, labels: 
             if gt is not None:
                 row["edge_gt"] = int(gt[k])
             rows.append(row)
-    columns = (["graph_index", "part", "label", "pred_label"]
+    columns = (["graph_index", "source_row"] + (["id"] if dataset.ids is not None else [])
+               + ["part", "label", "pred_label"]
                + [f"prob_{c}" for c in range(num_classes)]
                + (["smiles"] if smiles is not None else [])
                + ["bond", "src", "dst", "edge_prob", "edge_weight", "kept", "rank"]
@@ -291,8 +392,9 @@ def _edges_table(run, dataset, part: str, ids: list[int], scores: dict, labels: 
     return pd.DataFrame(rows, columns=columns)
 
 
-def _draw_pictures(out: Path, part: str, ids: list[int], scores: dict, labels: np.ndarray,
-                   molecules: dict, top_k: int | None, fmt: str, notes: list[str]) -> list[str]:
+def _draw_pictures(out: Path, dataset, part: str, ids: list[int], scores: dict,
+                   labels: np.ndarray, molecules: dict, top_k: int | None, fmt: str,
+                   notes: list[str]) -> list[str]:
     """One picture per chosen graph; returns the file names written."""
     from grprune import results as R
     from grprune.draw import (draw_graph, draw_molecule, highlight_caption, highlighted_bonds,
@@ -306,9 +408,9 @@ def _draw_pictures(out: Path, part: str, ids: list[int], scores: dict, labels: n
     for i in ids:
         s = scores[i]
         marked = highlighted_bonds(ranking_score(s.bond_logits), s.bond_weight, top_k)
-        head = (f"graph {i} ({part}) - label {int(labels[i])}, {_pred_text(s.prob)} - "
-                f"{int(marked.sum())}/{s.num_bonds} bonds marked")
-        name = f"graph-{i}.{fmt}"
+        head = (f"{graph_label(dataset, i)}, {part} - label {int(labels[i])}, "
+                f"{_pred_text(s.prob)} - {int(marked.sum())}/{s.num_bonds} bonds marked")
+        name = picture_name(dataset, i, fmt)
         cached = molecules.get(i)
         if cached is not None and not draw_error:
             mol, bond_ids = cached

@@ -25,6 +25,7 @@ Outputs are two tables:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -44,8 +45,9 @@ def read_smiles_csv(path: str | Path, column: str | None = None) -> list[str]:
     ----------
     path : str or Path
     column : str, optional
-        Column name, matched exactly first, then case-insensitively. Default
-        ``smiles``.
+        Column name, matched as everywhere else
+        (:func:`grprune.data.molecules.match_columns`: exact, else up to case).
+        Default ``smiles``.
 
     Returns
     -------
@@ -54,20 +56,15 @@ def read_smiles_csv(path: str | Path, column: str | None = None) -> list[str]:
 
     Raises
     ------
-    GrpruneError
+    DataError
         If the file is missing or unreadable, or has no such column (the
         message lists the columns).
     """
-    from grprune.data.molecules import read_text_csv
+    from grprune.data.molecules import match_columns, read_text_csv
     path = Path(path)
     df = read_text_csv(path, "--csv")
-    want = column or "smiles"
-    cols = [str(c) for c in df.columns]
-    match = [c for c in cols if c == want] or [c for c in cols if c.lower() == want.lower()]
-    if not match:
-        raise GrpruneError(f"--csv {path} has no column {want!r} (columns: {', '.join(cols)}); "
-                           f"choose one with --smiles-column")
-    return [str(s) for s in df[match[0]].tolist()]
+    col = match_columns(df.columns, {"--smiles-column": column or "smiles"}, f"--csv {path}")
+    return [str(s) for s in df[col["--smiles-column"]].tolist()]
 
 
 def with_input_columns(molecules, inputs, keep: Sequence[str] | None = None):
@@ -80,7 +77,8 @@ def with_input_columns(molecules, inputs, keep: Sequence[str] | None = None):
     inputs : pandas.DataFrame
         The CSV as read (one row per data row, in order).
     keep : sequence of str, optional
-        The input columns to carry (matched case-insensitively); default every one.
+        The input columns to carry (matched as
+        :func:`grprune.data.molecules.match_columns` does); default every one.
 
     Returns
     -------
@@ -90,17 +88,14 @@ def with_input_columns(molecules, inputs, keep: Sequence[str] | None = None):
 
     Raises
     ------
-    GrpruneError
+    DataError
         If ``keep`` names columns the CSV lacks (all of them in one message).
     """
     cols = [str(c) for c in inputs.columns]
     if keep:
-        lower = {c.lower(): c for c in cols}
-        missing = [k for k in keep if k.lower() not in lower]
-        if missing:
-            raise GrpruneError(f"--keep-columns: the CSV has no column {', '.join(missing)} "
-                               f"(columns: {', '.join(cols)})")
-        cols = [lower[k.lower()] for k in keep]
+        from grprune.data.molecules import match_columns
+        found = match_columns(cols, {k: k for k in keep}, "--csv (--keep-columns)")
+        cols = list(dict.fromkeys(found[k] for k in keep))
     carried = inputs[cols].reset_index(drop=True)
     carried.columns = [f"input_{c}" if c in molecules.columns else c for c in cols]
     return carried.join(molecules.set_index("row"), how="left").rename_axis(
@@ -341,8 +336,12 @@ def write_prediction(pred: Prediction, out: str | Path) -> list[Path]:
 
 
 def draw_prediction(pred: Prediction, out_dir: str | Path, fmt: str = "png",
-                    top_k: int | None = None) -> list[Path]:
+                    top_k: int | None = None, ids: Sequence[str] | None = None) -> list[Path]:
     """One picture per scored molecule, ``mol-<row>.<fmt>``, as ``grprune explain`` draws.
+
+    With ``ids`` (one per input row, e.g. the CSV's compound IDs) the names are
+    ``mol-<row>_id-<ID>.<fmt>`` (characters outside letters, digits, ``.``,
+    ``-`` and ``+`` become ``_``) and the legend names the ID.
 
     Where RDKit's drawing code cannot load (:func:`grprune.draw.rdkit_drawing_error`)
     molecules are drawn as plain graphs.
@@ -368,7 +367,8 @@ def draw_prediction(pred: Prediction, out_dir: str | Path, fmt: str = "png",
         marked = highlighted_bonds(ranking_score(s.bond_logits), s.bond_weight, top_k)
         p = (f"p(y=1) = {s.prob[1]:.3f}" if len(s.prob) == 2
              else f"predicted {s.pred} (p = {s.prob[s.pred]:.3f})")
-        legend = (f"row {m.row}: {p} - {int(marked.sum())}/{s.num_bonds} bonds marked\n"
+        who = f"row {m.row}" + (f", ID {ids[m.row]}" if ids is not None else "")
+        legend = (f"{who}: {p} - {int(marked.sum())}/{s.num_bonds} bonds marked\n"
                   f"{caption}")
         if plain:
             data = draw_graph(s.num_nodes, s.bond_src, s.bond_dst, s.bond_prob, marked,
@@ -377,7 +377,9 @@ def draw_prediction(pred: Prediction, out_dir: str | Path, fmt: str = "png",
         else:
             data = draw_molecule(m.mol, pred.bond_ids[m.row], s.bond_prob, marked,
                                  legend=legend, fmt=fmt)
-        path = out_dir / f"mol-{m.row}.{fmt}"
+        tag = ("" if ids is None else
+               "_id-" + (re.sub(r"[^A-Za-z0-9.+-]", "_", str(ids[m.row]))[:80] or "_"))
+        path = out_dir / f"mol-{m.row}{tag}.{fmt}"
         R.atomic_write_bytes(path, data)
         written.append(path)
     return written

@@ -4,6 +4,8 @@ site builds without a warning."""
 
 from __future__ import annotations
 
+import html
+import os
 import re
 import subprocess
 import sys
@@ -85,16 +87,29 @@ def test_readme_regularizer_example_runs(toy_batch):
         REGULARIZERS.unregister("keep-less")
 
 
-def test_mkdocs_build_is_strict_clean(tmp_path):
-    for module in ("mkdocs", "mkdocstrings", "mkdocstrings_handlers.python", "mkdocs_click"):
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    """The mkdocs site, built once with ``--strict`` (any warning fails the build)."""
+    for module in ("mkdocs", "material", "pymdownx", "mkdocstrings",
+                   "mkdocstrings_handlers.python", "mkdocs_click"):
         pytest.importorskip(module, reason="the docs extra: pip install -e '.[docs]'")
+    out = tmp_path_factory.mktemp("docs") / "site"
+    # NO_MKDOCS_2_WARNING: mkdocs-material's banner about its successor, not a build warning
     proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet",
-                           "--site-dir", str(tmp_path / "site")],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+                           "--site-dir", str(out)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    return out
+
+
+def _text(html_text: str) -> str:
+    """The text of an HTML fragment: tags dropped, entities decoded."""
+    return html.unescape(re.sub(r"<[^>]+>", "", html_text))
+
+
+def test_mkdocs_build_is_strict_clean(site):
     # the CLI reference: every "Examples:" block a code block, no tag from help text
-    import re
-    page = (tmp_path / "site" / "reference" / "cli" / "index.html").read_text(encoding="utf-8")
+    page = (site / "reference" / "cli" / "index.html").read_text(encoding="utf-8")
     heads = re.findall(r"Examples?:", page)
     blocks = re.findall(r"<p>Examples?:</p>\s*<pre><code>grprune ", page)
     assert len(heads) >= 8 and len(blocks) == len(heads)
@@ -103,6 +118,27 @@ def test_mkdocs_build_is_strict_clean(tmp_path):
         assert len(re.findall(rf"<{tag}[ >]", page)) == page.count(f"</{tag}>"), tag
     # docstring examples are code, without doctest flags, on the API pages
     for name in ("python-api", "reference/parts"):
-        page = (tmp_path / "site" / name / "index.html").read_text(encoding="utf-8")
+        page = (site / name / "index.html").read_text(encoding="utf-8")
         assert "<blockquote>" not in page and "doctest: +SKIP" not in page, name
         assert '<pre><code class="language-pycon">&gt;&gt;&gt; ' in page, name
+
+
+def test_site_is_material_and_nothing_clips(site):
+    """mkdocs-material's layout, where a wide code block or table scrolls sideways
+    (``overflow: auto`` on ``pre > code`` and on ``table``), not readthedocs' fixed column
+    that clipped the quick start and the "What is where" table at 1280 px."""
+    index = (site / "index.html").read_text(encoding="utf-8")
+    assert re.search(r'<meta name="generator" content="[^"]*mkdocs-material-', index)
+    for clipping in ("wy-nav-content", "rst-content", "wy-table-responsive"):
+        assert clipping not in index, clipping
+    start = index.index('<div class="md-content"')
+    article = index[start:index.index("</article>", start)]
+    assert 'class="md-content__inner md-typeset"' in article
+    codes = [_text(c) for c in re.findall(r"<pre[^>]*>(.*?)</pre>", article, re.S)]
+    assert any(QUICK_START[0] in c for c in codes), "the quick start is not a code block"
+    where = article[article.index('id="what-is-where"'):]
+    assert re.match(r'id="what-is-where">.*?</h2>\s*<table>', where, re.S), where[:300]
+    assert "Reproducing the paper" in _text(where[:where.index("</table>")])
+    # the CLI reference keeps the material layout too
+    cli = (site / "reference" / "cli" / "index.html").read_text(encoding="utf-8")
+    assert 'class="md-content__inner md-typeset"' in cli

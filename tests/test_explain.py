@@ -120,7 +120,8 @@ def test_edge_rocauc_and_subsets():
 
 def test_parse_graph_ids():
     assert parse_graph_ids("3,17,40-43, 3") == [3, 17, 40, 41, 42, 43]
-    for bad in ("x", "5-2", "-1", ","):
+    assert parse_graph_ids("x,row:4-5,id:12-3") == ["id:x", "row:4", "row:5", "id:12-3"]
+    for bad in ("5-2", "-1", "3-", ",", "row:x", "row:"):
         with pytest.raises(GrpruneError):
             parse_graph_ids(bad)
 
@@ -163,6 +164,14 @@ def test_drawn_highlights_are_the_marked_bonds():
 
 
 # -- grprune explain on molecules ------------------------------------------------
+def _picture(out, gi: int, ext: str = "png"):
+    """The picture of graph ``gi``: ``graph-<gi>.<ext>``, or ``graph-<gi>_row-<r>.<ext>``
+    where the molecule's source row differs from its index (rows skipped before it)."""
+    found = list(out.glob(f"graph-{gi}.{ext}")) + list(out.glob(f"graph-{gi}_row-*.{ext}"))
+    assert len(found) == 1, sorted(p.name for p in out.iterdir())
+    return found[0]
+
+
 def test_explain_molecules(bbbp_run, tmp_path):
     out = tmp_path / "ex"
     res = _cli("explain", bbbp_run, "--out", out, "--device", "cpu")
@@ -173,8 +182,9 @@ def test_explain_molecules(bbbp_run, tmp_path):
     ids = list(dict.fromkeys(df["graph_index"].tolist()))
     assert len(ids) == 8 and ids == npz["graph_index"][:8].tolist()
     for gi in ids:
-        assert (out / f"graph-{gi}.png").read_bytes().startswith(PNG)
+        assert _picture(out, gi).read_bytes().startswith(PNG)
         rows = df[df["graph_index"] == gi]
+        assert (rows["source_row"] >= gi).all()  # rows skipped before it shift the index
         mol = parse_molecule(rows["smiles"].iloc[0])
         assert len(rows) == mol.GetNumBonds()  # one row per bond
         assert rows["bond"].tolist() == list(range(mol.GetNumBonds()))
@@ -197,7 +207,7 @@ def test_explain_molecules(bbbp_run, tmp_path):
     assert res.exit_code == 0, res.output
     df = pd.read_csv(svg_out / "edges.csv")
     for gi in ids[:3]:
-        svg = (svg_out / f"graph-{gi}.svg").read_text()
+        svg = _picture(svg_out, gi, "svg").read_text()
         ET.fromstring(svg.encode())
         rows = df[df["graph_index"] == gi]
         assert svg_highlighted_bonds(svg) == set(rows.loc[rows["rank"] <= 3, "bond"])
@@ -211,14 +221,16 @@ def test_explain_rerun_overwrites_and_bad_input(bbbp_run, tmp_path):
     test_ids = np.load(bbbp_run / R.EDGE_PROBS)["graph_index"]
     res = _cli("explain", bbbp_run, "--out", out, "--graphs", str(test_ids[-1]))
     assert res.exit_code == 0, res.output
-    assert [p.name for p in out.glob("graph-*.png")] == [f"graph-{test_ids[-1]}.png"]
+    assert [p.name for p in out.glob("graph-*.png")] == [_picture(out, test_ids[-1]).name]
     assert set(pd.read_csv(out / "edges.csv")["graph_index"]) == {test_ids[-1]}
 
     train_id = int(load_run(bbbp_run).load_dataset().splits["train"][0])
     cases = [(["--graphs", "999999"], "does not exist"),
              (["--graphs", str(train_id)], "is not in part 'test' (it is in train"),
              (["--part", "nope"], "no part 'nope'"),
-             (["--graphs", "a-b"], "bad graph id")]
+             (["--graphs", "a-b"], "names ID 'a-b', but ogbg-molbbbp has no IDs"),
+             (["--graphs", "5-2"], "bad graph range"),
+             (["--graphs", "row:59"], "source row 59 is not in ogbg-molbbbp (it was skipped")]
     if not torch.cuda.is_available():
         cases.append((["--device", "cuda"], "CUDA is not available"))
     for args, msg in cases:

@@ -110,12 +110,15 @@ def test_predict_and_explain_on_csv_run(csv_run, tmp_path):
 def test_csv_errors_exit_2_with_one_line(bace_csv, tmp_path):
     line = _one_error(_cli("run", *_csv_args(tmp_path / "nope.csv"), "--out", tmp_path / "a"))
     assert "not found" in line and "nope.csv" in line
+    # every missing column in one message, with the columns present
     line = _one_error(_cli("run", "--data", "molecule-csv", "-H", f"data.path={bace_csv}",
-                           "-H", "data.smiles_column=smi", "--out", tmp_path / "b"))
-    assert "no column 'smi'" in line and "Columns: SMI, active" in line
+                           "-H", "data.smiles_column=smile", "-H", "data.id_column=cmpd",
+                           "--out", tmp_path / "b"))
+    assert ("no columns 'smile' (data.smiles_column) Did you mean 'SMI'?; 'label' "
+            "(data.label_column); 'cmpd' (data.id_column). Its columns: SMI, active") in line
     line = _one_error(_cli("data", "info", "molecule-csv", "-H", f"data.path={bace_csv}",
                            "-H", "data.smiles_column=SMI"))
-    assert "no column 'label' (data.label_column)" in line and "Columns: SMI, active" in line
+    assert "no column 'label' (data.label_column)" in line and "columns: SMI, active" in line
     line = _one_error(_cli("data", "info", "molecule-csv"))
     assert "-H data.path=FILE" in line
 
@@ -254,4 +257,80 @@ def test_predict_from_a_csv_keeps_the_inputs_own_columns(csv_run, tmp_path):
     assert list(pd.read_csv(tmp_path / "q.csv").columns[:3]) == ["row", "cmpd_id", "smiles"]
     line = _one_error(_cli("predict", csv_run, "--csv", mine, "--smiles-column", "SMILES",
                            "--keep-columns", "id,name", "--device", "cpu"))
-    assert "no column id, name" in line
+    assert "no columns 'id'; 'name'" in line
+
+
+@pytest.fixture(scope="module")
+def id_run(bace_csv, tmp_path_factory, data_root):
+    """The broken BACE CSV with a compound-ID column in front, trained with
+    ``data.id_column``; returns (run directory, the input as a DataFrame)."""
+    df = pd.read_csv(bace_csv, dtype=str, keep_default_na=False)
+    df.insert(0, "Compound ID", [f"B {i:03d}/x" for i in range(len(df))])
+    path = tmp_path_factory.mktemp("ids") / "with-ids.csv"
+    df.to_csv(path, index=False)
+    out = tmp_path_factory.mktemp("id-run") / "run"
+    res = _cli("run", *_csv_args(path, "-H", "data.id_column=compound id"), "--epochs", "1",
+               "--progress", "none", "--device", "cpu", "--out", out)
+    assert res.exit_code == 0, res.output
+    return out, path, df
+
+
+def test_a_csv_with_ids_joins_back_through_run_explain_and_predict(id_run, tmp_path, data_root):
+    """Every row explain and predict write joins to its input row by ID, and the
+    source row numbering is the CSV's (bad rows 3, 7 and 11 skipped, not renumbered)."""
+    run_dir, path, inputs = id_run
+    by_id = inputs.set_index("Compound ID")
+    ds = load_dataset("molecule-csv", path=str(path), smiles_column="SMI",
+                      label_column="active", id_column="Compound ID", root=data_root)
+    a, b, c = (int(ds.source_rows[i]) for i in ds.splits["train"][-3:])
+    assert c > 11  # past the skipped rows: graph index and source row differ
+    ids = [inputs["Compound ID"][r] for r in (a, b, c)]
+    res = _cli("explain", run_dir, "--part", "train", "--graphs", f"id:{ids[0]},{ids[1]},row:{c}",
+               "--out", tmp_path / "ex")
+    assert res.exit_code == 0, res.output
+    edges = pd.read_csv(tmp_path / "ex" / "edges.csv", keep_default_na=False)
+    assert list(edges.columns[:3]) == ["graph_index", "source_row", "id"]
+    assert list(dict.fromkeys(edges["id"])) == ids
+    for rec in edges.itertuples(index=False):  # ID, source row and SMILES all agree
+        assert inputs["Compound ID"][rec.source_row] == rec.id
+        assert by_id.loc[rec.id, "SMI"] == rec.smiles
+    names = sorted(p.name for p in (tmp_path / "ex").glob("graph-*.png"))
+    assert len(names) == 3 and all("_id-B_" in n and n.endswith("_x.png") for n in names)
+    assert f"graph-{ds.splits['train'][-1]}_row-{c}_id-B_{c:03d}_x.png" in names, names
+    # the default pictures of the test part carry IDs too
+    res = _cli("explain", run_dir, "--out", tmp_path / "ex2")
+    assert res.exit_code == 0, res.output
+    edges = pd.read_csv(tmp_path / "ex2" / "edges.csv", keep_default_na=False)
+    assert all(inputs["Compound ID"][r] == i for r, i in zip(edges["source_row"], edges["id"]))
+    # a skipped row, an unknown ID and a graph of another part: one line each
+    line = _one_error(_cli("explain", run_dir, "--graphs", "row:3", "--out", tmp_path / "e3"))
+    assert "source row 3 is not in molecule-csv (it was skipped: RDKit cannot parse" in line
+    assert "not valid SMILES syntax" in line and "Error" not in line
+    line = _one_error(_cli("explain", run_dir, "--graphs", "id:B 5", "--out", tmp_path / "e4"))
+    assert "no graph of molecule-csv has ID 'B 5'" in line
+    line = _one_error(_cli("explain", run_dir, "--graphs", ids[2], "--out", tmp_path / "e5"))
+    assert f"(row {c}, ID {ids[2]}) is not in part 'test'" in line and "--part train" in line
+    # predict: the CSV's ID column (the run's data.id_column) names rows and pictures
+    res = _cli("predict", run_dir, "--csv", path, "--smiles-column", "smi", "--device", "cpu",
+               "--out", tmp_path / "p.csv", "--draw", tmp_path / "pics")
+    assert res.exit_code == 0, res.output
+    preds = pd.read_csv(tmp_path / "p.csv", keep_default_na=False)
+    assert preds["Compound ID"].tolist() == inputs["Compound ID"].tolist()
+    assert preds["row"].tolist() == list(range(len(inputs)))
+    assert (preds["SMI"] == preds["smiles"]).all()
+    pics = {p.name for p in (tmp_path / "pics").glob("*.png")}
+    assert "mol-0_id-B_000_x.png" in pics and "mol-3_id-B_003_x.png" not in pics  # row 3: bad
+
+
+def test_dgl_graphs_ids_reach_explain(tmp_path, data_root):
+    graphs, labels, envs = example_graphs(40)
+    path = tmp_path / "g.bin"
+    dgl.save_graphs(str(path), graphs, {"label": labels, "env": envs,
+                                        "id": torch.arange(1000, 1040)})
+    ds = load_dataset("dgl-graphs", path=str(path), root=tmp_path, split="random")
+    assert ds.ids == [str(i) for i in range(1000, 1040)]
+    again = load_dataset("dgl-graphs", path=str(save_dataset(ds, tmp_path / "again.bin")),
+                         root=tmp_path, split="file")
+    assert again.ids == ds.ids
+    from grprune.explain import parse_graph_ids, resolve_graph_ids
+    assert resolve_graph_ids(ds, parse_graph_ids("id:1007,3,row:5")) == [7, 3, 5]

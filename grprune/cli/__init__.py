@@ -139,7 +139,8 @@ def _fmt(value) -> str:
 
 def _reason_kind(reason: str) -> str:
     for words, kind in (("parse", "unparsable SMILES"), ("missing label", "missing label"),
-                        ("not 0 or 1", "label not 0/1"), ("SMILES", "missing SMILES")):
+                        ("not 0 or 1", "label not 0/1"), ("featurizer", "not featurizable"),
+                        ("no atoms", "no atoms"), ("SMILES", "missing SMILES")):
         if words in reason:
             return kind
     return reason[:40]
@@ -159,44 +160,140 @@ def skipped_rows_line(info: dict, cfg: dict) -> str:
             f"`grprune data info {cfg['data']['name']} -H data.path=...` lists them")
 
 
-class EpochPrinter:
-    """Per-epoch progress: a rich progress bar on a terminal, plain lines otherwise."""
+def _clock(seconds: float | None) -> str:
+    """``H:MM:SS`` for a duration in seconds; ``-:--:--`` when it is not known yet."""
+    if seconds is None or not math.isfinite(seconds):
+        return "-:--:--"
+    seconds = int(round(max(seconds, 0.0)))
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
-    def __init__(self, mode: str, metric: str, epochs: int, title: str) -> None:
-        if mode == "auto":
-            mode = "rich" if sys.stderr.isatty() else "plain"
-        self.mode, self.metric, self.epochs = mode, metric, epochs
-        self.progress = None
-        if mode == "rich":
-            from rich.console import Console
-            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                                       TimeElapsedColumn, TimeRemainingColumn)
-            self.progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
-                                     MofNCompleteColumn(), TimeElapsedColumn(),
-                                     TimeRemainingColumn(), TextColumn("{task.fields[info]}"),
-                                     console=Console(stderr=True), transient=False)
-            self.task = self.progress.add_task(title, total=epochs, info="")
-            self.progress.start()
 
-    def __call__(self, rec: dict) -> None:
-        m = self.metric
-        parts = [f"loss {rec['loss']['total']:.4f}"]
+class _EpochLine:
+    """The rich progress line, laid out anew for the width it is given (a rich renderable).
+
+    Always shown: the epoch counter, the new-best ``*`` and the ETA, estimated from the
+    mean ``epoch_time_s`` (seconds) of the last :attr:`ETA_WINDOW` epochs. The other
+    fields and the bar join in :attr:`PRIORITY` order while they fit, shown in
+    :attr:`ORDER`; a bar shown takes the width left, :attr:`MIN_BAR` to :attr:`MAX_BAR` cells.
+    The line needs about 32 columns (100 epochs); on a narrower terminal it wraps.
+    """
+
+    PRIORITY = ("valid", "test", "kept", "phase", "loss", "bar", "train", "elapsed")
+    ORDER = ("phase", "loss", "train", "valid", "test", "kept", "elapsed")
+    MIN_BAR, MAX_BAR, ETA_WINDOW = 10, 40, 5
+
+    def __init__(self, epochs: int) -> None:
+        import time
+        self.epochs, self.rec, self.metric = epochs, None, "?"
+        self.times: list[float] = []
+        self.started = time.monotonic()
+
+    def update(self, rec: dict, metric: str) -> None:
+        """Show one finished epoch's record (what ``run``'s ``on_epoch`` gets)."""
+        self.rec, self.metric = rec, metric
+        self.times = [*self.times, float(rec["epoch_time_s"])][-self.ETA_WINDOW:]
+
+    def _fields(self) -> dict[str, str]:
+        import time
+        rec, m = self.rec, self.metric
+        fields = {"phase": f"[{rec['phase']}]", "loss": f"loss {rec['loss']['total']:.4f}",
+                  "kept": f"train kept {rec['loss']['kept_edge_fraction']:.2f}",
+                  "elapsed": f"elapsed {_clock(time.monotonic() - self.started)}"}
         for split in ("train", "valid", "test"):
             if split in rec:
-                parts.append(f"{split} {_fmt(rec[split][m])}")
-        parts.append(f"train kept {rec['loss']['kept_edge_fraction']:.2f}")
-        info = "  ".join(parts) + ("  *" if rec.get("improved") else "")
+                fields[split] = f"{split} {_fmt(rec[split][m])}"
+        return fields
+
+    def __rich_console__(self, console, options):
+        from rich.cells import cell_len
+        from rich.text import Text
+        rec, done = self.rec, 0 if self.rec is None else self.rec["epoch"] + 1
+        head = f"epoch {'-' if rec is None else rec['epoch']:>3} ({done}/{self.epochs})"
+        eta = sum(self.times) / len(self.times) * (self.epochs - done) if self.times else None
+        tail = f"{'*' if rec is not None and rec.get('improved') else ' '} ETA {_clock(eta)}"
+        room = options.max_width - cell_len(head) - cell_len(tail) - 2
+        fields = {} if rec is None else self._fields()
+        costs = {"bar": 1 + self.MIN_BAR, **{k: 2 + cell_len(v) for k, v in fields.items()}}
+        shown = set()
+        for key in (k for k in self.PRIORITY if k in costs):  # " " + bar, "  " + a field
+            if costs[key] <= room:
+                shown.add(key)
+                room -= costs[key]
+        line = Text()
+        line.append(head, style="bold")
+        if "bar" in shown:
+            bar = min(self.MIN_BAR + room, self.MAX_BAR)
+            filled = bar * min(done, self.epochs) // max(self.epochs, 1)
+            line.append(" ")
+            line.append("━" * filled, style="bar.finished" if done >= self.epochs
+                        else "bar.complete")
+            line.append("━" * (bar - filled), style="bar.back")
+        for key in (k for k in self.ORDER if k in shown):
+            line.append((" " if line.plain.endswith("]") or key == "phase" else "  ")
+                        + fields[key])
+        line.append("  " if shown else " ")
+        line.append(tail[0], style="bold")
+        line.append(tail[1:], style="progress.remaining")
+        yield line
+
+
+class EpochPrinter:
+    """Per-epoch progress: a rich line on a terminal, plain lines otherwise.
+
+    Parameters
+    ----------
+    mode : str
+        ``"auto"`` (rich when stderr is a terminal, else plain), ``"rich"``, ``"plain"``
+        or ``"none"``.
+    metric : str
+        The metric key of the records' ``train`` / ``valid`` / ``test`` dicts; the caller
+        may set :attr:`metric` before each call.
+    epochs : int
+        The run's number of epochs (``train.epochs``).
+    title : str
+        The run's title; kept for callers, the line itself shows the epoch counter.
+    console : rich.console.Console, optional
+        Where the rich line goes [default: a console on stderr].
+
+    The rich line always keeps the epoch counter, the new-best ``*`` and the ETA, and
+    drops the bar and the other fields first on a narrow terminal (see :class:`_EpochLine`).
+    """
+
+    def __init__(self, mode: str, metric: str, epochs: int, title: str, *,
+                 console=None) -> None:
+        if mode == "auto":
+            mode = "rich" if sys.stderr.isatty() else "plain"
+        self.mode, self.metric, self.epochs, self.title = mode, metric, epochs, title
+        self.live = None
+        if mode == "rich":
+            from rich.console import Console
+            from rich.live import Live
+            self.line = _EpochLine(epochs)
+            self.live = Live(self.line, console=console or Console(stderr=True),
+                             refresh_per_second=4, transient=False)
+            self.live.start()
+
+    def __call__(self, rec: dict) -> None:
         if self.mode == "rich":
-            self.progress.update(self.task, completed=rec["epoch"] + 1, info=info)
+            self.line.update(rec, self.metric)
+            self.live.refresh()
         elif self.mode == "plain":
+            m = self.metric
+            parts = [f"loss {rec['loss']['total']:.4f}"]
+            for split in ("train", "valid", "test"):
+                if split in rec:
+                    parts.append(f"{split} {_fmt(rec[split][m])}")
+            parts.append(f"train kept {rec['loss']['kept_edge_fraction']:.2f}")
+            info = "  ".join(parts) + ("  *" if rec.get("improved") else "")
             # epochs are numbered from 0, as in results.jsonl and summary.json's best_epoch;
             # (n/N) counts the epochs done
             click.echo(f"epoch {rec['epoch']:>3} ({rec['epoch'] + 1}/{self.epochs}) "
                        f"[{rec['phase']}] {info} ({rec['epoch_time_s']:.1f}s)", err=True)
 
     def close(self) -> None:
-        if self.progress is not None:
-            self.progress.stop()
+        if self.live is not None:
+            self.live.stop()
+            self.live = None
 
 
 def print_summary(summary: dict, run_dir: Path, status: str) -> None:
@@ -245,6 +342,14 @@ def print_summary(summary: dict, run_dir: Path, status: str) -> None:
 def run(selector, reg, data, split, shift, encoder, preset, epochs, seed, overrides, device,
         root, download, config_file, deterministic, out, force, progress, as_json) -> None:
     """Train a selector + GNN with the given regularizers and report metrics.
+
+    Each epoch prints a line such as 'epoch 82 (83/100) [train] loss 0.3121 valid
+    0.9568 test 0.6753 train kept 0.85 * ETA 0:00:32': epoch 82 counted from 0 (as
+    results.jsonl and the table's best epoch), the 83rd of 100; [warmup] or [train]
+    (ERM warm-up, or the selector training); the training loss; the metric on the
+    valid and test parts; train kept, the fraction of edges the selector kept in
+    training; * for a new best valid; the ETA from the last 5 epochs. A narrow
+    terminal drops fields from the right but keeps the epoch, * and ETA.
 
     \b
     Example:

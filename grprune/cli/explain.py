@@ -26,8 +26,10 @@ def _note(msg: str) -> None:
 @click.command("explain")
 @click.argument("run_dir", type=click.Path(path_type=Path))
 @option("--graphs", "graphs", default=None, metavar="IDS",
-        help="dataset indices to draw, e.g. 3,17,40-45 (each must be in --part) "
-             "[default: the first 8 graphs of --part]")
+        help="graphs to draw, each in --part: dataset indices (3,17,40-45), source "
+             "rows (row:204, row:200-210: 0-based CSV data rows, as data info and "
+             "predict number them) or your IDs (id:CMPD-7, or any non-numeric name; "
+             "data.id_column) [default: the first 8 graphs of --part]")
 @option("--part", default="test", show_default=True,
         help="split part: train, valid, test, or id-valid/id-test on OOD benchmarks; "
              "metrics cover the whole part (data.limit applied, as in training)")
@@ -49,11 +51,15 @@ def explain(run_dir, graphs, part, top_k, fmt, out, device) -> None:
 
     \b
       edges.csv       one row per undirected bond of the drawn graphs: graph index,
-                      part, label, predicted class and probabilities, SMILES, bond
+                      source row (0-based data row of your CSV), id (with
+                      data.id_column), part, label, predicted class and
+                      probabilities, SMILES, bond
                       (RDKit index for molecules), src, dst, edge_prob (sigmoid of
                       the logit), edge_weight and kept (evaluation mask), rank
                       (1 = highest probability), edge_gt (synthetic data)
-      graph-<i>.png   molecules drawn with RDKit, kept bonds highlighted in a colour
+      graph-<i>.png   graph-<i>_row-<r>_id-<ID>.png where the source row differs
+                      from the index and IDs exist; molecules drawn with RDKit,
+                      kept bonds highlighted in a colour
                       for their keep probability; synthetic graphs with networkx:
                       motif edges blue, kept solid, pruned dashed
       metrics.json    on data with ground-truth motif edges (good-motif, spmotif):
@@ -66,6 +72,7 @@ def explain(run_dir, graphs, part, top_k, fmt, out, device) -> None:
     Examples:
       grprune explain runs/good-motif/size+eps-align-seed0-0123abcd
       grprune explain RUN --graphs 3,17,40-45 --top-k 10 --format svg --out figs
+      grprune explain RUN --graphs id:CMPD-0042,row:204 --part train
     """
     from grprune.explain import explain_run, format_value, metrics_rows, parse_graph_ids
     from grprune.inference import load_run
@@ -97,12 +104,51 @@ def explain(run_dir, graphs, part, top_k, fmt, out, device) -> None:
                + (", metrics.json" if res.metrics is not None else "") + f" to {res.out_dir}")
 
 
+def _csv_ids(run, csv_file: Path, id_column: str | None) -> list[str] | None:
+    """The ``--csv`` file's compound IDs: ``--id-column``, else the run's
+    ``data.id_column`` where the CSV has that column; None for neither."""
+    from grprune.data.molecules import match_columns, read_text_csv
+    df = read_text_csv(csv_file, "--csv")
+    name = id_column or str((run.cfg.get("data") or {}).get("id_column") or "")
+    if not name:
+        return None
+    if id_column is None and name.casefold() not in {str(c).casefold() for c in df.columns}:
+        return None  # the run's ID column is not in this file: rows identify molecules
+    col = match_columns(df.columns, {"--id-column": name}, f"--csv {csv_file}")["--id-column"]
+    return [str(x) for x in df[col].tolist()]
+
+
 def _with_csv_columns(molecules, csv_file: Path, keep_columns: str | None):
     """:func:`grprune.predict.with_input_columns` of ``--csv`` and ``--keep-columns``."""
     from grprune.data.molecules import read_text_csv
     from grprune.predict import with_input_columns
     keep = [c.strip() for c in keep_columns.split(",") if c.strip()] if keep_columns else None
     return with_input_columns(molecules, read_text_csv(csv_file, "--csv"), keep)
+
+
+def _prediction_table(run, pred, ids: list[str] | None, shown: int):
+    """The printed table of predict: the first ``shown`` molecules."""
+    from rich.table import Table
+
+    from grprune.predict import OK
+    df = pred.molecules
+    prob_cols = [c for c in df.columns if c.startswith("prob_")]
+    table = Table(title=f"{run.dataset_name} model {run.run_dir.name}: "
+                        f"{pred.n_ok}/{len(df)} molecules scored")
+    for col, just in (("row", "right"), *((("id", "left"),) if ids else ()),
+                      ("canonical SMILES", "left"), ("status", "left"),
+                      *((c, "right") for c in prob_cols), ("label", "right"),
+                      ("kept bonds", "right")):
+        table.add_column(col, justify=just, overflow="fold")
+    for rec in df.head(shown).itertuples(index=False):
+        r = rec._asdict()
+        ok = r["status"] == OK
+        table.add_row(str(r["row"]), *((ids[r["row"]],) if ids else ()),
+                      r["canonical_smiles"] or r["smiles"], r["status"],
+                      *((f"{r[c]:.4f}" if ok else "-") for c in prob_cols),
+                      str(r["pred_label"]) if ok else "-",
+                      f"{r['bonds_kept']}/{r['num_bonds']}" if ok else "-")
+    return table
 
 
 @click.command("predict")
@@ -113,6 +159,10 @@ def _with_csv_columns(molecules, csv_file: Path, keep_columns: str | None):
         envvar="GRPRUNE_PREDICT_CSV", help="CSV file with a SMILES column (read with pandas)")
 @option("--smiles-column", default=None, metavar="NAME",
         help="SMILES column of --csv [default: smiles, matched case-insensitively]")
+@option("--id-column", default=None, metavar="NAME",
+        help="with --csv: column of compound IDs, shown in the table and in --draw's "
+             "picture names (mol-<row>_id-<ID>.png) [default: the run's data.id_column "
+             "when the CSV has it]")
 @option("--keep-columns", default=None, metavar="A,B",
         help="with --csv: the input columns --out carries beside the scores [default: "
              "every column of the CSV, e.g. your compound IDs]")
@@ -130,8 +180,8 @@ def _with_csv_columns(molecules, csv_file: Path, keep_columns: str | None):
 @option("--batch-size", type=int, default=256, show_default=True, help="molecules per batch")
 @option("--device", default="auto", show_default=True,
         help="auto (CUDA when present), cpu, cuda or cuda:N")
-def predict(run_dir, smiles, csv_file, smiles_column, keep_columns, out, draw_dir, top_k, fmt,
-            batch_size, device) -> None:
+def predict(run_dir, smiles, csv_file, smiles_column, id_column, keep_columns, out, draw_dir,
+            top_k, fmt, batch_size, device) -> None:
     """Score new molecules with a finished molecule run.
 
     Featurizes each SMILES like the training data (OGB features; RDKit's valence
@@ -155,7 +205,8 @@ def predict(run_dir, smiles, csv_file, smiles_column, keep_columns, out, draw_di
 
     if bool(smiles) == (csv_file is not None):
         raise GrpruneError("give either --smiles (repeatable) or --csv FILE")
-    for name, given in (("--smiles-column", smiles_column), ("--keep-columns", keep_columns)):
+    for name, given in (("--smiles-column", smiles_column), ("--keep-columns", keep_columns),
+                        ("--id-column", id_column)):
         if given is not None and csv_file is None:
             raise GrpruneError(f"{name} applies to --csv only")
     if top_k is not None and top_k < 1:
@@ -165,28 +216,13 @@ def predict(run_dir, smiles, csv_file, smiles_column, keep_columns, out, draw_di
     inputs = list(smiles) if smiles else read_smiles_csv(csv_file, smiles_column)
     run = load_run(run_dir, device)
     check_molecule_run(run)
+    ids = _csv_ids(run, csv_file, id_column) if csv_file is not None else None
     pred = predict_smiles(run, inputs, batch_size=batch_size)
     if csv_file is not None:  # the input's own columns (IDs, names) go beside the scores
         pred.molecules = _with_csv_columns(pred.molecules, csv_file, keep_columns)
 
-    from rich.table import Table
-    df = pred.molecules
-    prob_cols = [c for c in df.columns if c.startswith("prob_")]
-    shown = 50
-    table = Table(title=f"{run.dataset_name} model {run.run_dir.name}: "
-                        f"{pred.n_ok}/{len(df)} molecules scored")
-    for col, just in (("row", "right"), ("canonical SMILES", "left"), ("status", "left"),
-                      *((c, "right") for c in prob_cols), ("label", "right"),
-                      ("kept bonds", "right")):
-        table.add_column(col, justify=just, overflow="fold")
-    for rec in df.head(shown).itertuples(index=False):
-        r = rec._asdict()
-        ok = r["status"] == OK
-        table.add_row(str(r["row"]), r["canonical_smiles"] or r["smiles"], r["status"],
-                      *((f"{r[c]:.4f}" if ok else "-") for c in prob_cols),
-                      str(r["pred_label"]) if ok else "-",
-                      f"{r['bonds_kept']}/{r['num_bonds']}" if ok else "-")
-    _console().print(table)
+    df, shown = pred.molecules, 50
+    _console().print(_prediction_table(run, pred, ids, shown))
     if len(df) > shown:
         click.echo(f"... {len(df) - shown} more rows" + ("" if out else "; use --out FILE "
                                                           "for all of them"))
@@ -198,7 +234,7 @@ def predict(run_dir, smiles, csv_file, smiles_column, keep_columns, out, draw_di
         if rdkit_drawing_error():
             _note(f"RDKit cannot draw molecules here ({rdkit_drawing_error()}); "
                   f"drawing plain graphs (node = atom index)")
-        drawn = draw_prediction(pred, draw_dir, fmt=fmt, top_k=top_k)
+        drawn = draw_prediction(pred, draw_dir, fmt=fmt, top_k=top_k, ids=ids)
         _note(f"wrote {len(drawn)} pictures to {draw_dir}")
     failed = df[df["status"] != OK]
     if len(failed):

@@ -45,6 +45,10 @@ class GraphDataset(Dataset):
     smiles : list of str, length G, optional
     source_rows : array-like of int, shape (G,), optional
         Row of each graph in the source file; ``arange(G)`` by default.
+    ids : sequence of str, length G, optional
+        The user's own identifier of each graph (``data.id_column`` of
+        ``molecule-csv``, the ``id`` tensor of ``dgl-graphs``); None when the
+        source declares none.
     info : dict, optional
         JSON-serialisable facts about loading (see :func:`grprune.data.load_dataset`).
 
@@ -52,6 +56,7 @@ class GraphDataset(Dataset):
     ----------
     labels, envs : torch.LongTensor, shape (G,)
     source_rows : np.ndarray of int64, shape (G,)
+    ids : list of str (length G) or None
     splits : dict of str to np.ndarray of int64
 
     Raises
@@ -74,6 +79,7 @@ class GraphDataset(Dataset):
         smiles: list[str] | None = None,
         source_rows: Sequence[int] | np.ndarray | None = None,
         info: dict | None = None,
+        ids: Sequence[str] | None = None,
     ) -> None:
         n = len(graphs)
         self.name = name
@@ -90,6 +96,7 @@ class GraphDataset(Dataset):
             if source_rows is None
             else np.asarray(source_rows, dtype=np.int64).reshape(-1)
         )
+        self.ids = None if ids is None else [str(x) for x in ids]
         self.num_classes = int(num_classes)
         self.metric = metric
         self.atom_encoder = atom_encoder
@@ -99,6 +106,7 @@ class GraphDataset(Dataset):
             ("envs", len(self.envs)),
             ("source_rows", len(self.source_rows)),
             ("smiles", n if self.smiles is None else len(self.smiles)),
+            ("ids", n if self.ids is None else len(self.ids)),
         ):
             if length != n:
                 raise GrpruneError(f"dataset {name}: {length} {what} for {n} graphs")

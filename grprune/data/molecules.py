@@ -16,9 +16,10 @@ valence check, then featurized with OGB's ``atom_to_feature_vector`` and
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -132,11 +133,11 @@ def smiles_to_graph(smiles: str, lenient: bool = False) -> dgl.DGLGraph:
     with rdBase.BlockLogs():
         try:
             d = smiles2graph(smiles)
-        except Exception as exc:  # MolFromSmiles gave None (AttributeError) or RDKit failed
+        except Exception:  # MolFromSmiles gave None (AttributeError) or RDKit failed
             d = _lenient_arrays(smiles) if lenient else None
             if d is None:
-                reason = type(exc).__name__
-                raise DataError(f"RDKit cannot parse SMILES {smiles!r} ({reason})") from None
+                raise DataError(f"RDKit cannot parse SMILES {smiles!r}: "
+                                f"{unparsable_reason(smiles)}") from None
     if d["num_nodes"] == 0:
         raise DataError(f"SMILES {smiles!r} has no atoms")
     return graph_from_arrays(d["edge_index"], d["node_feat"], d["edge_feat"], d["num_nodes"])
@@ -211,6 +212,90 @@ def read_text_csv(path: str | Path, what: str, hint: str = "") -> pd.DataFrame:
     except Exception as exc:  # gzip/zlib/EOF/parser/decoding errors
         raise DataError(f"cannot read {what} {path}: {type(exc).__name__}: {exc}{hint}") from None
 
+def match_columns(columns: Sequence[str], wanted: Mapping[str, str], where: str) -> dict[str, str]:
+    """The CSV column each wanted name refers to, matched one way everywhere.
+
+    An exact match wins; otherwise a name matches the one column equal to it up
+    to case (``SMILES`` for ``smiles``). Training (``data.smiles_column``,
+    ``data.label_column``, ``data.id_column``), ``grprune predict --csv``
+    (``--smiles-column``, ``--keep-columns``) and ``grprune data info`` all match
+    through this function.
+
+    Parameters
+    ----------
+    columns : sequence of str
+        The CSV's header.
+    wanted : mapping of str to str
+        What asks (e.g. ``"data.smiles_column"``, named in the message) -> the
+        column name asked for; a key equal to its name is not repeated.
+    where : str
+        How the message names the file (``"data file mols.csv"``).
+
+    Returns
+    -------
+    dict of str to str
+        What asks -> the column's name as the header spells it.
+
+    Raises
+    ------
+    DataError
+        Naming every missing column in one message, with the columns present and
+        a close match where there is one.
+
+    Examples
+    --------
+    >>> match_columns(["ID", "SMILES", "y"], {"smiles": "smiles", "label": "y"}, "f.csv")
+    {'smiles': 'SMILES', 'label': 'y'}
+    """
+    columns = [str(c) for c in columns]
+    found, missing = {}, []
+    for asker, name in wanted.items():
+        exact = [c for c in columns if c == name]
+        folded = [c for c in columns if c.casefold() == str(name).casefold()]
+        match = exact or (folded if len(folded) == 1 else [])
+        if match:
+            found[asker] = match[0]
+        else:
+            asked = f" ({asker})" if asker != name else ""
+            folded = {c.casefold(): c for c in columns}  # a close match, case aside
+            close = difflib.get_close_matches(str(name).casefold(), list(folded), n=1,
+                                              cutoff=0.5)
+            hint = f" Did you mean {folded[close[0]]!r}?" if close else ""
+            missing.append(f"{name!r}{asked}{hint}")
+    if missing:
+        s = "s" if len(missing) > 1 else ""
+        raise DataError(f"{where} has no column{s} {'; '.join(missing)}. "
+                        f"Its columns: {', '.join(columns) or 'none'}")
+    return found
+
+
+def unparsable_reason(smiles: str) -> str:
+    """Why RDKit rejects a SMILES, in words (for skip reasons; no exception names).
+
+    ``"not valid SMILES syntax"`` when even unsanitized parsing fails, else the
+    first problem :func:`rdkit.Chem.DetectChemistryProblems` reports (e.g.
+    ``"Explicit valence for atom # 1 C, 5, is greater than permitted"``).
+
+    Examples
+    --------
+    >>> unparsable_reason("C1CC(C")
+    'not valid SMILES syntax'
+    """
+    with rdBase.BlockLogs():
+        mol = Chem.MolFromSmiles(smiles, sanitize=False)
+        if mol is None:
+            return "not valid SMILES syntax"
+        if mol.GetNumAtoms() == 0:
+            return "no atoms"
+        try:
+            problems = Chem.DetectChemistryProblems(mol)
+        except Exception:  # noqa: BLE001 - a message is all we want here
+            problems = ()
+    if problems:
+        return " ".join(problems[0].Message().split())
+    return "RDKit cannot build the molecule"
+
+
 def read_molecule_csv(
     path: str | Path, smiles_column: str, label_column: str
 ) -> tuple[list[str], np.ndarray]:
@@ -239,12 +324,9 @@ def read_molecule_csv(
     path = Path(path)
     df = read_text_csv(path, "data file", hint=" (the file is corrupt or truncated; "
                                                "restore or re-download it)")
-    for col in (smiles_column, label_column):
-        if col not in df.columns:
-            raise DataError(
-                f"CSV file {path} has no column {col!r} "
-                f"(columns: {', '.join(map(str, df.columns))})"
-            )
+    cols = match_columns(df.columns, {"SMILES column": smiles_column,
+                                      "label column": label_column}, f"CSV file {path}")
+    smiles_column, label_column = cols["SMILES column"], cols["label column"]
     if len(df) == 0:
         raise DataError(f"CSV file {path} has a header but no data rows")
     raw = df[label_column].str.strip()

@@ -1,0 +1,96 @@
+"""``grprune run``'s rich progress line, rendered into consoles of set widths: the epoch
+counter, the new-best ``*`` and the ETA stay on one line that fits, from 60 columns up;
+the other fields and the bar give way first."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+from rich.cells import cell_len
+from rich.console import Console
+
+from grprune.cli import EpochPrinter
+
+EPOCHS = 100
+
+
+def _record(epoch: int, *, improved: bool, phase: str = "train") -> dict:
+    """An epoch record as ``run``'s ``on_epoch`` gets it (see grprune/trainer.py)."""
+    return {"epoch": epoch, "phase": phase, "lr": 1e-3, "epochs": EPOCHS,
+            "loss": {"total": 0.3121, "kept_edge_fraction": 0.85},
+            "train": {"rocauc": 0.9012, "kept_edge_fraction": 0.9},
+            "valid": {"rocauc": 0.9568, "kept_edge_fraction": 0.9},
+            "test": {"rocauc": 0.6753, "kept_edge_fraction": 0.9},
+            "epoch_time_s": 1.9, "train_time_s": 1.5, "best_epoch": epoch,
+            "improved": improved}
+
+
+def _frames(width: int, records: list[dict]) -> list[str]:
+    """Every frame the rich line drew, the last one drawn by ``close()``."""
+    console = Console(file=io.StringIO(), width=width, force_terminal=True,
+                      color_system=None, record=True)
+    printer = EpochPrinter("rich", "rocauc", EPOCHS, "ogbg-molbbbp PrunE seed 0",
+                           console=console)
+    try:
+        for rec in records:
+            printer(rec)
+    finally:
+        printer.close()
+    # the cursor moves between frames are control codes, which export_text leaves out
+    text = console.export_text(styles=False)
+    return [f.rstrip("\n") for f in re.split(r"(?=epoch )", text) if f.strip()]
+
+
+@pytest.mark.parametrize("width", [60, 80, 120])
+def test_counter_star_and_eta_fit_the_width(width):
+    records = [_record(e, improved=e in (3, 82)) for e in range(83)]
+    last = _frames(width, records)[-1]
+    assert "\n" not in last and cell_len(last) <= width, last
+    assert last.startswith("epoch  82 (83/100)"), last
+    # 17 epochs to go at 1.9 s each: 32 s
+    assert last.endswith("* ETA 0:00:32"), last
+    assert "valid 0.9568" in last and "test 0.6753" in last, last
+    if width >= 80:
+        assert "train kept 0.85" in last, last
+    if width >= 120:
+        assert "[train]" in last and "loss 0.3121" in last and "━" in last, last
+
+
+def test_the_star_marks_only_an_epoch_that_improved():
+    records = [_record(e, improved=e == 0) for e in range(2)]
+    frames = _frames(80, records[:1])
+    assert frames[-1].endswith("* ETA 0:03:08"), frames[-1]  # 99 epochs at 1.9 s
+    frames = _frames(80, records)
+    assert frames[-1].startswith("epoch   1 (2/100)"), frames[-1]
+    assert "*" not in frames[-1] and frames[-1].endswith("ETA 0:03:06"), frames[-1]
+
+
+def test_before_the_first_epoch_the_eta_is_unknown():
+    frames = _frames(80, [])
+    assert frames[-1].startswith("epoch   - (0/100)") and frames[-1].endswith("ETA -:--:--")
+
+
+def test_a_warmup_epoch_says_so_where_there_is_room():
+    last = _frames(120, [_record(0, improved=False, phase="warmup")])[-1]
+    assert "[warmup]" in last and last.endswith("ETA 0:03:08"), last
+
+
+def test_plain_lines_keep_every_field(capsys):
+    printer = EpochPrinter("plain", "rocauc", EPOCHS, "t")
+    printer(_record(82, improved=True))
+    printer.close()
+    line = capsys.readouterr().err.strip()
+    assert line == ("epoch  82 (83/100) [train] loss 0.3121  train 0.9012  valid 0.9568  "
+                    "test 0.6753  train kept 0.85  * (1.9s)")
+
+
+def test_the_lines_in_docs_cli_md_are_what_the_terminal_shows():
+    from pathlib import Path
+    text = (Path(__file__).resolve().parents[1] / "docs" / "cli.md").read_text(encoding="utf-8")
+    shown = [x for x in text.splitlines() if x.startswith("epoch  82 (83/100)") and "ETA" in x]
+    assert len(shown) == 2, shown
+    records = [_record(e, improved=e == 82) for e in range(83)]
+    for line, width in zip(shown, (120, 80)):
+        assert _frames(width, records)[-1] == line
