@@ -43,6 +43,7 @@ from grprune.evaluation import (GraphScore, EdgeScores, evaluate_batches,  # noq
 from grprune.explain import ExplainResult
 from grprune.model import GraphClassifier
 from grprune.ops import bonds_by_first_edge
+from grprune.record.files import damaged_zip_member
 from grprune.run import load_config_dataset
 from grprune.runconfig import FeatureSpec, RunConfig, RunSummary
 
@@ -423,9 +424,12 @@ class Explanation(ExplainResult):
     edges: Any = None
 
 
+def _rerun(run_dir: Path) -> str:
+    return f"re-run it with `grprune run --config {run_dir / R.CONFIG} --out {run_dir} --force`"
+
+
 def _no_checkpoint(run_dir: Path) -> GrpruneError:
-    return GrpruneError(f"{run_dir} has no {R.CHECKPOINT}; re-run it with "
-                        f"`grprune run --config {run_dir / R.CONFIG} --out {run_dir} --force`")
+    return GrpruneError(f"{run_dir} has no {R.CHECKPOINT}; {_rerun(run_dir)}")
 
 
 def _load_model(run_dir: Path, cfg: dict, dims: FeatureSpec,
@@ -442,12 +446,18 @@ def _load_model(run_dir: Path, cfg: dict, dims: FeatureSpec,
     if not ckpt.is_file():
         raise _no_checkpoint(run_dir)
     model, _ = build_model_from_dims(cfg, dims)
+    damaged = damaged_zip_member(ckpt)  # torch.load would read changed weights unnoticed
+    if damaged is not None:
+        raise GrpruneError(f"cannot load {ckpt}: it is damaged ({damaged} does not match its "
+                           f"checksum); {_rerun(run_dir)}")
     try:
         state = torch.load(ckpt, map_location=device, weights_only=True)
         model.load_state_dict(state)
     except Exception as exc:  # torn file, or a checkpoint of another model
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise GrpruneError(f"cannot load {ckpt}: {first}") from None
+        detail = (str(exc).strip().splitlines() or [""])[0].split(". ")[0][:160]
+        raise GrpruneError(f"cannot load {ckpt} ({type(exc).__name__}"
+                           f"{': ' + detail if detail else ''}): it is truncated, damaged or "
+                           f"of another model; {_rerun(run_dir)}") from None
     model.to(device)
     model.eval()
     return model

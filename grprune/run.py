@@ -19,6 +19,7 @@ import torch
 from grprune import results as R
 from grprune.errors import DivergedError, GrpruneError
 from grprune.record.runconfig import FeatureSpec, RunConfig
+from grprune.record.settings import config_hash
 
 RUN_FILES = (R.RESULTS, R.STATE, R.CHECKPOINT, R.LAST_CHECKPOINT, R.EDGE_PROBS, R.SUMMARY)
 
@@ -149,7 +150,7 @@ def prepare_run_dir(cfg: dict, run_dir: Path, force: bool = False,
     if state == "other-config" and not force and trained:
         done = "a finished" if (run_dir / R.SUMMARY).is_file() else "an unfinished"
         raise GrpruneError(f"{run_dir} holds {done} run of a different configuration "
-                           f"(hash {status.config.get('hash')} vs {cfg['hash']}); choose "
+                           f"(hash {config_hash(status.config)} vs {cfg['hash']}); choose "
                            f"another --out, or --force to overwrite it")
     if state == "finished" and not force:
         return "finished", status.summary
@@ -158,6 +159,23 @@ def prepare_run_dir(cfg: dict, run_dir: Path, force: bool = False,
     for name in RUN_FILES:
         (run_dir / name).unlink(missing_ok=True)
     return "fresh", None
+
+
+def _torch_state(path: Path) -> tuple[str | None, dict | None]:
+    """``(None, state)`` of a ``state.pt`` that loads with ``weights_only``, else
+    ``(why not, None)``."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch's note on foreign pickle protocols
+            state = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError:
+        return "it holds objects other than tensors and plain values, or is no torch file", None
+    except Exception as exc:  # truncated or unreadable file
+        detail = (str(exc).strip().splitlines() or ["no detail"])[0][:120]
+        return f"it is truncated or unreadable ({type(exc).__name__}: {detail})", None
+    if not isinstance(state, dict) or "epoch" not in state:
+        return "it is not a grprune training state", None
+    return None, state
 
 
 def load_state(path: Path) -> dict:
@@ -170,23 +188,19 @@ def load_state(path: Path) -> dict:
     Raises
     ------
     GrpruneError
-        If the file cannot be read that way (corrupt, or not what grprune writes). The
+        If the file cannot be read that way (corrupt, its archive's CRC-32 checksums
+        do not match, or not what grprune writes). The
         file is moved aside to ``state.rejected.pt`` first, so that running the same
         command again starts the run over and nothing is silently discarded.
     """
-    reason = None
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # torch's note on foreign pickle protocols
-            state = torch.load(path, map_location="cpu", weights_only=True)
-        if not isinstance(state, dict) or "epoch" not in state:
-            reason = "it is not a grprune training state"
-    except pickle.UnpicklingError:
-        reason = "it holds objects other than tensors and plain values, or is no torch file"
-    except Exception as exc:  # truncated or unreadable file
-        detail = (str(exc).strip().splitlines() or ["no detail"])[0][:120]
-        reason = f"it is truncated or unreadable ({type(exc).__name__}: {detail})"
+    from grprune.record.files import damaged_zip_member
+
+    bad = damaged_zip_member(path)  # torch.load does not check the archive's checksums
+    reason = None if bad is None else f"it is damaged ({bad} does not match its checksum)"
+    state = None
     if reason is None:
+        reason, state = _torch_state(path)
+    if state is not None:
         return state
     aside = path.with_name("state.rejected.pt")
     path.replace(aside)

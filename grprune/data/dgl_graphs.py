@@ -7,7 +7,9 @@
 
 The file holds homogeneous graphs and a graph-level ``label`` tensor (G,) of
 class ids; optionally ``env`` (G,) environment ids and ``split`` (G,) parts
-(0 train, 1 valid, 2 test, 3 id-valid, 4 id-test, -1 none). Per graph:
+(0 train, 1 valid, 2 test, 3 id-valid, 4 id-test, -1 none), and ``id`` (G,) integer
+IDs of your own, which explain's ``edges.csv``, picture names and ``--graphs id:N``
+use. Per graph:
 
 * ``ndata['feat']`` (N,) or (N, F), any width; all ones (N, 1) when absent;
 * ``edata['feat']`` (E,) or (E, F_e), optional;
@@ -202,7 +204,7 @@ def _parts(split: str, n: int, envs: torch.Tensor | None, split_codes: torch.Ten
 def from_graphs(graphs, labels=None, env=None, *, split: str = "random", split_seed: int = 0,
                 split_codes=None, metric: str = "auto", name: str = "graphs",
                 node_feat_key: str = "feat", edge_feat_key: str = "feat",
-                info: dict | None = None) -> GraphDataset:
+                info: dict | None = None, ids=None) -> GraphDataset:
     """A graph classification dataset from DGL graphs in memory.
 
     Parameters
@@ -226,6 +228,8 @@ def from_graphs(graphs, labels=None, env=None, *, split: str = "random", split_s
         Where the graphs keep their features (``"feat"``; dgllife uses ``"h"``, ``"e"``).
     info : dict, optional
         Extra facts recorded in ``dataset.info``.
+    ids : sequence (length G), optional
+        Your own ID of each graph (kept as text in ``dataset.ids``).
 
     Returns
     -------
@@ -256,6 +260,10 @@ def from_graphs(graphs, labels=None, env=None, *, split: str = "random", split_s
         raise DataError("label holds negative class ids")
     envs = None if env is None else _as_vector(env, n, "env")
     codes = None if split_codes is None else _as_vector(split_codes, n, "split")
+    if ids is not None:
+        ids = [str(x) for x in (ids.tolist() if hasattr(ids, "tolist") else ids)]
+        if len(ids) != n:
+            raise DataError(f"{len(ids)} ids for {n} graphs")
     clean = [_clean_graph(g, i, node_feat_key, edge_feat_key) for i, g in enumerate(graphs)]
     kind = _feature_kind(clean)
     _finish_features(clean, kind)
@@ -269,7 +277,7 @@ def from_graphs(graphs, labels=None, env=None, *, split: str = "random", split_s
              "split_sizes": {k: int(len(v)) for k, v in parts.items()}, **(info or {})}
     return GraphDataset(name, clean, y, parts, num_classes=num_classes,
                         metric=_metric(metric, num_classes), atom_encoder=kind, envs=envs,
-                        info=facts)
+                        info=facts, ids=ids)
 
 
 def save_dataset(dataset: GraphDataset, path: str | Path) -> Path:
@@ -283,6 +291,8 @@ def save_dataset(dataset: GraphDataset, path: str | Path) -> Path:
             codes[torch.as_tensor(dataset.splits[part])] = c
     path = Path(path)
     tensors = {"label": dataset.labels, "env": dataset.envs, "split": codes}
+    if dataset.ids is not None and all(x.lstrip("-").isdigit() for x in dataset.ids):
+        tensors["id"] = torch.tensor([int(x) for x in dataset.ids], dtype=torch.long)
     atomic_save_to(path, lambda tmp: dgl.save_graphs(str(tmp), list(dataset.graphs), tensors))
     return path
 
@@ -326,7 +336,8 @@ def _probe_in_child(file: Path, digest: str, root: Path) -> None:
     DGL's reader trusts the sizes in the file: a damaged file can make it abort the whole
     process (``std::bad_alloc``, exit 134) where no Python ``except`` reaches. A child that
     dies, or fails, becomes one :class:`DataError`. A file that read well is remembered by
-    its sha256 under ``<root>/dgl_graphs/verified/``, so it is probed once.
+    its sha256 under ``<root>/dgl_graphs/verified/``, so it is probed once. One that does
+    not begin with DGL's magic number and a format version (1 or 2) is refused at once.
 
     Raises
     ------
@@ -338,6 +349,13 @@ def _probe_in_child(file: Path, digest: str, root: Path) -> None:
     marker = Path(root) / "dgl_graphs" / "verified" / digest
     if marker.is_file():
         return
+    magic = 0xDD2E4FF046B4A13F  # a dgl.save_graphs file's first 8 bytes, little-endian
+    with open(file, "rb") as fh:
+        head = fh.read(16)
+    if (len(head) < 16 or int.from_bytes(head[:8], "little") != magic
+            or int.from_bytes(head[8:], "little") not in (1, 2)):
+        what = "it is empty" if not head else "it does not begin as one (damaged, or another file)"
+        raise DataError(f"cannot read {file} as a dgl.save_graphs file: {what}")
     code = ("import sys; from grprune.compat import dgl; dgl.load_graphs(sys.argv[1])")
     try:
         proc = subprocess.run([sys.executable, "-c", code, str(file)], capture_output=True,
@@ -420,9 +438,21 @@ class DglGraphs(FileDatasetSource):
         if "label" not in tensors:
             raise DataError(f"{file} has no 'label' tensor; it has: "
                             f"{', '.join(tensors) or 'none'}")
+        for i, g in enumerate(graphs):  # DGL reads the edge ids as stored, unchecked
+            ends = torch.cat(g.edges())
+            outside = ends[(ends < 0) | (ends >= g.num_nodes())]
+            if len(outside):
+                raise DataError(f"{file} is damaged: graph {i} has an edge to node "
+                                f"{int(outside[0])} but {g.num_nodes()} nodes")
         info = {"source": str(file), "source_sha256": digest}
-        return from_graphs(graphs, tensors["label"], tensors.get("env"),
-                           split=self.resolve_split(split), split_seed=split_seed,
-                           split_codes=tensors.get("split"), metric=metric,
-                           name=self.registered_name, node_feat_key=node_feat_key,
-                           edge_feat_key=edge_feat_key, info=info)
+        try:
+            return from_graphs(graphs, tensors["label"], tensors.get("env"),
+                               split=self.resolve_split(split), split_seed=split_seed,
+                               split_codes=tensors.get("split"), metric=metric,
+                               name=self.registered_name, node_feat_key=node_feat_key,
+                               edge_feat_key=edge_feat_key, info=info,
+                               ids=None if tensors.get("id") is None
+                               else _as_vector(tensors["id"], len(graphs), "id"))
+        except dgl.DGLError as exc:  # what else DGL refuses in graphs it read unchecked
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+            raise DataError(f"{file} is damaged or malformed: {first}") from None

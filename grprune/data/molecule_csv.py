@@ -8,7 +8,16 @@
 Rows whose SMILES is missing or that RDKit cannot parse, and rows whose label is
 missing or not 0/1, are left out, counted and listed (``info["bad_rows"]``:
 0-based data row and reason; ``grprune data info`` shows them), never an error. A
-missing file or column is one message (exit code 2) naming the columns present.
+missing file or columns is one message (exit code 2) naming every missing column
+and the columns present. Column names match exactly, else up to case
+(:func:`grprune.data.molecules.match_columns`), as in ``grprune predict --csv``.
+
+**Identity.** Graph ``i`` of the dataset is CSV data row ``source_rows[i]``
+(0-based, header not counted: data row ``r`` is line ``r + 2`` of the file), the
+numbering of ``grprune data info``, ``predict``'s ``row`` and explain's
+``source_row``. With ``-H data.id_column=NAME`` each molecule also keeps its ID
+(``dataset.ids``), which explain writes into ``edges.csv`` and picture names and
+``--graphs id:NAME`` selects by.
 
 Featurizers (``data.featurizer``):
 
@@ -28,6 +37,16 @@ Environment ids are scaffold domains (the rank of the molecule's Bemis–Murcko
 scaffold among the distinct ones) for ``scaffold`` and ``random``, size domains
 (the rank of the number of atoms) for ``size``, so IRM-type regularizers run.
 
+**Scale.** With ``ogb``, rows are featurized by :func:`grprune.data.featurize.featurize_ogb`:
+chunks of SMILES go to ``min(2, cpu_count)`` worker processes (in order, so the result
+does not depend on timing; serial below 5,000 distinct SMILES), straight into flat
+arrays and one batched graph, with no ``DGLGraph`` per molecule; a SMILES repeated in
+the file is featurized once. OGB's categorical features are stored as uint8 and come
+out as int64 per graph (``dataset[i]``) and per training batch. From 5,000 molecules on,
+a progress bar with rate and ETA is shown on stderr (plain lines when stderr is not a
+terminal; ``GRPRUNE_FEATURIZE_PROGRESS=none`` silences it). ``dgllife-canonical``
+featurizes one molecule at a time, serially. ``benchmarks/scale/`` has the numbers.
+
 Graphs are cached under ``<root>/molecule_csv/grprune_v1/<key>/`` keyed by the
 file's sha256, the columns, the featurizer and library versions: an edited CSV
 is featurized again.
@@ -38,7 +57,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
@@ -46,11 +65,12 @@ import torch
 from grprune.compat import dgl
 from grprune.data.cache import CACHE_DIRNAME, cached_strings, load_or_build
 from grprune.data.dataset import GraphDataset
-from grprune.data.molecules import file_sha256, lenient_mol, read_text_csv, smiles_to_graph
+from grprune.data.molecules import (file_sha256, lenient_mol, match_columns, read_text_csv,
+                                    smiles_to_graph, unparsable_reason)
 from grprune.data.packed import graph_sizes
 from grprune.data.registry import DATASETS, FileDatasetSource
 from grprune.data.splits import murcko_scaffolds, random_split, scaffold_split, size_split
-from grprune.errors import DataError, GrpruneError, did_you_mean
+from grprune.errors import DataError, GrpruneError
 from grprune.hparams import Param
 
 #: width of dgllife's canonical atom and bond features
@@ -90,7 +110,7 @@ def dgllife_graph(smiles: str, lenient: bool = False) -> dgl.DGLGraph:
         if mol is None and lenient:
             mol = lenient_mol(smiles)
     if mol is None or mol.GetNumAtoms() == 0:
-        raise DataError(f"RDKit cannot parse SMILES {smiles!r}")
+        raise DataError(f"RDKit cannot parse SMILES {smiles!r}: {unparsable_reason(smiles)}")
     if not _DGLLIFE:
         from dgllife.utils import CanonicalAtomFeaturizer, CanonicalBondFeaturizer
         _DGLLIFE.update(atom=CanonicalAtomFeaturizer("feat"),
@@ -101,9 +121,9 @@ def dgllife_graph(smiles: str, lenient: bool = False) -> dgl.DGLGraph:
             edge_feat = _DGLLIFE["bond"](mol)["feat"]
         else:
             edge_feat = torch.zeros(0, DGLLIFE_BOND_DIM)
-    except Exception as exc:  # an element or property dgllife's one-hot lists cannot hold
-        raise DataError(f"dgllife cannot featurize SMILES {smiles!r} "
-                        f"({type(exc).__name__})") from None
+    except Exception:  # an element or property dgllife's one-hot lists cannot hold
+        raise DataError(f"dgllife's canonical featurizer has no slot for an atom or bond of "
+                        f"SMILES {smiles!r}") from None
     src, dst = [], []
     for bond in mol.GetBonds():
         i, j = bond.GetBeginAtomIdx(), bond.GetEndAtomIdx()
@@ -165,15 +185,20 @@ def _label_problem(text: str) -> str | None:
     return None
 
 
-def read_rows(path: Path, smiles_column: str, label_column: str
-              ) -> tuple[list[str], np.ndarray, dict[int, str]]:
-    """The SMILES and labels of a molecule CSV, with the rows whose label is unusable.
+def read_rows(path: Path, smiles_column: str, label_column: str, id_column: str = ""
+              ) -> tuple[list[str], np.ndarray, dict[int, str], list[str] | None]:
+    """The SMILES, labels and IDs of a molecule CSV, with the rows whose label is unusable.
+
+    Columns are matched by :func:`grprune.data.molecules.match_columns` (exact,
+    else the one column equal up to case); every missing one is named in one message.
 
     Parameters
     ----------
     path : Path
         CSV file, plain or compressed (inferred from the suffix).
     smiles_column, label_column : str
+    id_column : str
+        Column of compound IDs; ``""`` for none.
 
     Returns
     -------
@@ -183,54 +208,84 @@ def read_rows(path: Path, smiles_column: str, label_column: str
         0 or 1; -1 where the label is unusable.
     bad : dict of int to str
         0-based data row -> reason, for missing SMILES and unusable labels.
+    ids : list of str (length S) or None
+        The ID column's cells; None without ``id_column``.
 
     Raises
     ------
     DataError
-        If the file is missing or unreadable, or a column is missing (one line
-        that names the columns present).
+        If the file is missing or unreadable, or columns are missing (one line
+        that names all of them and the columns present).
     """
     df = read_text_csv(path, "data file (data.path)")
-    columns = [str(c) for c in df.columns]
-    for key, col in (("smiles_column", smiles_column), ("label_column", label_column)):
-        if col not in columns:
-            hint = did_you_mean(col, columns)
-            raise DataError(f"{path} has no column {col!r} (data.{key}).{hint} "
-                            f"Columns: {', '.join(columns)}")
+    wanted = {"data.smiles_column": smiles_column, "data.label_column": label_column}
+    if str(id_column).strip():
+        wanted["data.id_column"] = str(id_column).strip()
+    cols = match_columns(df.columns, wanted, str(path))
     if len(df) == 0:
         raise DataError(f"{path} has a header but no data rows")
-    smiles = [s.strip() for s in df[smiles_column].tolist()]
+    smiles = [s.strip() for s in df[cols["data.smiles_column"]].tolist()]
+    ids = ([str(x).strip() for x in df[cols["data.id_column"]].tolist()]
+           if "data.id_column" in cols else None)
     labels = np.full(len(df), -1, dtype=np.int64)
     bad: dict[int, str] = {}
-    for row, (s, text) in enumerate(zip(smiles, df[label_column].tolist())):
+    for row, (s, text) in enumerate(zip(smiles, df[cols["data.label_column"]].tolist())):
         problems = [p for p in (None if s else "missing SMILES", _label_problem(text)) if p]
         if problems:
             bad[row] = "; ".join(problems)
         else:
             labels[row] = int(float(text))
-    return smiles, labels, bad
+    return smiles, labels, bad, ids
 
 
 def featurize_rows(smiles: list[str], labels: np.ndarray, bad: dict[int, str],
-                   featurizer: str) -> tuple[list, np.ndarray, dict[int, str]]:
+                   featurizer: str, what: str = "molecules"
+                   ) -> tuple[Sequence[dgl.DGLGraph], np.ndarray, dict[int, str]]:
     """Featurize the rows :func:`read_rows` found usable.
+
+    ``ogb`` goes through :func:`grprune.data.featurize.featurize_ogb`: chunks of
+    SMILES parsed by worker processes into flat arrays, each distinct SMILES once,
+    with a progress display, and no per-molecule ``DGLGraph``. ``dgllife-canonical``
+    featurizes molecule by molecule (:func:`dgllife_graph`), serially, as before.
+
+    Parameters
+    ----------
+    smiles : list of str, length S
+    labels : np.ndarray of int64, shape (S,)
+        Unused here (kept for the call's shape); rows in ``bad`` are skipped.
+    bad : dict of int to str
+        Rows already known to be unusable -> reason.
+    featurizer : str
+        A key of :data:`FEATURIZERS`.
+    what : str
+        How the progress display names the input.
 
     Returns
     -------
-    graphs : list of dgl.DGLGraph, length G
+    graphs : sequence of dgl.DGLGraph, length G
+        :class:`~grprune.data.packed.PackedGraphs` (uint8 OGB features, widened to
+        int64 per graph) for ``ogb``, a list for ``dgllife-canonical``.
     kept : np.ndarray of int64, shape (G,)
         Data row of each graph (increasing).
     bad : dict of int to str
-        ``bad`` plus the rows whose SMILES the featurizer rejects.
+        ``bad`` plus the rows whose SMILES the featurizer rejects (the message of
+        :func:`~grprune.data.molecules.smiles_to_graph` or :func:`dgllife_graph`),
+        sorted by row.
     """
-    to_graph = FEATURIZERS[featurizer][1]
     bad = dict(bad)
+    rows = np.asarray([r for r in range(len(smiles)) if r not in bad], dtype=np.int64)
+    if featurizer == "ogb":
+        from grprune.data.featurize import featurize_ogb
+
+        flat, kept, failed = featurize_ogb([smiles[r] for r in rows], what=what)
+        bad.update({int(rows[p]): why for p, why in failed.items()})
+        graphs = flat.to_packed() if len(flat) else []
+        return graphs, rows[kept], dict(sorted(bad.items()))
+    to_graph = FEATURIZERS[featurizer][1]
     graphs, kept = [], []
-    for row, s in enumerate(smiles):
-        if row in bad:
-            continue
+    for row in rows.tolist():
         try:
-            graphs.append(to_graph(s))
+            graphs.append(to_graph(smiles[row]))
         except DataError as exc:
             bad[row] = str(exc)
             continue
@@ -242,7 +297,7 @@ def _cache_key(path: Path, smiles_column: str, label_column: str, featurizer: st
     import ogb
     import rdkit
 
-    key = {"format_version": 1, "source_sha256": file_sha256(path),
+    key = {"format_version": 3, "source_sha256": file_sha256(path),
            "smiles_column": smiles_column, "label_column": label_column,
            "featurizer": featurizer, "rdkit_version": rdkit.__version__,
            "ogb_version": ogb.__version__}
@@ -253,13 +308,14 @@ def _cache_key(path: Path, smiles_column: str, label_column: str, featurizer: st
 
 
 def cached_rows(path: Path, smiles_column: str, label_column: str, featurizer: str,
-                root: Path) -> dict[str, Any]:
+                root: Path, id_column: str = "") -> dict[str, Any]:
     """Read, check and featurize a molecule CSV through the graph cache.
 
     Returns
     -------
     dict
         ``graphs`` (G), ``labels`` (G,), ``source_rows`` (G,), ``smiles`` (G),
+        ``ids`` (G, or None without ``id_column``),
         ``bad_rows`` (list of ``{"row", "reason"}``), ``n_source_rows``,
         ``source_sha256``, ``cache`` (status) and ``cache_dir``.
 
@@ -268,13 +324,13 @@ def cached_rows(path: Path, smiles_column: str, label_column: str, featurizer: s
     DataError
         See :func:`read_rows`; also when no row is usable.
     """
-    smiles, labels, bad = read_rows(path, smiles_column, label_column)
+    smiles, labels, bad, ids = read_rows(path, smiles_column, label_column, id_column)
     key = _cache_key(path, smiles_column, label_column, featurizer)
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
     cache_dir = root / "molecule_csv" / CACHE_DIRNAME / digest
 
     def build():
-        graphs, kept, all_bad = featurize_rows(smiles, labels, bad, featurizer)
+        graphs, kept, all_bad = featurize_rows(smiles, labels, bad, featurizer, what=path.name)
         if not graphs:
             raise DataError(f"{path}: none of its {len(smiles)} rows is usable (e.g. row "
                             f"{next(iter(all_bad))}: {next(iter(all_bad.values()))})")
@@ -286,7 +342,8 @@ def cached_rows(path: Path, smiles_column: str, label_column: str, featurizer: s
         cache_dir, key, build, ("n_source_rows", "bad_rows"), ("labels", "source_rows"))
     rows = tensors["source_rows"].numpy().astype(np.int64)
     return {"graphs": graphs, "labels": tensors["labels"].long(), "source_rows": rows,
-            "smiles": [smiles[i] for i in rows], "bad_rows": list(meta["bad_rows"]),
+            "smiles": [smiles[i] for i in rows],
+            "ids": None if ids is None else [ids[i] for i in rows], "bad_rows": list(meta["bad_rows"]),
             "n_source_rows": int(meta["n_source_rows"]), "source_sha256": key["source_sha256"],
             "cache": status, "cache_dir": str(cache_dir)}
 
@@ -331,6 +388,9 @@ class MoleculeCsv(FileDatasetSource):
                                    "is resolved, part of the run's identity"),
         "smiles_column": Param("smiles", "column holding the SMILES"),
         "label_column": Param("label", "column holding the binary label (0 or 1)"),
+        "id_column": Param("", "column of compound IDs, carried into explain's edges.csv, "
+                               "picture names and --graphs (default: none; the CSV row "
+                               "identifies each molecule)"),
         "featurizer": Param("ogb", "ogb (OGB's categorical features) or dgllife-canonical "
                                    "(dgllife's canonical float features, linear input layer)",
                             choices=tuple(FEATURIZERS)),
@@ -360,7 +420,7 @@ class MoleculeCsv(FileDatasetSource):
 
     def load(self, *, root: Path, download: bool = False, path: str = "",
              source_sha256: str = "",
-             smiles_column: str = "smiles", label_column: str = "label",
+             smiles_column: str = "smiles", label_column: str = "label", id_column: str = "",
              featurizer: str = "ogb", split: str = "scaffold", split_seed: int = 0
              ) -> GraphDataset:
         """Load the CSV; see :meth:`DatasetSource.load` and the module docstring.
@@ -377,13 +437,14 @@ class MoleculeCsv(FileDatasetSource):
                                "(and data.smiles_column, data.label_column)")
         split = self.resolve_split(split)
         csv = Path(path).expanduser()
-        data = cached_rows(csv, smiles_column, label_column, featurizer, Path(root))
+        data = cached_rows(csv, smiles_column, label_column, featurizer, Path(root), id_column)
         parts, envs, env_source = split_and_envs(split, split_seed, data)
         bad = data["bad_rows"]
         info = {"dataset": self.registered_name, "source": str(csv),
                 "source_sha256": data["source_sha256"], "featurizer": featurizer,
                 "n_source_rows": data["n_source_rows"], "n_skipped": len(bad),
                 "skipped_rows": [r["row"] for r in bad], "bad_rows": bad,
+                "id_column": id_column or None,
                 "split": split, "split_source": "computed", "split_seed": int(split_seed),
                 "env_source": env_source, "n_graphs": len(data["graphs"]),
                 "split_sizes": {k: int(len(v)) for k, v in parts.items()},
@@ -392,5 +453,6 @@ class MoleculeCsv(FileDatasetSource):
         return GraphDataset(self.registered_name, data["graphs"], data["labels"], parts,
                             num_classes=2, metric=self.metric,
                             atom_encoder=FEATURIZERS[featurizer][0], envs=envs,
-                            smiles=data["smiles"], source_rows=data["source_rows"], info=info)
+                            smiles=data["smiles"], source_rows=data["source_rows"], info=info,
+                            ids=data["ids"])
 

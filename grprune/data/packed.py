@@ -6,6 +6,11 @@ graphs one object at a time (``dgl.load_graphs`` on a list) takes seconds.
 load, a fraction of a second) plus per-graph node and edge counts, and builds
 graph ``i`` the first time it is asked for (then keeps it). It is a read-only
 sequence of ``DGLGraph`` and can stand wherever a list of graphs is expected.
+
+Integer features may be stored narrower than int64 (the molecule CSV featurizer
+stores OGB's categorical features as uint8, :mod:`grprune.data.featurize`); a graph
+built from the batch gets them as int64 (:func:`widen`), so it equals one made by
+:func:`~grprune.data.molecules.smiles_to_graph`.
 """
 
 from __future__ import annotations
@@ -53,7 +58,7 @@ class PackedGraphs(Sequence):
         self._edge_ptr = np.concatenate([[0], np.cumsum(self.num_edges.numpy())])
         self.order = (np.arange(len(self.num_nodes), dtype=np.int64) if order is None
                       else np.asarray(order, dtype=np.int64).reshape(-1))
-        self._src, self._dst = batched.edges()
+        self._edges: tuple[torch.Tensor, torch.Tensor] | None = None  # batched.edges(), lazily
         self._memo = {} if _memo is None else _memo
 
     @classmethod
@@ -73,11 +78,14 @@ class PackedGraphs(Sequence):
     def _build(self, k: int) -> dgl.DGLGraph:
         n0, n1 = int(self._node_ptr[k]), int(self._node_ptr[k + 1])
         e0, e1 = int(self._edge_ptr[k]), int(self._edge_ptr[k + 1])
-        g = dgl.graph((self._src[e0:e1] - n0, self._dst[e0:e1] - n0), num_nodes=n1 - n0)
+        if self._edges is None:
+            self._edges = self.batched.edges()
+        src, dst = self._edges
+        g = dgl.graph((src[e0:e1] - n0, dst[e0:e1] - n0), num_nodes=n1 - n0)
         for key, value in self.batched.ndata.items():
-            g.ndata[key] = value[n0:n1]
+            g.ndata[key] = widen(value[n0:n1])
         for key, value in self.batched.edata.items():
-            g.edata[key] = value[e0:e1]
+            g.edata[key] = widen(value[e0:e1])
         return g
 
     def __getitem__(self, i):
@@ -115,6 +123,16 @@ class PackedGraphs(Sequence):
     def pack(self) -> "PackedGraphs":
         """An equivalent packed sequence whose storage holds exactly its graphs."""
         return self if self.is_identity() else PackedGraphs.from_graphs(list(self))
+
+
+#: integer dtypes stored narrow and handed out as int64
+NARROW_INTS = (torch.uint8, torch.int8, torch.int16, torch.int32)
+
+
+def widen(values: torch.Tensor) -> torch.Tensor:
+    """``values`` as int64 if they are a narrower integer type (uint8, int8, int16,
+    int32), else unchanged (float, bool and int64 tensors are returned as they are)."""
+    return values.long() if values.dtype in NARROW_INTS else values
 
 
 def graph_sizes(graphs: Sequence[dgl.DGLGraph]) -> tuple[np.ndarray, np.ndarray]:

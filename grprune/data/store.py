@@ -23,7 +23,7 @@ import torch
 from torch import Tensor
 
 from grprune.batch import GraphBatch, bond_ids
-from grprune.data.packed import PackedGraphs
+from grprune.data.packed import PackedGraphs, widen
 
 
 def _offsets(counts: Tensor) -> Tensor:
@@ -37,6 +37,8 @@ class GraphStore:
     Attributes
     ----------
     node_feat : Tensor of shape (N, F)
+        As stored: categorical features may be uint8 (molecule CSVs); :meth:`batch`
+        hands them out as int64 (:func:`~grprune.data.packed.widen`).
     edge_feat : Tensor of shape (E, F_e), ``F_e`` may be 0
     src, dst : Tensor of shape (E,), int64
         Node ids inside each edge's own graph.
@@ -140,7 +142,7 @@ class GraphStore:
         shift = node_off[edge_graph]
         return GraphBatch(
             src=self.src[edge_at] + shift, dst=self.dst[edge_at] + shift,
-            node_feat=self.node_feat[node_at], edge_feat=self.edge_feat[edge_at],
+            node_feat=widen(self.node_feat[node_at]), edge_feat=widen(self.edge_feat[edge_at]),
             node_graph=node_graph, edge_graph=edge_graph, num_nodes=num_nodes,
             num_edges=num_edges, bond=self.bond[edge_at] + bond_off[edge_graph],
             y=self.labels[idx], env=self.envs[idx], index=idx,

@@ -136,16 +136,22 @@ def write_records(path: str | Path, records: Iterable[dict]) -> None:
 
 
 def read_records(path: str | Path) -> list[dict]:
-    """Records of a JSON-lines file; a torn last line (crash mid-write) is dropped."""
+    """Records of a JSON-lines file, up to the first line that is not a JSON object: a
+    torn last line (crash mid-write) is dropped, and so is everything from a damaged
+    line on (bytes that are not UTF-8, text that is not JSON), so the records returned
+    are always the file's sound first ones."""
     p = Path(path)
     if not p.is_file():
         return []
     out = []
-    for line in p.read_text().splitlines():
+    for line in p.read_bytes().splitlines():
         try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
+            record = json.loads(line.decode())
+        except (UnicodeDecodeError, json.JSONDecodeError):
             break
+        if not isinstance(record, dict):
+            break
+        out.append(record)
     return out
 
 
@@ -155,6 +161,31 @@ def read_json(path: str | Path) -> Any | None:
         return json.loads(Path(path).read_text())
     except (OSError, json.JSONDecodeError):
         return None
+
+
+def damaged_zip_member(path: str | Path) -> str | None:
+    """The first member of the zip archive ``path`` (what ``torch.save`` and
+    ``np.savez`` write) whose bytes no longer match their CRC-32 or cannot be read; None
+    when every member reads sound, or when ``path`` is no zip archive at all (its reader
+    then decides).
+
+    :func:`torch.load` does not check the CRC: a flipped byte inside a tensor would load
+    as a silently different weight.
+    """
+    import zipfile
+    try:
+        archive = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError):
+        return None
+    with archive:
+        for info in archive.infolist():
+            try:
+                with archive.open(info) as member:
+                    while member.read(1 << 20):
+                        pass
+            except Exception:  # a CRC mismatch (BadZipFile), a damaged local header, ...
+                return info.filename
+    return None
 
 
 def file_sha256(path: str | Path) -> str:

@@ -1,0 +1,352 @@
+"""Many SMILES to flat OGB feature arrays: chunked, process-parallel, no per-molecule graph.
+
+:func:`featurize_ogb` is :func:`grprune.data.molecules.smiles_to_graph` (OGB's
+:func:`ogb.utils.smiles2graph`) for a whole column of SMILES at once. It returns
+one :class:`FlatGraphs` (node and edge features, edge index and per-graph counts
+as numpy arrays) that becomes a :class:`~grprune.data.packed.PackedGraphs` with one
+``DGLGraph`` for all molecules (:meth:`FlatGraphs.to_packed`), the layout of the
+graph cache (:mod:`grprune.data.cache`) and of training's
+:class:`~grprune.data.store.GraphStore`.
+
+* **Same graphs.** Atom ``i`` is RDKit atom ``i``; RDKit bond ``k`` is directed
+  edges ``2k`` (begin -> end) and ``2k + 1``, both with the bond's features;
+  OGB's :func:`ogb.utils.smiles2graph` computes every feature, this module only
+  concatenates (``tests/test_featurize_scale.py`` compares every bundled BACE and
+  BBBP molecule with :func:`smiles_to_graph`). A SMILES OGB rejects goes through
+  :func:`smiles_to_graph` for its message, so a rejected row carries exactly it.
+* **Small dtypes.** OGB's categorical features are stored as ``uint8`` (every
+  vocabulary has fewer than 256 entries): 9 bytes per atom instead of 72.
+  :class:`~grprune.data.packed.PackedGraphs` and
+  :meth:`~grprune.data.store.GraphStore.batch` widen them to int64 when a graph
+  or a batch is formed, so models see the same values.
+* **Each distinct SMILES once.** Repeated SMILES strings reuse the first one's
+  arrays (a string, not a canonical form: two spellings of one molecule number
+  their atoms differently).
+* **Both cores.** From :data:`PARALLEL_MIN_ROWS` distinct SMILES up, chunks of
+  :data:`CHUNK_SIZE` are parsed by ``min(2, os.cpu_count())`` worker processes
+  (``multiprocessing`` ``imap``: results come back in input order, so the output
+  does not depend on timing); below it, serially in this process.
+* **Progress.** From :data:`PROGRESS_MIN_ROWS` SMILES up: a rich bar with rate and
+  ETA when stderr is a terminal, else a plain line on stderr at every 10 %.
+  ``GRPRUNE_FEATURIZE_PROGRESS`` (``auto``, ``rich``, ``plain``, ``none``) overrides.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+import time
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+#: distinct SMILES from which worker processes are used (below: serial, no start-up cost)
+PARALLEL_MIN_ROWS = 5000
+#: SMILES per worker task
+CHUNK_SIZE = 1000
+#: SMILES from which progress is shown
+PROGRESS_MIN_ROWS = 5000
+#: dtype of OGB's categorical atom and bond features in flat arrays and the cache
+OGB_FEAT_DTYPE = np.uint8
+NUM_ATOM_FEATURES, NUM_BOND_FEATURES = 9, 3
+
+
+@dataclass
+class FlatGraphs:
+    """G graphs as flat arrays, graph ``k``'s nodes and edges after those of graph ``k - 1``.
+
+    Attributes
+    ----------
+    node_feat : np.ndarray of shape (N, 9), uint8
+        OGB's categorical atom features.
+    edge_index : np.ndarray of shape (2, E), int32
+        Source and destination of each directed edge, numbered inside its own graph.
+    edge_feat : np.ndarray of shape (E, 3), uint8
+        OGB's categorical bond features.
+    num_nodes, num_edges : np.ndarray of shape (G,), int64
+    """
+
+    node_feat: np.ndarray
+    edge_index: np.ndarray
+    edge_feat: np.ndarray
+    num_nodes: np.ndarray
+    num_edges: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.num_nodes)
+
+    @classmethod
+    def empty(cls) -> "FlatGraphs":
+        """No graphs."""
+        return cls(np.zeros((0, NUM_ATOM_FEATURES), OGB_FEAT_DTYPE), np.zeros((2, 0), np.int32),
+                   np.zeros((0, NUM_BOND_FEATURES), OGB_FEAT_DTYPE), np.zeros(0, np.int64),
+                   np.zeros(0, np.int64))
+
+    @classmethod
+    def concat(cls, parts: list["FlatGraphs"]) -> "FlatGraphs":
+        """The graphs of ``parts`` one after the other.
+
+        Each field is joined and then dropped from ``parts`` (the list is emptied), so the
+        peak memory is the result plus one field of the parts, not twice the result.
+        """
+        if not parts:
+            return cls.empty()
+        out = {}
+        for name, axis in (("node_feat", 0), ("edge_index", 1), ("edge_feat", 0),
+                           ("num_nodes", 0), ("num_edges", 0)):
+            out[name] = np.concatenate([getattr(p, name) for p in parts], axis=axis)
+            for p in parts:
+                setattr(p, name, None)
+        parts.clear()
+        return cls(**out)
+
+    def take(self, index: np.ndarray) -> "FlatGraphs":
+        """The graphs at ``index`` (int, shape (G',), repeats allowed), in that order."""
+        index = np.asarray(index, dtype=np.int64).reshape(-1)
+        node_ptr = np.concatenate([[0], np.cumsum(self.num_nodes)])
+        edge_ptr = np.concatenate([[0], np.cumsum(self.num_edges)])
+        num_nodes, num_edges = self.num_nodes[index], self.num_edges[index]
+        node_at = _ranges(node_ptr[index], num_nodes)
+        edge_at = _ranges(edge_ptr[index], num_edges)
+        return FlatGraphs(self.node_feat[node_at], self.edge_index[:, edge_at],
+                          self.edge_feat[edge_at], num_nodes, num_edges)
+
+    def to_packed(self):
+        """A :class:`~grprune.data.packed.PackedGraphs` over one batched ``DGLGraph``.
+
+        The batched graph has int64 node ids and the uint8 features (``ndata['feat']``
+        (N, 9), ``edata['feat']`` (E, 3)), shared with these arrays, not copied;
+        ``packed[i]`` is graph ``i`` with int64 features, equal to
+        :func:`~grprune.data.molecules.smiles_to_graph` of its SMILES.
+        """
+        import torch
+
+        from grprune.compat import dgl
+        from grprune.data.packed import PackedGraphs
+
+        # global ids: the graph's first node + the local id, without a third E-long array
+        src = np.repeat(np.cumsum(self.num_nodes) - self.num_nodes, self.num_edges)
+        src += self.edge_index[0]
+        dst = src.copy()
+        dst -= self.edge_index[0]
+        dst += self.edge_index[1]
+        g = dgl.graph((torch.from_numpy(src), torch.from_numpy(dst)),  # shared, not copied
+                      num_nodes=int(self.num_nodes.sum()))
+        g.ndata["feat"] = torch.from_numpy(self.node_feat)
+        g.edata["feat"] = torch.from_numpy(self.edge_feat)
+        return PackedGraphs(g, torch.from_numpy(self.num_nodes), torch.from_numpy(self.num_edges))
+
+
+def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """``concat(arange(s, s + c) for s, c in zip(starts, counts))``, int64."""
+    total = int(counts.sum())
+    if total == 0:
+        return np.zeros(0, np.int64)
+    offsets = np.cumsum(counts) - counts
+    return np.repeat(starts - offsets, counts) + np.arange(total, dtype=np.int64)
+
+
+# -- one chunk: OGB's smiles2graph, in a worker or in this process ------------------------
+def featurize_chunk(smiles: Sequence[str]) -> tuple[FlatGraphs, dict[int, str]]:
+    """OGB arrays of a list of SMILES (one worker task), by :func:`ogb.utils.smiles2graph`.
+
+    The features are OGB's own (the library featurizes; this only concatenates), so
+    a graph equals :func:`~grprune.data.molecules.smiles_to_graph`'s, which wraps the
+    same function: RDKit bond ``k`` is directed edges ``2k`` and ``2k + 1``.
+
+    Parameters
+    ----------
+    smiles : sequence of str, length S
+
+    Returns
+    -------
+    graphs : FlatGraphs
+        The molecules that featurize, in input order.
+    failed : dict of int to str
+        Position in ``smiles`` -> the :class:`~grprune.errors.DataError` message of
+        :func:`~grprune.data.molecules.smiles_to_graph` (the positions not in ``graphs``).
+    """
+    from ogb.utils import smiles2graph
+    from rdkit import rdBase
+
+    from grprune.data.molecules import smiles_to_graph
+    from grprune.errors import DataError
+
+    atoms, bonds, edges, num_nodes, num_edges = [], [], [], [], []
+    failed: dict[int, str] = {}
+    with rdBase.BlockLogs():
+        for pos, s in enumerate(smiles):
+            try:
+                d = smiles2graph(s) if isinstance(s, str) and s.strip() else None
+            except Exception:  # RDKit gave no molecule: smiles_to_graph says why in words
+                d = None
+            if d is None or d["num_nodes"] == 0:
+                try:
+                    smiles_to_graph(s)
+                    failed[pos] = f"SMILES {s!r} could not be featurized"
+                except DataError as exc:
+                    failed[pos] = str(exc)
+                continue
+            atoms.append(np.asarray(d["node_feat"]).reshape(-1, NUM_ATOM_FEATURES))
+            bonds.append(np.asarray(d["edge_feat"]).reshape(-1, NUM_BOND_FEATURES))
+            edges.append(np.asarray(d["edge_index"]).reshape(2, -1))
+            num_nodes.append(int(d["num_nodes"]))
+            num_edges.append(edges[-1].shape[1])
+
+    def cat(parts: list, width: int, dtype) -> np.ndarray:
+        return (np.concatenate(parts).astype(dtype, copy=False) if parts
+                else np.zeros((0, width), dtype=dtype))
+
+    edge_index = (np.concatenate(edges, axis=1).astype(np.int32) if edges
+                  else np.zeros((2, 0), dtype=np.int32))
+    graphs = FlatGraphs(cat(atoms, NUM_ATOM_FEATURES, OGB_FEAT_DTYPE),
+                        np.ascontiguousarray(edge_index),
+                        cat(bonds, NUM_BOND_FEATURES, OGB_FEAT_DTYPE),
+                        np.asarray(num_nodes, dtype=np.int64), np.asarray(num_edges, dtype=np.int64))
+    return graphs, failed
+
+
+# -- many chunks ----------------------------------------------------------------------
+def featurize_ogb(smiles: Sequence[str], *, workers: int | None = None,
+                  chunk_size: int = CHUNK_SIZE, progress: str | None = None,
+                  what: str = "molecules") -> tuple[FlatGraphs, np.ndarray, dict[int, str]]:
+    """OGB's featurization of many SMILES into flat arrays, each distinct SMILES once.
+
+    Parameters
+    ----------
+    smiles : sequence of str, length S
+    workers : int, optional
+        Worker processes; default ``min(2, os.cpu_count())`` from
+        :data:`PARALLEL_MIN_ROWS` distinct SMILES up, else 0 (this process). 0 or 1:
+        this process.
+    chunk_size : int
+        SMILES per worker task.
+    progress : str, optional
+        ``auto`` (default; ``$GRPRUNE_FEATURIZE_PROGRESS`` if set), ``rich``,
+        ``plain`` or ``none`` (see the module docstring).
+    what : str
+        How the progress display names the input (e.g. the file name).
+
+    Returns
+    -------
+    graphs : FlatGraphs
+        G graphs, one per featurized position, in input order.
+    kept : np.ndarray of int64, shape (G,)
+        Position in ``smiles`` of each graph (increasing).
+    failed : dict of int to str
+        Position -> the message :func:`~grprune.data.molecules.smiles_to_graph` raises
+        for it (e.g. ``"RDKit cannot parse SMILES 'C1CC(C': not valid SMILES syntax"``).
+    """
+    first: dict[str, int] = {}
+    distinct = np.fromiter((first.setdefault(s, len(first)) for s in smiles), dtype=np.int64,
+                           count=len(smiles))
+    unique = list(first)
+    del first
+    if workers is None:
+        workers = min(2, os.cpu_count() or 1) if len(unique) >= PARALLEL_MIN_ROWS else 0
+    chunks = [unique[i:i + chunk_size] for i in range(0, len(unique), max(1, chunk_size))]
+    parts: list[FlatGraphs] = []
+    failed_unique: dict[int, str] = {}
+    pool = _pool(workers) if workers > 1 and len(chunks) > 1 else None  # fork before the bar's thread
+    bar = Progress(len(unique), what, progress)
+    try:
+        results = map(featurize_chunk, chunks) if pool is None else pool.imap(featurize_chunk, chunks)
+        for k, (part, failed) in enumerate(results):
+            parts.append(part)
+            failed_unique.update({k * chunk_size + p: why for p, why in failed.items()})
+            bar.advance(len(chunks[k]))
+    finally:
+        if pool is not None:
+            pool.terminate()
+            pool.join()
+        bar.close()
+    del chunks
+    flat = FlatGraphs.concat(parts)
+    ok = np.ones(len(unique), dtype=bool)
+    ok[list(failed_unique)] = False
+    graph_of = np.cumsum(ok) - 1  # distinct SMILES -> its graph in flat (where ok)
+    kept = np.flatnonzero(ok[distinct]).astype(np.int64)
+    failed = {int(p): failed_unique[int(distinct[p])] for p in np.flatnonzero(~ok[distinct])}
+    order = graph_of[distinct[kept]]
+    if not np.array_equal(order, np.arange(len(flat))):  # a repeated SMILES
+        flat = flat.take(order)
+    return flat, kept, failed
+
+
+def _pool(workers: int):
+    """A process pool; fork where the platform has it (workers inherit the imports)."""
+    methods = multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
+    return ctx.Pool(workers)
+
+
+# -- progress -------------------------------------------------------------------------
+class Progress:
+    """Featurization progress on stderr: a rich bar with rate and ETA on a terminal, a plain
+    line at every 10 % otherwise, nothing below :data:`PROGRESS_MIN_ROWS` molecules.
+
+    Parameters
+    ----------
+    total : int
+        Molecules to featurize.
+    what : str
+        Names the input in the display.
+    mode : str, optional
+        ``auto``, ``rich``, ``plain`` or ``none``; default ``$GRPRUNE_FEATURIZE_PROGRESS``
+        or ``auto``.
+    stream : file, optional
+        Default ``sys.stderr``.
+    """
+
+    def __init__(self, total: int, what: str, mode: str | None = None, stream=None) -> None:
+        self.total, self.what, self.done = int(total), what, 0
+        self.stream = stream if stream is not None else sys.stderr
+        mode = (mode or os.environ.get("GRPRUNE_FEATURIZE_PROGRESS") or "auto").strip().lower()
+        if mode == "auto":
+            mode = ("none" if self.total < PROGRESS_MIN_ROWS else
+                    "rich" if getattr(self.stream, "isatty", lambda: False)() else "plain")
+        self.mode = mode if mode in ("rich", "plain") else "none"
+        self.t0 = time.perf_counter()
+        self._next_tenth = 1
+        self._rich = None
+        if self.mode == "rich":
+            from rich.console import Console
+            from rich.progress import (BarColumn, MofNCompleteColumn, TextColumn,
+                                       TimeElapsedColumn, TimeRemainingColumn)
+            from rich.progress import Progress as RichProgress
+
+            self._rich = RichProgress(
+                TextColumn("featurizing {task.description}"), BarColumn(),
+                MofNCompleteColumn(), TextColumn("{task.fields[rate]} molecules/s"),
+                TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                console=Console(file=self.stream), transient=False)
+            self._task = self._rich.add_task(what, total=self.total, rate="-")
+            self._rich.start()
+
+    def rate(self) -> float:
+        """Molecules per second so far."""
+        return self.done / max(time.perf_counter() - self.t0, 1e-9)
+
+    def advance(self, n: int) -> None:
+        """``n`` more molecules are done."""
+        self.done += int(n)
+        if self._rich is not None:
+            self._rich.update(self._task, completed=self.done, rate=f"{self.rate():,.0f}")
+        elif self.mode == "plain" and self.total:
+            tenth = self.done * 10 // self.total
+            if tenth >= self._next_tenth:
+                self._next_tenth = tenth + 1
+                rate = self.rate()
+                eta = (self.total - self.done) / rate if rate > 0 else 0.0
+                print(f"featurizing {self.what}: {self.done:,}/{self.total:,} molecules "
+                      f"({100 * self.done // self.total}%), {rate:,.0f} molecules/s, "
+                      f"ETA {time.strftime('%H:%M:%S', time.gmtime(eta))}",
+                      file=self.stream, flush=True)
+
+    def close(self) -> None:
+        """Stop the rich bar (idempotent)."""
+        if self._rich is not None:
+            self._rich.stop()
+            self._rich = None
