@@ -6,11 +6,16 @@
 #   bash benchmarks/device.sh wait [S]   # wait up to S seconds more for the sweep
 #   bash benchmarks/device.sh bench      # CUDA speed benchmark (after the sweep: timings
 #                                        # taken beside 16 training runs would be meaningless)
+#   bash benchmarks/device.sh speed [S]  # issue 43's targets in one call of at most S s
+#                                        # (default 450): benchmarks/speed/targets.py, the
+#                                        # fast path on and off, profiles; the CUDA tests
 # GRPRUNE_SPEC names the sweep: a name under benchmarks/accuracy (default good-motif:
 # benchmarks/accuracy/good-motif.yaml; good-hiv is the other one that needs a GPU) or the path
 # of a spec file (e.g. benchmarks/accuracy/prune/motif-paper-gpu.yaml). Results land in $OUT:
 # acc-<spec name>.tgz (run folders without checkpoints; edge_probs.npz kept), sweep.out,
-# speed-cuda.jsonl. Each call must follow the last within the machine's 30 s idle release.
+# speed-cuda.jsonl; speed: cuda-targets.jsonl, profile-*.txt, targets-runs.tgz, speed.log,
+# cuda-tests*.txt (benchmarks/speed/README.md, "Prepared for the next GPU session").
+# Each call must follow the last within the machine's 30 s idle release.
 #
 # The 16 sweep workers share one GPU. Without help the GPU time-slices between their CUDA
 # contexts, so small-batch GNN steps from different processes never overlap; with
@@ -22,7 +27,9 @@ set -u
 t0=$(date +%s)
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
   --target /tmp/site .whl/*.whl >/dev/null 2>&1 || true
-export PYTHONPATH=/tmp/site:$PWD GRPRUNE_DATA_ROOT=/tmp/data PYTHONUNBUFFERED=1 OMP_NUM_THREADS=1
+export PYTHONPATH=/tmp/site:$PWD GRPRUNE_DATA_ROOT=${GRPRUNE_DATA_ROOT:-/tmp/data} \
+  PYTHONUNBUFFERED=1 OMP_NUM_THREADS=1
+PY=${GRPRUNE_PYTHON:-python3}  # speed: the interpreter (a venv's on a CPU try)
 export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
 WORKERS=${GRPRUNE_WORKERS:-16}
 DEVICE=${GRPRUNE_DEVICE:-cuda}  # cpu: try the script on a machine without a GPU
@@ -48,6 +55,40 @@ start_mps() {
     echo quit | nvidia-cuda-mps-control 2>/dev/null; sleep 2; echo "mps: off (failed)"
   fi
 }
+# speed: install (above), GOOD-Motif generated on the CPU while the fast path's CUDA tests run,
+# then the timings alone on the machine, then the other CUDA tests with the time left.
+speed() {
+  local budget=${1:-450} left
+  export GRPRUNE_TEST_DATA_ROOT=$GRPRUNE_DATA_ROOT  # the CUDA tests read the data prepared here
+  nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader \
+    2>/dev/null || echo "no nvidia-smi"
+  echo quit | nvidia-cuda-mps-control 2>/dev/null  # one process on the GPU at a time
+  $PY -c "import torch, grprune.compat; print('torch', torch.__version__, 'cuda', \
+torch.cuda.is_available(), 'dgl', grprune.compat.dgl.__version__, 'cpus', torch.get_num_threads())" \
+    || exit 1
+  $PY -m grprune data info ogbg-molbbbp >/dev/null || exit 1
+  $PY -m grprune data info good-motif --split basis >/tmp/motif-data.out 2>&1 &
+  local motif=$!
+  if [ "${GRPRUNE_CUDA_TESTS:-1}" = 1 ]; then
+    timeout 150 $PY -m pytest -q -p no:cacheprovider -k fast_path tests/test_device.py \
+      >"$OUT/cuda-tests-fast.txt" 2>&1
+    echo "pytest rc $?" >>"$OUT/cuda-tests-fast.txt"; tail -1 "$OUT/cuda-tests-fast.txt"
+  fi
+  wait $motif || { tail -5 /tmp/motif-data.out; exit 1; }
+  echo "data ready, fast-path tests done after $(( $(date +%s) - t0 )) s"
+  left=$(( budget - ($(date +%s) - t0) - ${GRPRUNE_TESTS_RESERVE:-40} ))
+  # shellcheck disable=SC2086  # GRPRUNE_TARGETS_ARGS: more flags, e.g. --only motif --quick
+  $PY benchmarks/speed/targets.py --device "$DEVICE" --out "$OUT" --budget "$left" \
+    ${GRPRUNE_TARGETS_ARGS:-}
+  echo "targets done after $(( $(date +%s) - t0 )) s"
+  left=$(( budget - ($(date +%s) - t0) ))
+  if [ "${GRPRUNE_CUDA_TESTS:-1}" = 1 ] && [ "$left" -gt 20 ]; then
+    timeout "$left" $PY -m pytest -q -p no:cacheprovider -k "not fast_path" \
+      tests/test_device.py >"$OUT/cuda-tests.txt" 2>&1
+    echo "pytest rc $? (limit ${left} s)" >>"$OUT/cuda-tests.txt"; tail -2 "$OUT/cuda-tests.txt"
+  fi
+  echo "speed done after $(( $(date +%s) - t0 )) s"
+}
 case ${1:-start} in
   start)
     nvidia-smi --query-gpu=name,memory.total,driver_version,compute_mode --format=csv,noheader
@@ -72,6 +113,10 @@ case ${1:-start} in
     TESTS=$!
     ;;
   wait) ;;
+  speed)
+    speed "${2:-450}" 2>&1 | tee "$OUT/speed.log"
+    exit "${PIPESTATUS[0]}"
+    ;;
   bench)
     echo quit | nvidia-cuda-mps-control 2>/dev/null; sleep 2
     python3 -m grprune data info ogbg-molbbbp >/dev/null

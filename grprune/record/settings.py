@@ -21,8 +21,11 @@ SECTIONS = ("data", "selector", "encoder", "model", "reg", "train")
 #: top-level keys of a resolved config that are records, not settings
 RECORDS = ("version", "hash", "preset", "features")
 #: keys that do not change results and so are left out of the config hash
-VOLATILE_KEYS = {("data", "root"), ("data", "download"), ("train", "device"),
-                 ("train", "progress"), ("train", "loader_workers")}
+#: (``data.id_column`` only labels molecules in explain's outputs; ``train.fast_path`` and
+#: ``train.eval_batch_size``, like ``train.device``, change how a run is computed, not which)
+VOLATILE_KEYS = {("data", "root"), ("data", "download"), ("data", "id_column"),
+                 ("train", "device"), ("train", "progress"), ("train", "loader_workers"),
+                 ("train", "fast_path"), ("train", "eval_batch_size")}
 
 
 def parse_milestones(text: str) -> tuple[int, ...]:
@@ -93,6 +96,16 @@ class TrainSettings(Configurable):
         "lr_gamma": Param(0.1, "factor of the learning rate at each milestone",
                           low=0.0, low_open=True),
         "save_last": Param(False, "also save the last epoch's model as checkpoint-last.pt"),
+        # how a run is computed, not which run it is: like train.device, not in the hash
+        "fast_path": Param(False, "speed-ups that keep the method: the epoch's batches "
+                                  "gathered before its first step, Adam's foreach (CPU) or "
+                                  "fused (CUDA) kernels; on CUDA also the shuffle drawn on the "
+                                  "GPU and evaluation in batches of 4096 graphs. CPU numbers "
+                                  "stay the same bit for bit; CUDA ones differ (another "
+                                  "shuffle stream)"),
+        "eval_batch_size": Param(0, "graphs per evaluation batch; 0 = train.batch_size (4096 "
+                                    "with train.fast_path on CUDA); a larger batch may round "
+                                    "scores differently in the last bit", low=0),
     }
 
 
