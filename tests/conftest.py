@@ -61,3 +61,24 @@ def data_root(tmp_path_factory):
         os.environ.pop("GRPRUNE_DATA_ROOT", None)
     else:
         os.environ["GRPRUNE_DATA_ROOT"] = old
+
+
+def steps_without_sync(trainer, batches) -> None:
+    """Train ``trainer`` on ``batches`` as its loop does (loss, regularizers, step) with
+    CUDA's sync debug mode at "error", so a host-device sync inside a step raises."""
+    from grprune.losses import cross_entropy
+    from grprune.regularizers import StepContext
+
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        for batch in batches:
+            out = trainer.model(batch)
+            total = cross_entropy(out.logits, batch.y)
+            ctx = StepContext(batch=batch, output=out, model=trainer.model)
+            for reg in trainer.regs.values():
+                total = total + reg.weight * reg.loss(ctx)
+            trainer.optimizer.zero_grad(set_to_none=True)
+            total.backward()
+            trainer.optimizer.step()
+    finally:
+        torch.cuda.set_sync_debug_mode("default")

@@ -17,10 +17,9 @@ import torch
 from grprune import results as R
 from grprune.config import resolve_config
 from grprune.data import load_dataset
-from grprune.losses import cross_entropy
-from grprune.regularizers import StepContext
 from grprune.run import execute
 from grprune.trainer import FAST_EVAL_BATCH, Trainer
+from tests.conftest import steps_without_sync
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 
@@ -158,19 +157,7 @@ def test_fast_path_training_steps_make_no_host_sync(tmp_path, deterministic):
     trainer.train_epoch(0)  # warm-up: lazy CUDA initialisation, the first selection's check
     batches = list(trainer._batches("train", train=True))
     torch.cuda.synchronize()
-    torch.cuda.set_sync_debug_mode("error")
-    try:
-        for batch in batches:
-            out = trainer.model(batch)
-            total = cross_entropy(out.logits, batch.y)
-            ctx = StepContext(batch=batch, output=out, model=trainer.model)
-            for reg in trainer.regs.values():
-                total = total + reg.weight * reg.loss(ctx)
-            trainer.optimizer.zero_grad(set_to_none=True)
-            total.backward()
-            trainer.optimizer.step()
-    finally:
-        torch.cuda.set_sync_debug_mode("default")
+    steps_without_sync(trainer, batches)
 
 
 def test_fast_path_evaluation_in_one_batch_scores_like_small_batches(tmp_path):

@@ -17,7 +17,7 @@ from grprune.data.store import GraphStore
 from grprune.losses import cross_entropy
 from grprune.regularizers import StepContext
 from grprune.trainer import Trainer
-from tests.conftest import toy_graphs
+from tests.conftest import steps_without_sync, toy_graphs
 
 
 def _assert_same_batch(a, b):
@@ -104,16 +104,4 @@ def test_a_cuda_training_epoch_makes_no_host_sync_per_step():
     trainer = Trainer(cfg, load_dataset("ogbg-molbbbp"), "unused")
     assert trainer.store.device.type == "cuda"  # the dataset lives on the device
     trainer.train_epoch(0)  # warm-up: lazy CUDA initialisation may sync
-    torch.cuda.set_sync_debug_mode("error")
-    try:
-        for batch in trainer._batches("train", train=True):
-            out = trainer.model(batch)
-            total = cross_entropy(out.logits, batch.y)
-            ctx = StepContext(batch=batch, output=out, model=trainer.model)
-            for reg in trainer.regs.values():
-                total = total + reg.weight * reg.loss(ctx)
-            trainer.optimizer.zero_grad(set_to_none=True)
-            total.backward()
-            trainer.optimizer.step()
-    finally:
-        torch.cuda.set_sync_debug_mode("default")
+    steps_without_sync(trainer, trainer._batches("train", train=True))
