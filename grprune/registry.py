@@ -37,6 +37,13 @@ def normalize(name: str) -> str:
     return "".join(ch for ch in str(name).lower() if ch not in "-_ ")
 
 
+class _Lazy:
+    """Placeholder of a part whose module registers it when imported."""
+
+    def __init__(self, module: str) -> None:
+        self.module = module
+
+
 class Registry:
     """A mapping from kebab-case names to classes of one kind of part.
 
@@ -72,8 +79,32 @@ class Registry:
 
         return decorator
 
+    def lazy(self, name: str, module: str, aliases: Iterable[str] = ()) -> None:
+        """Declare ``name`` (and ``aliases``) as registered by importing ``module``.
+
+        The name resolves (:meth:`canonical`, :meth:`names`, ``in``) without the
+        import; :meth:`get` imports the module the first time, whose
+        ``register`` decorator then replaces the placeholder. So resolving a
+        configuration imports the one module it names, not every part's.
+
+        Raises
+        ------
+        GrpruneError
+            If the name or an alias is already taken.
+        """
+        self.add(name, _Lazy(module), aliases)
+
     def add(self, name: str, obj: Any, aliases: Iterable[str] = ()) -> None:
         """Register ``obj`` under ``name``; see :meth:`register`."""
+        if isinstance(self._items.get(name), _Lazy) and not isinstance(obj, _Lazy):
+            self._items[name] = obj  # the declared module registering itself
+            for key in aliases:
+                self._keys.setdefault(normalize(key), name)
+            try:
+                obj.registered_name = name
+            except (AttributeError, TypeError):
+                pass
+            return
         for key in (name, *aliases):
             norm = normalize(key)
             if norm in self._keys:
@@ -161,8 +192,18 @@ class Registry:
         )
 
     def get(self, name: str) -> Any:
-        """The object registered under ``name``; see :meth:`canonical` for errors."""
-        return self._items[self.canonical(name)]
+        """The object registered under ``name`` (importing its module if it was
+        declared with :meth:`lazy`); see :meth:`canonical` for errors."""
+        canonical = self.canonical(name)
+        obj = self._items[canonical]
+        if isinstance(obj, _Lazy):
+            import importlib
+            importlib.import_module(obj.module)
+            obj = self._items[canonical]
+            if isinstance(obj, _Lazy):
+                raise GrpruneError(f"{self.kind} {canonical!r}: module {obj.module} "
+                                   f"did not register it")
+        return obj
 
     def make(self, name: str, **kwargs: Any) -> Any:
         """Instantiate the part registered under ``name`` with ``kwargs``."""

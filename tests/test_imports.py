@@ -126,3 +126,35 @@ def test_the_cycle_finder_finds_a_deferred_import_cycle():
     # two submodules importing each other is a cycle even inside one package
     g2 = {"p": {"p.x", "p.y"}, "p.x": {"p.y", "p"}, "p.y": {"p.x"}}
     assert not re_exports(cycles(g2)[0], g2)
+
+
+def test_resolving_a_dataset_name_imports_its_module_alone_and_no_rdkit_or_ogb(tmp_path):
+    """``--data ogbg-molbbbp`` resolves through the lazy name table: only
+    ``grprune.data.ogbg`` is imported, and neither RDKit nor OGB."""
+    import os
+    import subprocess
+    import sys
+    code = ("import sys\n"
+            "from grprune.config import resolve_config\n"
+            "resolve_config(data='ogbg-molbbbp', selector='gumbel-gin', reg='size,eps-align')\n"
+            "mods = ('rdkit', 'ogb', 'grprune.data.ogbg', 'grprune.data.synthetic',\n"
+            "        'grprune.data.good_hiv', 'grprune.data.drugood', 'grprune.data.molecule_csv')\n"
+            "print(sorted(m for m in mods if m in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**os.environ, "GRPRUNE_DATA_ROOT": str(tmp_path)},
+                         cwd=Path(__file__).resolve().parents[1], timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "['grprune.data.ogbg']"
+
+
+def test_the_lazy_dataset_table_matches_what_the_modules_register():
+    import importlib
+
+    from grprune.data import BUILTIN_DATASETS, DATASETS
+    from grprune.registry import normalize
+    for name, aliases, module in BUILTIN_DATASETS:
+        importlib.import_module(module)
+        cls = DATASETS.get(name)
+        assert cls.registered_name == name and cls.__module__.startswith(module)
+        assert {k for k, v in DATASETS._keys.items() if v == name} == {
+            normalize(a) for a in (name, *aliases)}

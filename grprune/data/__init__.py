@@ -12,13 +12,23 @@ from grprune.data.dataset import GraphDataset
 from grprune.data.molecules import load_molecule_csv, smiles_to_graph
 from grprune.data.registry import DATASETS, DatasetSource, default_root, load_dataset
 from grprune.data.splits import load_split_files, random_split, scaffold_split, size_split
-# importing these registers the built-in datasets
-from grprune.data import ogbg as _ogbg  # noqa: F401,E402  (ogbg-molbbbp, -molbace, -molhiv)
-from grprune.data import synthetic as _synthetic  # noqa: F401,E402  (good-motif, spmotif)
-from grprune.data import good_hiv as _good_hiv  # noqa: F401,E402  (good-hiv)
-from grprune.data import drugood as _drugood  # noqa: F401,E402  (drugood-ec50)
-from grprune.data import molecule_csv as _molecule_csv  # noqa: F401,E402  (molecule-csv)
 from grprune.data.dgl_graphs import from_graphs, save_dataset  # noqa: E402  (dgl-graphs)
+
+#: built-in datasets: name, aliases and the module that registers them, imported
+#: only when the dataset is used, so resolving a name imports no RDKit or OGB
+#: (``tests/test_imports.py`` checks that these match what the modules register)
+BUILTIN_DATASETS = (
+    ("ogbg-molbbbp", ("molbbbp", "bbbp"), "grprune.data.ogbg"),
+    ("ogbg-molbace", ("molbace", "bace"), "grprune.data.ogbg"),
+    ("ogbg-molhiv", ("molhiv",), "grprune.data.ogbg"),
+    ("good-motif", ("goodmotif", "motif"), "grprune.data.synthetic"),
+    ("spmotif", ("spurious-motif", "sp-motif"), "grprune.data.synthetic"),
+    ("good-hiv", ("goodhiv",), "grprune.data.good_hiv"),
+    ("drugood-ec50", ("ec50", "lbap-core-ec50"), "grprune.data.drugood"),
+    ("molecule-csv", ("mol-csv",), "grprune.data.molecule_csv"),
+)
+for _name, _aliases, _module in BUILTIN_DATASETS:  # this runs before any submodule registers
+    DATASETS.lazy(_name, _module, _aliases)
 
 __all__ = [
     "DATASETS",

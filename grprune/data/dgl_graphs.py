@@ -40,7 +40,7 @@ import torch
 
 from grprune.compat import dgl
 from grprune.data.dataset import GraphDataset
-from grprune.data.molecules import file_sha256
+from grprune.record.files import file_sha256
 from grprune.data.registry import DATASETS, FileDatasetSource
 from grprune.data.splits import PART_NAMES, _check_frac, random_split
 from grprune.errors import DataError, GrpruneError

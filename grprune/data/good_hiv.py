@@ -163,7 +163,7 @@ from grprune.data.good_hiv_splits import (  # noqa: F401
     good_rng,
     good_split,
 )
-from grprune.data.molecules import file_sha256
+from grprune.record.files import file_sha256
 from grprune.data.packed import graph_sizes
 from grprune.hparams import Param
 from grprune.data.registry import DATASETS, DatasetSource

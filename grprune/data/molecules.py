@@ -19,18 +19,18 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 import torch
-from ogb.utils import smiles2graph
-from ogb.utils.features import atom_to_feature_vector, bond_to_feature_vector
-from rdkit import Chem, rdBase
 
 from grprune.record.files import file_sha256  # noqa: F401  (re-exported)
 from grprune.compat import dgl
 from grprune.errors import DataError
+
+if TYPE_CHECKING:  # RDKit and OGB are imported where used, so that importing is cheap
+    from rdkit import Chem
 
 NUM_ATOM_FEATURES = 9
 NUM_BOND_FEATURES = 3
@@ -75,6 +75,8 @@ def lenient_mol(smiles: str) -> "Chem.Mol | None":
     ``MolFromSmiles(sanitize=False)``, ``UpdatePropertyCache(strict=False)`` and
     every sanitization step except ``SANITIZE_PROPERTIES`` (the valence check).
     """
+    from rdkit import Chem
+
     mol = Chem.MolFromSmiles(smiles, sanitize=False)
     if mol is None or mol.GetNumAtoms() == 0:
         return None
@@ -87,6 +89,8 @@ def lenient_mol(smiles: str) -> "Chem.Mol | None":
 
 def _lenient_arrays(smiles: str) -> dict | None:
     """OGB arrays of a molecule parsed without RDKit's valence check (None if that fails)."""
+    from ogb.utils.features import atom_to_feature_vector, bond_to_feature_vector
+
     mol = lenient_mol(smiles)
     if mol is None:
         return None
@@ -128,6 +132,9 @@ def smiles_to_graph(smiles: str, lenient: bool = False) -> dgl.DGLGraph:
     DataError
         If RDKit cannot parse ``smiles`` or the molecule has no atoms.
     """
+    from ogb.utils import smiles2graph
+    from rdkit import rdBase
+
     if not isinstance(smiles, str) or not smiles.strip():
         raise DataError(f"empty or missing SMILES {smiles!r}")
     with rdBase.BlockLogs():
@@ -281,6 +288,8 @@ def unparsable_reason(smiles: str) -> str:
     >>> unparsable_reason("C1CC(C")
     'not valid SMILES syntax'
     """
+    from rdkit import Chem, rdBase
+
     with rdBase.BlockLogs():
         mol = Chem.MolFromSmiles(smiles, sanitize=False)
         if mol is None:

@@ -152,7 +152,7 @@ def file_digest(path: Path) -> str:
     st = path.stat()
     key = (str(path), st.st_size, st.st_mtime_ns)
     if key not in _DIGESTS:
-        from grprune.data.molecules import file_sha256
+        from grprune.record.files import file_sha256
         _DIGESTS[key] = file_sha256(path)
     return _DIGESTS[key]
 

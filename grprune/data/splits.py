@@ -13,8 +13,6 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
-from rdkit import rdBase
-from rdkit.Chem.Scaffolds import MurckoScaffold
 
 from grprune.errors import DataError, GrpruneError
 
@@ -86,6 +84,9 @@ def murcko_scaffolds(smiles: Sequence[str], include_chirality: bool = True) -> l
     DataError
         If RDKit cannot compute a scaffold (the message names the index).
     """
+    from rdkit import rdBase
+    from rdkit.Chem.Scaffolds import MurckoScaffold
+
     out = []
     with rdBase.BlockLogs():
         for i, s in enumerate(smiles):
