@@ -13,11 +13,13 @@ import torch
 
 from grprune.batch import collate
 from grprune.data import load_dataset
-from grprune.data.featurize import FlatGraphs, Progress, featurize_chunk, featurize_ogb
+from grprune.data.featurize import (FlatGraphs, Progress, featurize_chunk, featurize_ogb,
+                                    parallel_scaffolds)
 from grprune.data.molecule_csv import cached_rows, read_rows
 from grprune.data.molecules import read_molecule_csv, smiles_to_graph
 from grprune.data.ogbg import FILES
 from grprune.data.packed import PackedGraphs
+from grprune.data.splits import murcko_scaffolds
 from grprune.data.store import GraphStore
 from grprune.errors import DataError
 
@@ -91,6 +93,14 @@ def test_parallel_chunks_equal_serial():
     for a, b in zip(serial[0].__dict__.values(), parallel[0].__dict__.values()):
         assert a.dtype == b.dtype and np.array_equal(a, b)
     assert np.array_equal(serial[1], parallel[1]) and serial[2] == parallel[2]
+
+
+def test_parallel_scaffolds_equal_serial():
+    smiles = _bundled()[:300] + ["CCO", "c1ccccc1"]
+    serial = murcko_scaffolds(smiles, include_chirality=True)
+    assert parallel_scaffolds(smiles, workers=2, chunk_size=41) == serial
+    assert parallel_scaffolds(smiles, False, workers=2, chunk_size=41) == murcko_scaffolds(
+        smiles, include_chirality=False)
 
 
 def test_repeated_smiles_are_computed_once(monkeypatch):

@@ -275,6 +275,60 @@ def featurize_ogb(smiles: Sequence[str], *, workers: int | None = None,
     return flat, kept, failed
 
 
+def _scaffold_chunk(task: tuple[list[str], bool]) -> list[str]:
+    from grprune.data.splits import murcko_scaffolds
+    return murcko_scaffolds(*task)
+
+
+def parallel_scaffolds(smiles: Sequence[str], include_chirality: bool = True, *,
+                       workers: int | None = None, chunk_size: int = CHUNK_SIZE) -> list[str]:
+    """:func:`grprune.data.splits.murcko_scaffolds` over worker processes, in input order.
+
+    Workers as :func:`featurize_ogb` decides them (from :data:`PARALLEL_MIN_ROWS`
+    molecules); the result equals the serial function's.
+
+    Parameters
+    ----------
+    smiles : sequence of str, length n
+    include_chirality : bool
+    workers : int, optional
+        Default ``min(2, os.cpu_count())`` from :data:`PARALLEL_MIN_ROWS` molecules, else serial.
+    chunk_size : int
+
+    Returns
+    -------
+    list of str, length n
+        ``""`` for acyclic molecules.
+
+    Raises
+    ------
+    DataError
+        As :func:`~grprune.data.splits.murcko_scaffolds` (re-raised by the serial
+        function, so the message names the molecule's index in ``smiles``).
+    """
+    from grprune.data.splits import murcko_scaffolds
+    from grprune.errors import DataError
+
+    smiles = list(smiles)
+    if workers is None:
+        workers = min(2, os.cpu_count() or 1) if len(smiles) >= PARALLEL_MIN_ROWS else 0
+    step = max(1, chunk_size)
+    tasks = [(smiles[i:i + step], include_chirality) for i in range(0, len(smiles), step)]
+    if workers <= 1 or len(tasks) <= 1:
+        return murcko_scaffolds(smiles, include_chirality)
+    pool = _pool(workers)
+    try:
+        out: list[str] = []
+        for part in pool.imap(_scaffold_chunk, tasks):
+            out.extend(part)
+    except DataError:
+        out = murcko_scaffolds(smiles, include_chirality)  # raises naming the right index
+    finally:
+        pool.terminate()
+        pool.join()
+    return out
+
+
 def _pool(workers: int):
     """A process pool; fork where the platform has it (workers inherit the imports)."""
     methods = multiprocessing.get_all_start_methods()

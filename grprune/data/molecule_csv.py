@@ -69,7 +69,8 @@ from grprune.data.molecules import (file_sha256, lenient_mol, match_columns, rea
                                     smiles_to_graph, unparsable_reason)
 from grprune.data.packed import graph_sizes
 from grprune.data.registry import DATASETS, FileDatasetSource
-from grprune.data.splits import murcko_scaffolds, random_split, scaffold_split, size_split
+from grprune.data.featurize import parallel_scaffolds
+from grprune.data.splits import random_split, scaffold_split, size_split
 from grprune.errors import DataError, GrpruneError
 from grprune.hparams import Param
 
@@ -369,7 +370,7 @@ def split_and_envs(split: str, split_seed: int, data: dict[str, Any]
     key = {"source_sha256": data["source_sha256"], "rdkit_version": rdkit.__version__,
            "scaffold_version": 2}
     scaffolds = cached_strings(Path(data["cache_dir"]) / "scaffolds.json", key,
-                               lambda: murcko_scaffolds(data["smiles"], include_chirality=True),
+                               lambda: parallel_scaffolds(data["smiles"], include_chirality=True),
                                n)[0]
     envs = np.unique(np.asarray(scaffolds, dtype=object).astype(str), return_inverse=True)[1]
     if split == "random":
