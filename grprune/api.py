@@ -21,7 +21,7 @@ resumed, explained and re-run from its ``config.json`` like any other.
 
 >>> import grprune
 >>> run = grprune.train(data="ogbg-molbbbp", epochs=1, out="runs/tiny")  # doctest: +SKIP
->>> run.summary["test"], run.records[["epoch", "valid.rocauc"]]           # doctest: +SKIP
+>>> run.summary.test, run.records[["epoch", "valid.rocauc"]]              # doctest: +SKIP
 >>> run.predict(["CCO", "c1ccccc1O"])                                      # doctest: +SKIP
 """
 
@@ -32,8 +32,9 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from grprune.config import SECTIONS  # what keyword hyperparameters may name (train_lr=...)
 from grprune.errors import GrpruneError
+from grprune.record.epoch import EpochRecord
+from grprune.record.settings import SECTIONS  # what keyword hyperparameters may name
 
 
 
@@ -180,15 +181,14 @@ def _epoch_callback(plan, on_epoch: Callable[[dict], None] | None):
     """``(close, callback)``: the CLI's progress printer (``train.progress``) and the
     user's ``on_epoch`` in one epoch callback, and what ends the printer."""
     from grprune.cli import EpochPrinter
-    printer = None
-    if plan.cfg["train"]["progress"] != "none":
-        printer = EpochPrinter(plan.cfg["train"]["progress"], "?",
-                               plan.cfg["train"]["epochs"], plan.title)
+    printer, train = None, plan.cfg.train
+    if train.progress != "none":
+        printer = EpochPrinter(train.progress, "?", train.epochs, plan.title)
         _log(f"{plan.title} -> {plan.run_dir}")
 
     def callback(rec: dict) -> None:
         if printer is not None:
-            printer.metric = next(k for k in rec["valid"] if k != "kept_edge_fraction")
+            printer.metric = EpochRecord.from_dict(rec).metric
             printer(rec)
         if on_epoch is not None:
             on_epoch(rec)
@@ -272,7 +272,7 @@ def train(data: Any = None, reg: str | None = None, *, selector: str | None = No
     if status == "finished":
         _log(f"{plan.run_dir} already holds this finished run; nothing to do "
              f"(force=True re-runs it)")
-    run = load_run(plan.run_dir, device=plan.cfg["train"]["device"])
+    run = load_run(plan.run_dir, device=plan.cfg.train.device)
     if dataset is not None:
         run._dataset = dataset
     return run

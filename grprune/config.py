@@ -37,14 +37,21 @@ from grprune.record.settings import (  # noqa: F401  (re-exported)
     ModelSettings,
     TrainSettings,
     config_hash,
+    flat_items,
     parse_device,
     parse_milestones,
     same_run,
 )
 
 def _flatten(cfg: Mapping[str, Any], origin: str) -> list[tuple[str, Any]]:
-    """Nested config -> ``[("section.key", value)]`` (``reg.NAME.key`` for reg)."""
-    out: list[tuple[str, Any]] = []
+    """A config file's settings as ``[("section.key", value)]`` (``reg.NAME.key`` for reg;
+    :func:`~grprune.record.settings.flat_items`), once its layout is checked.
+
+    Raises
+    ------
+    GrpruneError
+        On an unknown section, or a section or regularizer that is not a mapping.
+    """
     for section, body in cfg.items():
         if section in RECORDS:
             continue
@@ -53,14 +60,10 @@ def _flatten(cfg: Mapping[str, Any], origin: str) -> list[tuple[str, Any]]:
                                f"Sections: {', '.join(SECTIONS)}")
         if not isinstance(body, Mapping):
             raise GrpruneError(f"section {section!r} in {origin} must be a mapping")
-        for key, value in body.items():
-            if section == "reg":
-                if not isinstance(value, Mapping):
-                    raise GrpruneError(f"reg.{key} in {origin} must be a mapping")
-                out.extend((f"reg.{key}.{k}", v) for k, v in value.items())
-            else:
-                out.append((f"{section}.{key}", value))
-    return out
+        bad = [key for key, value in body.items() if not isinstance(value, Mapping)]
+        if section == "reg" and bad:
+            raise GrpruneError(f"reg.{bad[0]} in {origin} must be a mapping")
+    return list(flat_items(cfg))
 
 
 def parse_override(text: str) -> tuple[str, str]:
@@ -176,7 +179,7 @@ def resolve_config(*, data: str | None = None, selector: str | None = None,
                    reg: str | None = None, encoder: str | None = None,
                    flags: Mapping[str, Any] | None = None,
                    overrides: Iterable[str] = (), file: str | Path | None = None,
-                   preset: str | None = None) -> dict:
+                   preset: str | None = None) -> RunConfig:
     """Resolve a run's configuration; see the module docstring for the order.
 
     Parameters
@@ -217,7 +220,7 @@ def resolve_config(*, data: str | None = None, selector: str | None = None,
     encoder_cls = ENCODERS.get(parts.encoder)
     given, reg_given = _split_items(move_keys(items, encoder_cls.defaults), parts.reg)
 
-    cfg = RunConfig({
+    sections = {
         "version": VERSION,
         "data": _data_section(parts, given["data"]),
         "selector": _selector_section(parts, given["selector"]),
@@ -227,12 +230,11 @@ def resolve_config(*, data: str | None = None, selector: str | None = None,
         "reg": {n: cls.resolve_hparams(reg_given[n], prefix=f"reg.{n}.")
                 for n, cls in parts.reg.items()},
         "train": TrainSettings.resolve_hparams(given["train"], prefix="train."),
-    })
-    _resolve_eval_budget(cfg)
-    cfg["preset"] = {"name": chosen.name, "requested": requested,
-                     "source": chosen.source or str(chosen.path), "values": from_preset}
-    cfg["hash"] = config_hash(cfg)
-    return cfg
+    }
+    sections["selector"] = _with_eval_budget(RunConfig(sections))
+    record = {"name": chosen.name, "requested": requested,
+              "source": chosen.source or str(chosen.path), "values": from_preset}
+    return RunConfig({**sections, "preset": record, "hash": config_hash(sections)})
 
 
 @dataclass
@@ -386,18 +388,21 @@ def _selector_section(parts: _Parts, given: Mapping[str, Any]) -> dict[str, Any]
     return {"name": parts.selector, **sel_cls.resolve_hparams(sel_given, prefix="selector.")}
 
 
-def _resolve_eval_budget(cfg: dict) -> None:
-    """``selector.eval_budget`` 0 with ``eval_mode=budget`` takes ``reg.size.eta``.
+def _with_eval_budget(cfg: RunConfig) -> dict[str, Any]:
+    """The ``selector`` section of ``cfg``, where ``selector.eval_budget`` 0 with
+    ``eval_mode=budget`` takes ``reg.size.eta``.
 
     Raises
     ------
     GrpruneError
         If it is 0 with ``eval_mode=budget`` and there is no size constraint.
     """
-    sel = cfg["selector"]
-    if sel.get("eval_mode") == "budget" and not sel.get("eval_budget"):
-        if "size" not in cfg["reg"]:
-            raise GrpruneError("selector.eval_mode=budget keeps the eval_budget fraction of "
-                               "each graph's bonds: set -H selector.eval_budget=FRACTION, or "
-                               "use the size regularizer, whose reg.size.eta it then takes")
-        sel["eval_budget"] = float(cfg["reg"]["size"]["eta"])
+    selector = dict(cfg.selector.hparams)
+    if cfg.setting("selector.eval_mode") != "budget" or cfg.setting("selector.eval_budget"):
+        return {"name": cfg.selector_name, **selector}
+    if "size" not in cfg.regularizers:
+        raise GrpruneError("selector.eval_mode=budget keeps the eval_budget fraction of "
+                           "each graph's bonds: set -H selector.eval_budget=FRACTION, or "
+                           "use the size regularizer, whose reg.size.eta it then takes")
+    return {"name": cfg.selector_name, **selector,
+            "eval_budget": float(cfg.setting("reg.size.eta"))}

@@ -43,9 +43,11 @@ from grprune.evaluation import (GraphScore, EdgeScores, evaluate_batches,  # noq
 from grprune.explain import ExplainResult
 from grprune.model import GraphClassifier
 from grprune.ops import bonds_by_first_edge
+from grprune.record.epoch import EpochRecord
 from grprune.record.files import damaged_zip_member
+from grprune.record.runconfig import FeatureSpec, RunConfig
+from grprune.record.summary import RunSummary
 from grprune.run import load_config_dataset
-from grprune.runconfig import FeatureSpec, RunConfig, RunSummary
 
 #: graphs per batch when scoring
 BATCH_SIZE = 256
@@ -125,7 +127,8 @@ def score_graphs(model: GraphClassifier, graphs: Sequence | GraphBatch, *,
     return score_batches(model, batches, use_selector=use_selector)
 
 
-def evaluation_uses_selector(summary: dict, records: list[dict]) -> bool:
+def evaluation_uses_selector(summary: RunSummary | dict,
+                             records: Sequence[EpochRecord | dict]) -> bool:
     """Whether the trainer evaluated the reported model with its selector.
 
     ``summary.json`` records it (``use_selector``). For runs written before that
@@ -138,19 +141,19 @@ def evaluation_uses_selector(summary: dict, records: list[dict]) -> bool:
 
     Parameters
     ----------
-    summary : dict
+    summary : RunSummary or dict
         ``summary.json``.
-    records : list of dict
+    records : sequence of EpochRecord or dict
         ``results.jsonl`` (each record has ``phase``: ``warmup`` or ``train``).
     """
-    if isinstance(summary.get("use_selector"), bool):
-        return summary["use_selector"]
-    if summary.get("selected_phase") == "warmup":
+    summary = RunSummary.from_dict(summary)
+    if isinstance(summary.use_selector, bool):
+        return summary.use_selector
+    if summary.selected_phase == "warmup":
         return False
-    if summary.get("selected") != "last-epoch":
+    if summary.selected != "last-epoch":
         return True
-    last = records[-1] if records else {}
-    return last.get("phase") != "warmup"
+    return not records or not EpochRecord.from_dict(records[-1]).warmup
 
 
 class Run:
@@ -164,8 +167,8 @@ class Run:
     run_dir : str or Path
     cfg : dict
         The resolved configuration (``config.json``).
-    summary : dict
-        ``summary.json`` (kept as a :class:`~grprune.runconfig.RunSummary`).
+    summary : RunSummary or dict
+        ``summary.json`` (kept as a :class:`~grprune.record.summary.RunSummary`).
     device : torch.device
         Where :attr:`model` is put.
     dims : FeatureSpec or dict, optional
@@ -183,7 +186,7 @@ class Run:
         Also :attr:`path`.
     cfg : RunConfig
         Also :attr:`config` (in the current layout, :func:`grprune.runconfig.upgrade`).
-    summary : dict
+    summary : RunSummary
     device : torch.device
     use_selector : bool
         The trainer's evaluation rule (:func:`evaluation_uses_selector`).
@@ -191,25 +194,25 @@ class Run:
     Examples
     --------
     >>> run = grprune.load_run("runs/ogbg-molbbbp/size+eps-align-seed0-abc")  # doctest: +SKIP
-    >>> run.summary["test"], run.records["valid.rocauc"].max()               # doctest: +SKIP
+    >>> run.summary.test, run.records["valid.rocauc"].max()                  # doctest: +SKIP
     >>> run.predict(["CCO", "c1ccccc1O"])                                    # doctest: +SKIP
     """
 
-    def __init__(self, run_dir: str | Path, cfg: dict, summary: dict,
+    def __init__(self, run_dir: str | Path, cfg: dict, summary: RunSummary | dict,
                  device: torch.device | str = "cpu", *,
                  dims: FeatureSpec | dict | None = None,
                  model: GraphClassifier | None = None, dataset: Any = None) -> None:
         self.run_dir = Path(run_dir)
-        self.cfg, self.summary = RunConfig.from_dict(cfg), RunSummary(summary)
+        self.cfg, self.summary = RunConfig.from_dict(cfg), RunSummary.from_dict(summary)
         self.device = torch.device(device)
         self._model, self._dataset = model, dataset
         self._features = (FeatureSpec.from_dict(dims) if isinstance(dims, dict) else dims)
         self.use_selector = evaluation_uses_selector(
-            summary, R.read_records(self.run_dir / R.RESULTS))
+            self.summary, R.RunDir(self.run_dir).records())
 
     def __repr__(self) -> str:
         return (f"Run({str(self.run_dir)!r}, dataset={self.dataset_name!r}, "
-                f"test={self.summary.get('test')!r})")
+                f"test={self.summary.test!r})")
 
     @property
     def path(self) -> Path:
@@ -237,11 +240,10 @@ class Run:
         ``features``; for older runs ``summary.json``'s ``"model"`` record, and for runs
         older still, read from the loaded dataset."""
         if self._features is None:
-            record = self.summary.get("model")
             if self.cfg.features is not None:
                 self._features = self.cfg.features
-            elif isinstance(record, dict):
-                self._features = FeatureSpec.from_dict(record)
+            elif self.summary.features is not None:
+                self._features = self.summary.features
             else:
                 self._features = FeatureSpec.of(self.load_dataset())
         return self._features
@@ -310,7 +312,7 @@ class Run:
             raise GrpruneError(f"dataset {dataset.name} has no part {part!r}. "
                                f"Choices: {', '.join(dataset.splits)}")
         idx = np.asarray(dataset.splits[part], dtype=np.int64)
-        limit = int(self.cfg["data"].get("limit", 0) or 0)
+        limit = int(self.cfg.data.limit or 0)
         return idx[:limit] if limit else idx
 
     def score(self, graphs: Sequence | GraphBatch, batch_size: int = BATCH_SIZE

@@ -19,7 +19,8 @@ import torch
 from grprune import results as R
 from grprune.errors import DivergedError, GrpruneError
 from grprune.record.runconfig import FeatureSpec, RunConfig
-from grprune.record.settings import config_hash
+from grprune.record.settings import OPTION_KEYS, config_hash
+from grprune.record.summary import RunSummary
 
 RUN_FILES = (R.RESULTS, R.STATE, R.CHECKPOINT, R.LAST_CHECKPOINT, R.EDGE_PROBS, R.SUMMARY)
 
@@ -27,24 +28,23 @@ RUN_FILES = (R.RESULTS, R.STATE, R.CHECKPOINT, R.LAST_CHECKPOINT, R.EDGE_PROBS, 
 def load_config_dataset(cfg: dict):
     """The dataset a resolved config trains on (``data.limit`` is applied by the trainer)."""
     from grprune.data import load_dataset
-    d = cfg["data"]
-    params = {k: v for k, v in d.items() if k not in ("name", "root", "download", "limit")}
-    return load_dataset(d["name"], root=d.get("root") or None,
-                        download=bool(d.get("download", False)), **params)
+    data = RunConfig.from_dict(cfg).data
+    return load_dataset(data.name, root=data.root or None, download=bool(data.download),
+                        **data.params)
 
 
 def default_run_dir(cfg: dict, root: str | Path = "runs") -> Path:
     """``runs/<dataset>/<method>-seed<seed>-<hash>`` for a resolved config."""
     from grprune.naming import method_slug
-    return (Path(root) / cfg["data"]["name"]
-            / f"{method_slug(cfg)}-seed{cfg['train']['seed']}-{cfg['hash']}")
+    cfg = RunConfig.from_dict(cfg)
+    return Path(root) / cfg.dataset / f"{method_slug(cfg)}-seed{cfg.train.seed}-{cfg.hash}"
 
 
 @dataclass(frozen=True)
 class RunPlan:
     """A resolved configuration and the directory it runs in (:func:`plan_run`)."""
 
-    cfg: dict
+    cfg: RunConfig
     run_dir: Path
 
     @property
@@ -52,8 +52,8 @@ class RunPlan:
         """``"ogbg-molbbbp PrunE seed 0"``: dataset, method label and seed."""
         from grprune.naming import method_label
         cfg = self.cfg
-        method = method_label(list(cfg["reg"]), cfg["selector"]["name"], cfg["preset"]["name"])
-        return f"{cfg['data']['name']} {method} seed {cfg['train']['seed']}"
+        method = method_label(cfg.regularizers, cfg.selector_name, cfg.preset)
+        return f"{cfg.dataset} {method} seed {cfg.train.seed}"
 
 
 def plan_run(*, data: str | None = None, selector: str | None = None, reg: str | None = None,
@@ -98,16 +98,25 @@ def plan_run(*, data: str | None = None, selector: str | None = None, reg: str |
         As :func:`grprune.config.resolve_config`.
     """
     from grprune.config import resolve_config
-    flags = {"data.split": split, "data.shift": shift, "train.epochs": epochs,
-             "train.seed": seed, "train.device": device, "data.root": root,
-             "train.progress": progress, "train.deterministic": deterministic}
-    if download:
-        flags["data.download"] = True
-    flags = {k: v for k, v in flags.items() if v is not None}
+    flags = option_flags(split=split, shift=shift, epochs=epochs, seed=seed, device=device,
+                         root=root, progress=progress, deterministic=deterministic,
+                         download=download or None)
     flags.update(hparams or {})
     cfg = resolve_config(data=data, selector=selector, reg=reg, encoder=encoder, flags=flags,
                          overrides=overrides, file=config_file, preset=preset)
     return RunPlan(cfg, Path(out) if out else default_run_dir(cfg))
+
+
+def option_flags(**options: Any) -> dict[str, Any]:
+    """The settings that run options give (:data:`~grprune.record.settings.OPTION_KEYS`),
+    as namespaced keys; an option left at None gives none.
+
+    Examples
+    --------
+    >>> option_flags(epochs=5, seed=None, download=True)
+    {'train.epochs': 5, 'data.download': True}
+    """
+    return {OPTION_KEYS[name]: value for name, value in options.items() if value is not None}
 
 
 def prepare_run_dir(cfg: dict, run_dir: Path, force: bool = False,
@@ -149,8 +158,9 @@ def prepare_run_dir(cfg: dict, run_dir: Path, force: bool = False,
                   for name in (R.RESULTS, R.STATE, R.CHECKPOINT, R.SUMMARY))
     if state == "other-config" and not force and trained:
         done = "a finished" if (run_dir / R.SUMMARY).is_file() else "an unfinished"
+        other = config_hash(status.config) if status.config is not None else "?"
         raise GrpruneError(f"{run_dir} holds {done} run of a different configuration "
-                           f"(hash {config_hash(status.config)} vs {cfg['hash']}); choose "
+                           f"(hash {other} vs {config_hash(cfg)}); choose "
                            f"another --out, or --force to overwrite it")
     if state == "finished" and not force:
         return "finished", status.summary
@@ -210,7 +220,7 @@ def load_state(path: Path) -> dict:
 
 def execute(cfg: dict, run_dir: str | Path, *, force: bool = False,
             on_epoch: Callable[[dict], None] | None = None,
-            log: Callable[[str], None] = print, dataset=None) -> tuple[str, dict]:
+            log: Callable[[str], None] = print, dataset=None) -> tuple[str, RunSummary]:
     """Run (or resume, or skip) one configuration.
 
     Parameters
@@ -234,7 +244,7 @@ def execute(cfg: dict, run_dir: str | Path, *, force: bool = False,
     -------
     (status, summary)
         ``status`` is ``"finished"`` (nothing done), ``"resumed"`` or ``"completed"``;
-        ``summary`` is ``summary.json``.
+        ``summary`` is ``summary.json`` (:class:`~grprune.record.summary.RunSummary`).
 
     Raises
     ------
@@ -249,13 +259,17 @@ def execute(cfg: dict, run_dir: str | Path, *, force: bool = False,
 
 
 def _execute_locked(cfg: dict, run_dir: Path, force: bool, on_epoch, log,
-                    dataset=None) -> tuple[str, dict]:
+                    dataset=None) -> tuple[str, RunSummary]:
+    """:func:`execute` with the run's lock held.
+
+    ``config.json`` is written once, when the data is loaded and its :class:`FeatureSpec`
+    known: nothing before that needs it on disk (the lock keeps other processes out, and a
+    run that dies loading its data has trained nothing to resume)."""
     from grprune.trainer import Trainer
 
     status, payload = prepare_run_dir(cfg, run_dir, force, held=True)
     if status == "finished":
         return "finished", payload
-    R.atomic_write_json(run_dir / R.CONFIG, cfg)
     t0 = time.perf_counter()
     if dataset is None:
         dataset = load_config_dataset(cfg)
@@ -267,15 +281,11 @@ def _execute_locked(cfg: dict, run_dir: Path, force: bool, on_epoch, log,
         log(f"resuming {run_dir} after epoch {payload['epoch']}")
     trainer = Trainer(cfg, dataset, run_dir, on_epoch=on_epoch)
     try:
-        summary = trainer.fit(resume=payload)
+        summary = trainer.fit(resume=payload, data_load_s=load_s, started=t0)
     except DivergedError as exc:  # the run can't go on: its directory says so
         R.atomic_write_json(run_dir / R.ERROR, {"message": str(exc), "kind": "diverged",
-                                                "epoch": exc.epoch, "hash": cfg["hash"]})
+                                                "epoch": exc.epoch, "hash": cfg.hash})
         raise
-    summary["data_load_s"] = round(load_s, 3)
-    summary["wall_time_s"] = round(time.perf_counter() - t0, 3)
-    summary["dataset_info"] = getattr(dataset, "info", {})
-    R.atomic_write_json(run_dir / R.SUMMARY, summary)
+    R.atomic_write_json(run_dir / R.SUMMARY, summary.to_dict())
     (run_dir / R.STATE).unlink(missing_ok=True)
     return ("resumed" if status == "resume" else "completed"), summary
-

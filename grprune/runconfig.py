@@ -5,13 +5,13 @@ The typed views of a run's files (:class:`RunConfig`, :class:`FeatureSpec`,
 (:mod:`grprune.record`); import them from there.
 """
 
+from grprune.record.epoch import EpochRecord  # noqa: F401  (re-exported)
 from grprune.record.runconfig import (  # noqa: F401  (re-exported)
     MOVED_KEYS,
     VERSION,
-    EpochRecord,
     FeatureSpec,
     RunConfig,
-    RunSummary,
     move_keys,
     upgrade,
 )
+from grprune.record.summary import RunSummary  # noqa: F401  (re-exported)

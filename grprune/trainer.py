@@ -15,6 +15,7 @@ counts, the padding kept out of BatchNorm and the readout): a change to encoders
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 import resource
@@ -39,10 +40,13 @@ from grprune.evaluation import EdgeScores, Evaluation, evaluate_batches, write_e
 from grprune.losses import cross_entropy
 from grprune.model import GraphClassifier
 from grprune.provenance import environment
+from grprune.record.epoch import EpochRecord, split_scores
+from grprune.record.runconfig import FeatureSpec, RunConfig, TrainConfig
+from grprune.record.summary import RunSummary
 from grprune.regularizers import REGULARIZERS, Regularizer, StepContext
 from grprune.regularizers.base import check_supports, sum_terms
-from grprune.runconfig import FeatureSpec, RunConfig
 from grprune.selectors import SELECTORS, check_selection
+from grprune.trainstate import Best, restore_state, resumed_records, state_of
 
 EVAL_SPLITS = ("train", "valid", "test", "id-valid")
 #: in-distribution hold-outs, evaluated with the selected checkpoint (id-valid every epoch too)
@@ -102,15 +106,12 @@ def build_model_from_dims(cfg: dict, dims: FeatureSpec | dict[str, Any]
     data's :class:`~grprune.runconfig.FeatureSpec` (or a :func:`model_dims` dict)."""
     spec = dims if isinstance(dims, FeatureSpec) else FeatureSpec.from_dict(dims)
     cfg = RunConfig.from_dict(cfg)
-    feat = spec.model_kwargs()
-    enc_hp = {k: v for k, v in cfg["encoder"].items() if k != "name"}
-    encoder = ENCODERS.make(cfg["encoder"]["name"], **feat, **enc_hp)
-    selector = None
-    if cfg.selector_name != "none":
-        sel_hp = {k: v for k, v in cfg["selector"].items() if k != "name"}
-        selector = SELECTORS.make(cfg.selector_name, **feat, **sel_hp)
-    model = GraphClassifier(encoder, spec.classes, selector, **cfg["model"])
-    regs = {name: REGULARIZERS.make(name, **hp) for name, hp in cfg["reg"].items()}
+    feat, enc, sel, head = spec.model_kwargs(), cfg.encoder, cfg.selector, cfg.model
+    encoder = ENCODERS.make(enc.name, **feat, **enc.hparams)
+    selector = SELECTORS.make(sel.name, **feat, **sel.hparams) if sel.name != "none" else None
+    model = GraphClassifier(encoder, spec.classes, selector, readout=head.readout,
+                            head_layers=head.head_layers)
+    regs = {name: REGULARIZERS.make(name, **hp) for name, hp in cfg.reg.items()}
     return model, regs
 
 
@@ -124,8 +125,9 @@ def build_model(cfg: dict, dataset) -> tuple[GraphClassifier, dict[str, Regulari
         (:meth:`Regularizer.supports`, e.g. environment ids on a dataset with one),
         before anything is built.
     """
-    check_supports({name: REGULARIZERS.get(name) for name in cfg["reg"]},
-                   cfg["selector"]["name"], dataset)
+    cfg = RunConfig.from_dict(cfg)
+    check_supports({name: REGULARIZERS.get(name) for name in cfg.regularizers},
+                   cfg.selector_name, dataset)
     return build_model_from_dims(cfg, FeatureSpec.of(dataset))
 
 
@@ -149,15 +151,16 @@ def lr_at(epoch: int, lr: float, milestones: str, gamma: float) -> float:
 FAST_EVAL_BATCH = 4096
 
 
-def make_optimizer(params, tc: dict, device: torch.device) -> torch.optim.Adam:
+def make_optimizer(params, tc: TrainConfig | dict, device: torch.device) -> torch.optim.Adam:
     """Adam with ``train.lr`` and ``train.weight_decay``.
 
     With ``train.fast_path``: fused on CUDA (one kernel for all parameters); elsewhere
     the ``foreach`` implementation, which on the CPU gives the same numbers bit for bit as
     torch's default there (``tests/test_fast_path.py``). Without it: torch's default.
     """
-    fast, cuda = bool(tc.get("fast_path", False)), device.type == "cuda"
-    return torch.optim.Adam(params, lr=tc["lr"], weight_decay=tc["weight_decay"],
+    tc = tc if isinstance(tc, TrainConfig) else TrainConfig.from_dict(tc)
+    fast, cuda = bool(tc.fast_path), device.type == "cuda"
+    return torch.optim.Adam(params, lr=tc.lr, weight_decay=tc.weight_decay,
                             foreach=True if fast and not cuda else None,
                             fused=True if fast and cuda else None)
 
@@ -184,10 +187,10 @@ class Trainer:
                  on_epoch: Callable[[dict], None] | None = None) -> None:
         cfg = RunConfig.from_dict(cfg)
         self.cfg, self.dataset, self.run_dir = cfg, dataset, Path(run_dir)
-        self.tc = cfg["train"]
+        self.tc = cfg.train
         self.on_epoch = on_epoch or (lambda record: None)
-        self.device = select_device(self.tc["device"])
-        self.determinism = determinism.apply(self.device, self.tc["deterministic"])
+        self.device = select_device(self.tc.device)
+        self.determinism = determinism.apply(self.device, self.tc.deterministic)
         seed_everything(cfg.seed)
         self.model, self.regs = build_model(cfg, dataset)
         self.model.to(self.device)
@@ -199,10 +202,10 @@ class Trainer:
         self.metric = dataset.metric
         self.splits = self._splits()
         self._check_labels()
-        self.loader_gen = torch.Generator().manual_seed(self.tc["seed"])
+        self.loader_gen = torch.Generator().manual_seed(self.tc.seed)
         # train.fast_path on CUDA: the shuffle is drawn on the device, from its own stream
-        self.fast = bool(self.tc.get("fast_path", False))
-        self.device_gen = (torch.Generator(self.device).manual_seed(self.tc["seed"])
+        self.fast = bool(self.tc.fast_path)
+        self.device_gen = (torch.Generator(self.device).manual_seed(self.tc.seed)
                            if self.fast and self.device.type == "cuda" else None)
         self.store = self._store()
         # evaluation batches are the same every epoch: batched once, then reused
@@ -211,7 +214,7 @@ class Trainer:
 
     # -- data ---------------------------------------------------------------
     def _splits(self) -> dict[str, np.ndarray]:
-        limit = self.cfg["data"].get("limit", 0)
+        limit = self.cfg.data.limit
         out = {}
         for name in EVAL_SPLITS + FINAL_SPLITS:
             if name not in self.dataset.splits:
@@ -292,7 +295,7 @@ class Trainer:
         whose cache starts empty, then continues exactly as an uninterrupted one).
         """
         if train:
-            size = self.tc["batch_size"]
+            size = self.tc.batch_size
             idx = self.splits["train"][self.train_order()]
             batches = (self.store.batch(idx[k:k + size]).to(self.device, non_blocking=True)
                        for k in range(0, len(idx), size))
@@ -311,14 +314,14 @@ class Trainer:
 
         A larger batch may round scores differently in the last bit (on the CPU, 6 of 19k
         GOOD-Motif edge logits moved by one ulp), so the CPU fast path keeps the batch size."""
-        size = int(self.tc.get("eval_batch_size", 0) or 0)
+        size = int(self.tc.eval_batch_size or 0)
         fast = self.fast and self.device.type == "cuda"
-        return size or (FAST_EVAL_BATCH if fast else int(self.tc["batch_size"]))
+        return size or (FAST_EVAL_BATCH if fast else int(self.tc.batch_size))
 
     # -- one epoch ---------------------------------------------------------
     def train_epoch(self, epoch: int) -> dict[str, float]:
         """One pass over the training split; returns mean loss terms per graph."""
-        warm = epoch < self.tc["warmup_epochs"]
+        warm = epoch < self.tc.warmup_epochs
         self.model.train()
         for reg in self.regs.values():
             reg.train()
@@ -326,7 +329,7 @@ class Trainer:
         sums: dict[str, torch.Tensor] = {}
         kept = torch.zeros((), device=self.device)
         graphs, edges = 0, 0
-        first_step = (epoch - self.tc["warmup_epochs"]) * self._train_batches_per_epoch()
+        first_step = (epoch - self.tc.warmup_epochs) * self._train_batches_per_epoch()
         for i, batch in enumerate(self._batches("train", train=True)):
             out = self.model(batch, use_selector=not warm)
             if not warm and not self._selection_checked and out.selection is not None:
@@ -362,7 +365,7 @@ class Trainer:
         return losses
 
     def _train_batches_per_epoch(self) -> int:
-        n, size = len(self.splits["train"]), self.tc["batch_size"]
+        n, size = len(self.splits["train"]), self.tc.batch_size
         return (n + size - 1) // size
 
     def _add_reg_terms(self, ctx: StepContext, total: torch.Tensor,
@@ -400,149 +403,90 @@ class Trainer:
         ev = evaluate_batches(self.model, self._batches(split), use_selector=use_selector,
                               metric=self.metric, num_classes=self.dataset.num_classes,
                               collect_edges=collect_edges,
-                              seed=eval_seed(self.tc["seed"], split))
+                              seed=eval_seed(self.tc.seed, split))
         return ev, ev.edges
 
-    # -- state -------------------------------------------------------------
-    def _state(self, epoch: int, best: dict, records: list[dict], stopped: bool) -> dict:
-        """Everything the next epoch depends on, as tensors and plain Python values only,
-        so that :func:`torch.load` reads it with ``weights_only=True`` (no pickled code)."""
-        numpy_state: Any = np.random.get_state()  # the legacy 5-tuple
-        kind, keys, pos, has_gauss, gauss = numpy_state
-        version, py_state, py_gauss = random.getstate()
-        state: dict[str, Any] = {"epoch": epoch, "model": self.model.state_dict(),
-                 "regs": {n: r.state_dict() for n, r in self.regs.items()},
-                 "optimizer": self.optimizer.state_dict(), "best": best,
-                 "rng": {"torch": torch.get_rng_state(),
-                         "numpy": [kind, torch.from_numpy(keys.astype(np.int64)), int(pos),
-                                   int(has_gauss), float(gauss)],
-                         "python": [version, list(py_state), py_gauss],
-                         "loader": self.loader_gen.get_state()},
-                 "n_records": len(records), "stopped": stopped}
-        if self.device.type == "cuda":
-            state["rng"]["cuda"] = torch.cuda.get_rng_state(self.device)
-        if self.device_gen is not None:
-            state["rng"]["loader_device"] = self.device_gen.get_state()
-        return state
-
-    def _resumed_records(self, n: int) -> list[dict]:
-        """The first ``n`` records of ``results.jsonl``, the epochs ``state.pt`` counts.
-
-        Raises
-        ------
-        GrpruneError
-            If the file no longer holds them, one per epoch from 0 (a damaged line): resuming
-            would leave a gap in the run's epochs.
-        """
-        records = R.read_records(self.run_dir / R.RESULTS)[:n]
-        if [r.get("epoch") for r in records] != list(range(n)):
-            raise GrpruneError(f"{self.run_dir / R.RESULTS} holds {len(records)} sound epoch "
-                               f"records where {R.STATE} counts {n} (a damaged line); resuming "
-                               f"would leave a gap, so run it again with --force to start over")
-        return records
-
-    def _restore(self, state: dict) -> None:
-        self.model.load_state_dict(state["model"])
-        for n, r in self.regs.items():
-            r.load_state_dict(state["regs"][n])
-        self.optimizer.load_state_dict(state["optimizer"])
-        rng = state["rng"]
-        torch.set_rng_state(rng["torch"])
-        kind, keys, pos, has_gauss, gauss = rng["numpy"]
-        np.random.set_state((kind, keys.numpy().astype(np.uint32), pos, has_gauss, gauss))
-        version, py_state, py_gauss = rng["python"]
-        random.setstate((version, tuple(py_state), py_gauss))
-        self.loader_gen.set_state(rng["loader"])
-        if "cuda" in rng and self.device.type == "cuda":
-            torch.cuda.set_rng_state(rng["cuda"], self.device)
-        if "loader_device" in rng and self.device_gen is not None:
-            self.device_gen.set_state(rng["loader_device"])
-
     # -- the run -----------------------------------------------------------
-    def fit(self, resume: dict | None = None) -> dict[str, Any]:
+    def fit(self, resume: dict | None = None, *, data_load_s: float = 0.0,
+            started: float | None = None) -> RunSummary:
         """Train all epochs (continuing from ``resume`` state), write outputs, return the summary.
 
-        Torch's thread count, lowered to one by ``train.deterministic`` on the CPU, is
-        given back when it returns. Warns (``UserWarning``) when a run with a selector has no
-        epoch after the ERM warm-up (``train.epochs <= train.warmup_epochs``).
+        ``data_load_s`` (seconds the caller spent loading the data) and ``started`` (when the
+        run began, :func:`time.perf_counter`; default now) go into the summary, whose
+        ``wall_time_s`` counts from ``started``. Torch's thread count, lowered to one by
+        ``train.deterministic`` on the CPU, is given back when it returns. Warns
+        (``UserWarning``) when a run with a selector has no epoch after the ERM warm-up
+        (``train.epochs <= train.warmup_epochs``).
         """
         tc = self.tc
-        if self.model.selector is not None and tc["epochs"] <= tc["warmup_epochs"]:
-            warnings.warn(f"grprune: all {tc['epochs']} epochs are ERM warm-up "
-                          f"(train.warmup_epochs={tc['warmup_epochs']}), so the selector and "
+        started = time.perf_counter() if started is None else started
+        if self.model.selector is not None and tc.epochs <= tc.warmup_epochs:
+            warnings.warn(f"grprune: all {tc.epochs} epochs are ERM warm-up "
+                          f"(train.warmup_epochs={tc.warmup_epochs}), so the selector and "
                           f"the regularizers never train; raise --epochs or set "
                           f"-H train.warmup_epochs", stacklevel=2)
         try:
-            return self._fit(resume)
+            return self._fit(resume, data_load_s, started)
         finally:
             torch.set_num_threads(self.determinism["threads_available"])
 
-    def _fit(self, resume: dict | None) -> dict[str, Any]:
+    def _fit(self, resume: dict | None, data_load_s: float, started: float) -> RunSummary:
         t_start = time.perf_counter()
         if self.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(self.device)
-        records: list[dict] = []
-        best = {"epoch": -1, "valid": -math.inf, "test": math.nan, "train": math.nan,
-                "kept_test": math.nan, "since": 0}
-        start, tc_epochs = 0, self.tc["epochs"]
+        records: list[EpochRecord] = []
+        best, start, tc = Best(), 0, self.tc
         if resume is not None:
-            self._restore(resume)
-            best = resume["best"]
-            records = self._resumed_records(resume["n_records"])
+            restore_state(self, resume)
+            best = Best(**resume["best"])
+            records = resumed_records(self.run_dir, resume["n_records"])
             # early-stopped runs killed before their summary finish without training more
-            start = tc_epochs if resume.get("stopped") else resume["epoch"] + 1
-        tc = self.tc
-        for epoch in range(start, tc["epochs"]):
+            start = tc.epochs if resume.get("stopped") else resume["epoch"] + 1
+        lines = [r.to_dict() for r in records]  # results.jsonl
+        for epoch in range(start, tc.epochs):
             t0 = time.perf_counter()
-            warm = epoch < tc["warmup_epochs"]
-            lr = lr_at(epoch, tc["lr"], tc["lr_milestones"], tc["lr_gamma"])
+            warm = epoch < tc.warmup_epochs
+            lr = lr_at(epoch, tc.lr, tc.lr_milestones, tc.lr_gamma)
             for group in self.optimizer.param_groups:
                 group["lr"] = lr
             losses = self.train_epoch(epoch)
             t_train = time.perf_counter() - t0
-            record: dict[str, Any] = {"epoch": epoch, "phase": "warmup" if warm else "train",
-                                      "lr": lr, "loss": losses}
-            for split in EVAL_SPLITS:
-                if (split == "train" and not tc["eval_train"]) or split not in self.splits:
-                    continue
-                ev, _ = self.evaluate(split, use_selector=not warm)
-                record[split] = {self.metric: ev.metric, "kept_edge_fraction": ev.kept}
-                if ev.selector is not None:
-                    record[split]["selector"] = ev.selector
-            record["epoch_time_s"] = time.perf_counter() - t0
-            record["train_time_s"] = t_train
-            valid = record["valid"][self.metric]
-            improved = False
-            if not warm or tc["select_warmup"]:
-                if valid > best["valid"]:  # NaN never improves
-                    improved = True
-                    best.update(epoch=epoch, valid=valid, test=record["test"][self.metric],
-                                train=record.get("train", {}).get(self.metric, math.nan),
-                                kept_test=record["test"]["kept_edge_fraction"], since=0,
-                                warm=warm)
-                    R.atomic_save(self.run_dir / R.CHECKPOINT,
-                                  lambda f: torch.save(self.model.state_dict(), f))
-                elif not warm:
-                    best["since"] += 1
-            record["best_epoch"] = best["epoch"]
+            evals = {split: self.evaluate(split, use_selector=not warm)[0]
+                     for split in EVAL_SPLITS if split in self.splits
+                     and (split != "train" or tc.eval_train)}
+            scores = {split: split_scores(self.metric, ev.metric, ev.kept, ev.selector)
+                      for split, ev in evals.items()}
+            epoch_time = time.perf_counter() - t0
+            improved = (not warm or tc.select_warmup) and best.update(epoch, evals, warm)
+            if improved:
+                R.atomic_save(self.run_dir / R.CHECKPOINT,
+                              lambda f: torch.save(self.model.state_dict(), f))
+            record = EpochRecord(epoch=epoch, phase="warmup" if warm else "train", lr=lr,
+                                 loss=losses, scores=scores, epoch_time_s=epoch_time,
+                                 train_time_s=t_train, best_epoch=best.epoch)
             records.append(record)
-            stop = bool(tc["patience"] and not warm and best["since"] >= tc["patience"])
-            R.write_records(self.run_dir / R.RESULTS, records)
+            lines.append(record.to_dict())
+            stop = bool(tc.patience and not warm and best.since >= tc.patience)
+            R.write_records(self.run_dir / R.RESULTS, lines)
             R.atomic_save(self.run_dir / R.STATE,
-                          lambda f: torch.save(self._state(epoch, best, records, stop), f))
-            self.on_epoch({**record, "improved": improved, "epochs": tc["epochs"]})
+                          lambda f: torch.save(state_of(self, epoch, best, len(records), stop),
+                                               f))
+            self.on_epoch({**lines[-1], "improved": improved, "epochs": tc.epochs})
             if stop:
                 break
-        if tc["save_last"]:
+        if tc.save_last:
             R.atomic_save(self.run_dir / R.LAST_CHECKPOINT,
                           lambda f: torch.save(self.model.state_dict(), f))
-        return self._finish(records, best, time.perf_counter() - t_start)
+        return self._finish(records, best, time.perf_counter() - t_start, data_load_s, started)
 
-    def _finish(self, records: list[dict], best: dict, train_time: float) -> dict[str, Any]:
+    def _finish(self, records: list[EpochRecord], best: Best, train_time: float,
+                data_load_s: float, started: float) -> RunSummary:
+        """Evaluate the selected model (``checkpoint.pt``, or the last one when no epoch was
+        selected), write ``edge_probs.npz`` and return the run's summary."""
         ckpt = self.run_dir / R.CHECKPOINT
-        last = records[-1] if records else {}
+        last = records[-1] if records else None
         # an ERM warm-up epoch may be selected (train.select_warmup): evaluate it as trained
-        use_selector, selected = not best.get("warm", False), "best-valid"
+        use_selector, selected = not best.warm, "best-valid"
         if ckpt.is_file():
             self.model.load_state_dict(torch.load(ckpt, map_location=self.device,
                                                   weights_only=True))
@@ -551,46 +495,53 @@ class Trainer:
             # always NaN: report the last model, evaluated as it was trained.
             R.atomic_save(ckpt, lambda f: torch.save(self.model.state_dict(), f))
             selected = "last-epoch"
-            use_selector = last.get("phase") != "warmup"
-            if last:
-                best = {**best, "epoch": last["epoch"],
-                        "valid": last["valid"][self.metric],
-                        "train": last.get("train", {}).get(self.metric, math.nan)}
+            use_selector = last is None or not last.warmup
+            if last is not None:
+                best = dataclasses.replace(best, epoch=last.epoch,
+                                           valid=last.value("valid", self.metric),
+                                           train=last.value("train", self.metric, math.nan))
         ev, edges = self.evaluate("test", use_selector=use_selector, collect_edges=True)
         assert edges is not None  # collect_edges=True always collects
         write_edge_probs(self.run_dir / R.EDGE_PROBS, edges, getattr(self.dataset, "smiles", None))
         evals = {name: self.evaluate(name, use_selector=use_selector)[0]
                  for name in ("valid", *FINAL_SPLITS) if name in self.splits}
         evals["test"] = ev
+        return self._summary(records, best, evals, selected, use_selector,
+                             train_time, data_load_s, started)
+
+    def _summary(self, records: list[EpochRecord], best: Best, evals: dict[str, Evaluation],
+                 selected: str, use_selector: bool, train_time: float, data_load_s: float,
+                 started: float) -> RunSummary:
+        """The run's :class:`~grprune.record.summary.RunSummary`, built here and only here."""
+        cfg, ev, last = self.cfg, evals["test"], records[-1] if records else None
         final = {name: evals[name].metric for name in FINAL_SPLITS if name in evals}
         diagnostics = {name: e.selector for name, e in evals.items() if e.selector is not None}
+        test_diag = diagnostics.get("test") or {}
         peak_rss = _peak_rss_mib()
         peak = (torch.cuda.max_memory_allocated(self.device) / 2**20
                 if self.device.type == "cuda" else peak_rss)
-        summary = {
-            "dataset": self.cfg.dataset, "split": self.cfg.split,
-            "selector": self.cfg.selector_name, "reg": self.cfg.regularizers,
-            "preset": self.cfg.preset, "seed": self.cfg.seed, "metric": self.metric,
-            "best_epoch": best["epoch"], "valid": best["valid"] if best["epoch"] >= 0 else None,
-            "test": ev.metric, "train": best["train"],
-            **{name.replace("-", "_"): value for name, value in final.items()},
-            "kept_edge_fraction": ev.kept,
-            "selected": selected, "use_selector": use_selector,
-            "epochs_run": len(records),
-            "last": {s: last.get(s, {}).get(self.metric) for s in EVAL_SPLITS},
-            "train_time_s": round(train_time, 3),
-            "epoch_time_s_median": float(np.median([r["epoch_time_s"] for r in records]))
+        return RunSummary(
+            dataset=cfg.dataset, split=cfg.split, selector=cfg.selector_name,
+            reg=tuple(cfg.regularizers), preset=cfg.preset, seed=cfg.seed, metric=self.metric,
+            best_epoch=best.epoch, valid=best.valid if best.epoch >= 0 else None,
+            test=ev.metric, train=best.train, id_valid=final.get("id-valid"),
+            id_test=final.get("id-test"), kept_edge_fraction=ev.kept,
+            selected=selected, use_selector=use_selector, epochs_run=len(records),
+            last={s: last.value(s, self.metric) if last is not None else None
+                  for s in EVAL_SPLITS},
+            train_time_s=round(train_time, 3),
+            epoch_time_s_median=float(np.median([r.epoch_time_s for r in records]))
             if records else None,
-            "selected_phase": "warmup" if best.get("warm") else "train",
-            "motif_edge_rocauc": (diagnostics.get("test") or {}).get("motif_rocauc"),
-            "motif_edge_rocauc_correct":
-                (diagnostics.get("test") or {}).get("motif_rocauc_correct"),
-            "spurious_precision_at_50": (diagnostics.get("test") or {}).get("precision@50"),
-            "selector_diagnostics": diagnostics,
-            "peak_mem_mib": round(peak, 1), "peak_rss_mib": round(peak_rss, 1),
-            "device": str(self.device), "config_hash": self.cfg.get("hash"),
-            "environment": environment(self.device),
-            "determinism": self.determinism,
-            "model": model_dims(self.dataset),
-        }
-        return summary
+            selected_phase="warmup" if best.warm else "train",
+            motif_edge_rocauc=test_diag.get("motif_rocauc"),
+            motif_edge_rocauc_correct=test_diag.get("motif_rocauc_correct"),
+            spurious_precision_at_50=test_diag.get("precision@50"),
+            selector_diagnostics=diagnostics,
+            peak_mem_mib=round(peak, 1), peak_rss_mib=round(peak_rss, 1),
+            device=str(self.device), config_hash=cfg.hash,
+            environment=environment(self.device), determinism=self.determinism,
+            model=FeatureSpec.of(self.dataset), data_load_s=round(data_load_s, 3),
+            wall_time_s=round(time.perf_counter() - started, 3),
+            dataset_info=getattr(self.dataset, "info", {}),
+            absent=frozenset(n.replace("-", "_") for n in FINAL_SPLITS if n not in final))
+

@@ -171,3 +171,27 @@ def test_run_dir_gives_typed_summary_and_records(bbbp_run):
     assert last.epoch == len(records) - 1 and not last.warmup
     assert last.score("valid", "rocauc") == last["valid"]["rocauc"]
     assert load_run(bbbp_run).summary.best_epoch == summary.best_epoch
+
+
+def test_a_run_writes_config_json_once_with_its_features(tmp_path, monkeypatch, data_root):
+    from grprune.record import files
+    from grprune.record.summary import RunSummary
+    from grprune.run import execute, plan_run
+
+    writes = []
+    real = files.atomic_write_json
+
+    def counted(path, obj):
+        writes.append((path.name, dict(obj)))
+        real(path, obj)
+    monkeypatch.setattr(R, "atomic_write_json", counted)
+    plan = plan_run(data="ogbg-molbbbp", epochs=1, hparams={"data.limit": 40},
+                    progress="none", out=tmp_path / "run")
+    status, summary = execute(plan.cfg, plan.run_dir, log=lambda msg: None)
+    configs = [obj for name, obj in writes if name == R.CONFIG]
+    assert status == "completed" and len(configs) == 1 and "features" in configs[0]
+    assert [name for name, _ in writes] == [R.CONFIG, R.SUMMARY]
+    assert isinstance(summary, RunSummary) and summary.config_hash == plan.cfg.hash
+    stored = json.loads((plan.run_dir / R.SUMMARY).read_text())
+    assert RunSummary.from_dict(stored).to_dict() == stored
+    assert list(stored)[-3:] == ["data_load_s", "wall_time_s", "dataset_info"]

@@ -21,6 +21,8 @@ from grprune.cli import plugins as _plugins
 from grprune.cli.options import (_names, model_options, option, progress_option,  # noqa: F401
                                  training_options)
 from grprune.errors import GrpruneError
+from grprune.record.epoch import EpochRecord
+from grprune.record.summary import RunSummary
 
 
 class GrpruneGroup(click.Group):
@@ -296,32 +298,31 @@ class EpochPrinter:
             self.live = None
 
 
-def print_summary(summary: dict, run_dir: Path, status: str) -> None:
+def print_summary(summary: RunSummary | dict, run_dir: Path, status: str) -> None:
     """The final metrics as a rich table on stdout."""
     from rich.console import Console
     from rich.table import Table
-    m = summary["metric"]
-    table = Table(title=f"{summary['dataset']} ({summary.get('split')}) - {status}",
-                  show_header=True)
+
+    from grprune.naming import method_label
+    s = RunSummary.from_dict(summary)
+    m = s.metric
+    table = Table(title=f"{s.dataset} ({s.split}) - {status}", show_header=True)
     table.add_column("field")
     table.add_column("value", justify="right")
-    from grprune.naming import method_label
-    rows = [("method", method_label(summary["reg"], summary["selector"],
-                                    summary.get("preset") or "paper")),
-            ("selector", summary["selector"]), ("seed", summary["seed"]),
-            ("best epoch (from 0)", summary["best_epoch"]), (f"valid {m}", summary["valid"]),
-            (f"test {m}", summary["test"])]
-    if "id_valid" in summary or "id_test" in summary:
-        rows[-2:] = [(f"OOD-valid {m}", summary["valid"]), (f"OOD-test {m}", summary["test"]),
-                     (f"ID-valid {m}", summary.get("id_valid")),
-                     (f"ID-test {m}", summary.get("id_test"))]
-    if summary.get("motif_edge_rocauc") is not None:
-        rows.append(("motif edge ROC-AUC (test)", summary["motif_edge_rocauc"]))
-    rows += [("kept edge fraction (test)", summary["kept_edge_fraction"]),
-             ("wall time (s)", summary.get("wall_time_s")),
-             ("median epoch time (s)", summary.get("epoch_time_s_median")),
-             ("peak memory (MiB)", summary.get("peak_mem_mib")),
-             ("device", summary.get("device")), ("run directory", str(run_dir))]
+    rows = [("method", method_label(s.reg, s.selector, s.preset)),
+            ("selector", s.selector), ("seed", s.seed),
+            ("best epoch (from 0)", s.best_epoch), (f"valid {m}", s.valid),
+            (f"test {m}", s.test)]
+    if s.in_distribution:
+        rows[-2:] = [(f"OOD-valid {m}", s.valid), (f"OOD-test {m}", s.test),
+                     (f"ID-valid {m}", s.id_valid), (f"ID-test {m}", s.id_test)]
+    if s.motif_edge_rocauc is not None:
+        rows.append(("motif edge ROC-AUC (test)", s.motif_edge_rocauc))
+    rows += [("kept edge fraction (test)", s.kept_edge_fraction),
+             ("wall time (s)", s.wall_time_s),
+             ("median epoch time (s)", s.epoch_time_s_median),
+             ("peak memory (MiB)", s.peak_mem_mib),
+             ("device", s.device), ("run directory", str(run_dir))]
     for name, value in rows:
         table.add_row(name, _fmt(value) if value is not None else "-")
     Console(width=100).print(table)
@@ -364,12 +365,12 @@ def run(selector, reg, data, split, shift, encoder, preset, epochs, seed, overri
                     progress=progress, deterministic=deterministic, overrides=overrides,
                     out=out)
     cfg, run_dir, title = plan.cfg, plan.run_dir, plan.title
-    printer = EpochPrinter(cfg["train"]["progress"], "?", cfg["train"]["epochs"], title)
+    printer = EpochPrinter(cfg.train.progress, "?", cfg.train.epochs, title)
     if printer.mode != "none":
         click.echo(f"grprune: {title} -> {run_dir}", err=True)
 
     def on_epoch(rec: dict) -> None:
-        printer.metric = next(k for k in rec["valid"] if k != "kept_edge_fraction")
+        printer.metric = EpochRecord.from_dict(rec).metric
         printer(rec)
 
     try:
@@ -380,12 +381,12 @@ def run(selector, reg, data, split, shift, encoder, preset, epochs, seed, overri
     if status == "finished":
         click.echo(f"grprune: {run_dir} already holds this finished run; nothing to do "
                    f"(use --force to re-run)", err=True)
-    skipped = skipped_rows_line(summary.get("dataset_info") or {}, cfg)
+    skipped = skipped_rows_line(dict(summary.dataset_info or {}), cfg)
     if skipped:
         click.echo(skipped, err=True)
     if as_json:
         from grprune.results import to_json
-        click.echo(to_json(summary))
+        click.echo(to_json(summary.to_dict()))
     else:
         print_summary(summary, run_dir, status)
 

@@ -80,14 +80,14 @@ class SweepDisplay:
     def end(self, job, ok: bool, message: str) -> None:
         """A run ended (``ok``) or failed (``message``)."""
         from grprune import results as R
+        from grprune.record.summary import RunSummary
         self.running -= 1
         secs = time.time() - job.started
         if ok:
             self.done += 1
-            s = R.read_json(job.run_dir / R.SUMMARY) or {}
-            metric = s.get("metric", "")
-            scores = "".join(f", {part} {metric} {s[part]:.4f}" for part in ("valid", "test")
-                             if isinstance(s.get(part), float))
+            s = RunSummary.from_dict(R.read_json(job.run_dir / R.SUMMARY) or {})
+            scores = "".join(f", {part} {s.metric} {s.score(part):.4f}"
+                             for part in ("valid", "test") if s.score(part) is not None)
             self._print(f"sweep: done [{self.done + self.failed}/{self.total}] "
                         f"{self._rel(job)} ({secs:.1f} s{scores})")
         else:

@@ -20,10 +20,8 @@ def _reference(run) -> dict:
     ``train.epochs`` (recorded in ``config.json``) or the default, and every graph. Read
     from the run's own record, so that collect imports no dataset module (nor RDKit)."""
     from grprune.record.settings import TrainSettings
-    preset = run.config.get("preset")
-    values = (preset.get("values") if isinstance(preset, dict) else None) or {}
-    return {"train.epochs": values.get("train.epochs", TrainSettings.params["epochs"].default),
-            "data.limit": 0}
+    epochs = run.config.preset_values.get("train.epochs", TrainSettings.params["epochs"].default)
+    return {"train.epochs": epochs, "data.limit": 0}
 
 
 def trained_with(runs: Sequence) -> str:
@@ -65,7 +63,7 @@ def trained_with(runs: Sequence) -> str:
     if parts:
         if not other:
             parts.append(f"preset {', '.join(presets)}")
-        devices = sorted({str(run.summary.get("device", "?")) for run in runs})
+        devices = sorted({str(run.summary.device or "?") for run in runs})
         parts.append(f"device {', '.join(devices)}")
     return "; ".join(parts)
 

@@ -12,9 +12,11 @@ from typing import Any, Iterator, Sequence
 
 from grprune import results as R
 from grprune.collect.common import NOT_HPARAMS
-from grprune.config import SECTIONS
 from grprune.errors import GrpruneError
 from grprune.naming import canonical_reg
+from grprune.record.runconfig import RunConfig
+from grprune.record.settings import flat_items
+from grprune.record.summary import RunSummary
 from grprune.results.rundir import load_json
 from grprune.sweep.plan import ERROR as ERROR_FILE
 from grprune.sweep.plan import PLAN as SWEEP_FILE
@@ -31,8 +33,10 @@ class Run:
     ----------
     path : Path
         The run directory.
-    config, summary : dict
-        Parsed ``config.json`` and ``summary.json``.
+    config : RunConfig
+        ``config.json`` (in the current layout).
+    summary : RunSummary
+        ``summary.json``.
     hparams : dict
         The config flattened to namespaced keys (``reg.size.eta``, ``train.lr``,
         ``selector.name``), without ``train.seed`` and the volatile keys
@@ -42,40 +46,44 @@ class Run:
     """
 
     path: Path
-    config: dict
-    summary: dict
+    config: RunConfig
+    summary: RunSummary
     hparams: dict
     seed: Any
 
+    def __post_init__(self) -> None:
+        self.config = RunConfig.from_dict(self.config)
+        self.summary = RunSummary.from_dict(self.summary)
+
     @property
     def dataset(self) -> str:
-        return self.config["data"]["name"]
+        return self.config.dataset
 
     @property
     def split(self) -> str | None:
-        return self.config["data"].get("split")
+        return self.config.split
 
     @property
     def shift(self) -> str | None:
-        return self.config["data"].get("shift")
+        return self.config.shift
 
     @property
     def reg(self) -> tuple[str, ...]:
         """The regularizer names in canonical order (``size`` before ``eps-align``)."""
-        return canonical_reg(self.config["reg"])
+        return canonical_reg(self.config.regularizers)
 
     @property
     def selector(self) -> str:
-        return self.config["selector"]["name"]
+        return self.config.selector_name
 
     @property
     def preset(self) -> str:
         """The preset the run was resolved with (``paper`` for runs before presets)."""
-        return (self.config.get("preset") or {}).get("name", "paper")
+        return self.config.preset
 
     @property
     def metric(self) -> str:
-        return self.summary["metric"]
+        return self.summary.metric
 
     @property
     def setting_id(self) -> str:
@@ -129,19 +137,8 @@ def flatten_config(cfg: dict) -> dict[str, Any]:
     >>> flatten_config({"train": {"seed": 3, "lr": 0.1}, "reg": {"size": {"eta": 0.5}}})
     {'reg.size.eta': 0.5, 'train.lr': 0.1}
     """
-    flat: dict[str, Any] = {}
-    for section in SECTIONS:
-        body = cfg.get(section)
-        if not isinstance(body, dict):
-            continue
-        if section == "reg":
-            for name, hp in body.items():
-                for k, v in (hp or {}).items():
-                    flat[f"reg.{name}.{k}"] = v
-        else:
-            for k, v in body.items():
-                flat[f"{section}.{k}"] = v
-    return {k: v for k, v in sorted(flat.items()) if k not in NOT_HPARAMS}
+    flat = dict(flat_items(cfg))  # the record layer's one reading of the dotted keys
+    return {k: flat[k] for k in sorted(flat) if k not in NOT_HPARAMS}
 
 
 def _digest(obj: Any) -> str:
@@ -167,10 +164,10 @@ def read_run(run_dir: str | Path) -> Run | Problem:
     """
     run_dir = Path(run_dir)
     st = R.RunDir(run_dir).status()
-    if st.state == "finished":
+    if st.state == "finished" and st.config is not None and st.summary is not None:
         cfg = st.config
         return Run(path=run_dir, config=cfg, summary=st.summary, hparams=flatten_config(cfg),
-                   seed=cfg["train"].get("seed"))
+                   seed=cfg.setting("train.seed"))
     kind = {"interrupted": "unfinished", "empty": "foreign"}.get(st.state, st.state)
     error = R.read_json(run_dir / ERROR_FILE) if kind == "failed" else None
     if isinstance(error, dict) and error.get("kind") == "diverged":
@@ -348,10 +345,10 @@ def _tally(scan: Scan, g: dict, seed: Any, entry: dict, where: Path, sweep_path:
     A finished run of another configuration than planned is added to ``scan.problems``
     as ``"foreign"``, a run directory that does not exist yet as ``"not started"``.
     """
-    if run is not None and entry.get("hash") not in (None, run.config.get("hash")):
+    if run is not None and entry.get("hash") not in (None, run.config.hash):
         g["unreadable"] += 1
         scan.problems.append(Problem(where, "foreign", (
-            f"holds configuration {run.config.get('hash')}, but {sweep_path} "
+            f"holds configuration {run.config.hash}, but {sweep_path} "
             f"planned {entry['hash']} there")))
     elif run is not None or status == "duplicate":
         g["finished"] += 1

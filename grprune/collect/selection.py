@@ -78,7 +78,9 @@ class Setting:
     hparams: dict            # all hyperparameters of the setting (no seed)
 
     def stat(self, key: str) -> tuple[float, float, int]:
-        return mean_std(r.summary.get(key) for r in self.runs)
+        """Mean, sample std and count over the seeds of the summary field ``key``
+        (:class:`~grprune.record.summary.RunSummary`: ``test``, ``kept_edge_fraction``...)."""
+        return mean_std(getattr(r.summary, key) for r in self.runs)
 
 
 #: ``presets=`` values of :func:`aggregate`: a preset is part of the method, or one more
@@ -280,8 +282,8 @@ def _setting_row(s: Setting, column: str, reg: tuple[str, ...], selector: str, s
         row[f"{key}_mean"], row[f"{key}_std"], _ = s.stat(key)
     for key in ("wall_time_s", "epoch_time_s_median"):
         row[f"{key}_mean"] = s.stat(key)[0]
-    mems = [r.summary.get("peak_mem_mib") for r in s.runs
-            if isinstance(r.summary.get("peak_mem_mib"), (int, float))]
+    mems = [r.summary.peak_mem_mib for r in s.runs
+            if isinstance(r.summary.peak_mem_mib, (int, float))]
     row["peak_mem_mib_max"] = max(mems) if mems else math.nan
     return row
 
@@ -301,7 +303,7 @@ def _choice_fields(s: Setting, settings: Sequence[Setting], varying: list[str], 
             "valid_choice": s is by_valid,
             "oracle_choice": s is by_test,
             "setting": first.setting_id,
-            "config_hash": first.config.get("hash"),
+            "config_hash": first.config.hash,
             "dirs": [str(r.path) for r in s.runs]}
 
 

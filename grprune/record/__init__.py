@@ -9,9 +9,10 @@ or the resolver, so nothing above it can make an import cycle through it
   :func:`read_records`) and :func:`file_sha256`;
 * :mod:`grprune.record.settings`: the ``train``, ``model`` and ``data`` settings, their
   parsers and :func:`config_hash`;
-* :mod:`grprune.record.runconfig`: the typed views of ``config.json``, ``summary.json`` and
-  a ``results.jsonl`` line (:class:`RunConfig`, :class:`FeatureSpec`, :class:`RunSummary`,
-  :class:`EpochRecord`).
+* :mod:`grprune.record.runconfig`: the typed view of ``config.json`` (:class:`RunConfig`,
+  its sections, :class:`FeatureSpec`);
+* :mod:`grprune.record.summary`: ``summary.json`` (:class:`RunSummary`);
+* :mod:`grprune.record.epoch`: a ``results.jsonl`` line (:class:`EpochRecord`).
 """
 
 from grprune.record.files import (  # noqa: F401  (re-exported)
@@ -25,10 +26,13 @@ from grprune.record.files import (  # noqa: F401  (re-exported)
     to_json,
     write_records,
 )
-from grprune.record.runconfig import (  # noqa: F401  (re-exported)
-    EpochRecord,
-    FeatureSpec,
-    RunConfig,
-    RunSummary,
+from grprune.record.epoch import EpochRecord  # noqa: F401  (re-exported)
+from grprune.record.runconfig import FeatureSpec, RunConfig  # noqa: F401  (re-exported)
+from grprune.record.settings import (  # noqa: F401  (re-exported)
+    OPTION_KEYS,
+    config_hash,
+    flat_items,
+    lookup,
+    same_run,
 )
-from grprune.record.settings import config_hash, same_run  # noqa: F401  (re-exported)
+from grprune.record.summary import RunSummary  # noqa: F401  (re-exported)

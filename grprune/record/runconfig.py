@@ -1,6 +1,7 @@
-"""Typed views of a run's files: :class:`RunConfig` (``config.json``) with its
-:class:`FeatureSpec`, :class:`RunSummary` (``summary.json``) and :class:`EpochRecord`
-(a line of ``results.jsonl``).
+"""The typed view of ``config.json``: :class:`RunConfig`, its sections
+(:class:`TrainConfig`, :class:`DataConfig`, :class:`ModelConfig`, :class:`PartConfig`) and
+its :class:`FeatureSpec` record. ``summary.json`` and ``results.jsonl`` have theirs in
+:mod:`grprune.record.summary` and :mod:`grprune.record.epoch`.
 
 A resolved configuration (:func:`grprune.config.resolve_config`) is what ``config.json``
 holds: six sections of settings and three records::
@@ -11,8 +12,10 @@ holds: six sections of settings and three records::
      "preset": {...}, "hash": "...", "features": {...}}
 
 :class:`RunConfig` is that mapping (it stays a ``dict``, so it is written as JSON as it
-is) with typed accessors for what the workflow asks of it: part names, seed, epochs,
-the method's label, the :class:`FeatureSpec`. :func:`upgrade` reads configurations of
+is) with typed accessors for what the workflow asks of it: each section
+(``cfg.train.epochs``, ``cfg.data.limit``, ``cfg.selector.name``, ``cfg.reg``), the
+records (``cfg.hash``, ``cfg.preset``, ``cfg.features``) and any setting by its dotted key
+(``cfg.setting("reg.size.eta")``). :func:`upgrade` reads configurations of
 older versions: version 1 kept the classifier's ``readout`` and ``head_layers`` in the
 ``encoder`` section; they are moved to ``model``, and the run keeps its hash
 (:func:`grprune.record.settings.config_hash` is computed on the version-1 layout).
@@ -21,11 +24,13 @@ older versions: version 1 kept the classifier's ``readout`` and ``head_layers`` 
 from __future__ import annotations
 
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, fields
+from types import MappingProxyType
 from typing import Any, Mapping
 
 from grprune.errors import GrpruneError
-from grprune.record.settings import ModelSettings
+from grprune.hparams import Param
+from grprune.record.settings import DataSettings, ModelSettings, TrainSettings, lookup
 
 #: the current layout of ``config.json``
 VERSION = 2
@@ -100,6 +105,99 @@ class FeatureSpec:
                 "edge_dim": self.edge_dim}
 
 
+def _with_defaults(cls: type, body: Mapping[str, Any], params: Mapping[str, Param]
+                   ) -> dict[str, Any]:
+    """The values of ``cls``'s fields in a section: as stored, else the declared default
+    (a key that an older configuration lacks)."""
+    return {f.name: body[f.name] if f.name in body else params[f.name].default
+            for f in fields(cls)}
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """The ``train`` section (:class:`~grprune.record.settings.TrainSettings` declares each
+    key, its default, domain and meaning)."""
+
+    epochs: int
+    batch_size: int
+    lr: float
+    weight_decay: float
+    warmup_epochs: int
+    patience: int
+    seed: int
+    device: str
+    eval_train: bool
+    progress: str
+    loader_workers: int
+    deterministic: bool
+    select_warmup: bool
+    lr_milestones: str
+    lr_gamma: float
+    save_last: bool
+    fast_path: bool
+    eval_batch_size: int
+
+    @classmethod
+    def from_dict(cls, body: Mapping[str, Any]) -> "TrainConfig":
+        return cls(**_with_defaults(cls, body, TrainSettings.params))
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """The ``model`` section: the classifier around the encoder
+    (:class:`~grprune.record.settings.ModelSettings`)."""
+
+    readout: str
+    head_layers: int
+
+    @classmethod
+    def from_dict(cls, body: Mapping[str, Any]) -> "ModelConfig":
+        return cls(**_with_defaults(cls, body, ModelSettings.params))
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    """The ``data`` section: the dataset's name, the settings every dataset has
+    (:class:`~grprune.record.settings.DataSettings`) and the dataset's own ``params``
+    (``split``, ``shift``, ``path``, ...: what its loader takes)."""
+
+    name: str
+    root: str
+    download: bool
+    limit: int
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, body: Mapping[str, Any]) -> "DataConfig":
+        own = {k: v for k, v in body.items() if k != "name" and k not in DataSettings.params}
+        settings = {k: body.get(k, p.default) for k, p in DataSettings.params.items()}
+        return cls(name=str(body["name"]), **settings, params=MappingProxyType(own))
+
+    @property
+    def split(self) -> str | None:
+        """The split scheme (None for datasets without one)."""
+        return self.params.get("split")
+
+    @property
+    def shift(self) -> str | None:
+        """The distribution shift (GOOD datasets: ``covariate`` or ``concept``)."""
+        return self.params.get("shift")
+
+
+@dataclass(frozen=True)
+class PartConfig:
+    """A part's section (``selector``, ``encoder``): its registered ``name`` (``none`` for
+    no selector) and its hyperparameters (read-only; the part's class declares them)."""
+
+    name: str
+    hparams: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, body: Mapping[str, Any]) -> "PartConfig":
+        return cls(str(body["name"]),
+                   MappingProxyType({k: v for k, v in body.items() if k != "name"}))
+
+
 class RunConfig(dict):
     """A resolved run configuration (a ``dict``, as in ``config.json``) with typed access.
 
@@ -137,6 +235,61 @@ class RunConfig(dict):
         return int(self["train"]["seed"])
 
     @property
+    def shift(self) -> str | None:
+        """``data.shift`` (None for datasets without one)."""
+        return self["data"].get("shift")
+
+    @property
+    def data(self) -> DataConfig:
+        """The ``data`` section, typed."""
+        return DataConfig.from_dict(self["data"])
+
+    @property
+    def train(self) -> TrainConfig:
+        """The ``train`` section, typed."""
+        return TrainConfig.from_dict(self["train"])
+
+    @property
+    def model(self) -> ModelConfig:
+        """The ``model`` section, typed."""
+        return ModelConfig.from_dict(self["model"])
+
+    @property
+    def selector(self) -> PartConfig:
+        """The ``selector`` section (``name`` ``none`` for ERM)."""
+        return PartConfig.from_dict(self["selector"])
+
+    @property
+    def encoder(self) -> PartConfig:
+        """The ``encoder`` section."""
+        return PartConfig.from_dict(self["encoder"])
+
+    @property
+    def reg(self) -> Mapping[str, Mapping[str, Any]]:
+        """Regularizer name -> its hyperparameters, in ``--reg`` order (read-only)."""
+        return MappingProxyType({name: MappingProxyType(dict(hp))
+                                 for name, hp in self["reg"].items()})
+
+    @property
+    def hash(self) -> str | None:
+        """The config hash (:func:`~grprune.record.settings.config_hash`) it was resolved
+        with; None before resolution ends."""
+        value = self.get("hash")
+        return None if value is None else str(value)
+
+    @property
+    def preset_values(self) -> Mapping[str, Any]:
+        """The preset's values that applied to this run (``{"train.epochs": 200, ...}``;
+        empty for runs without a preset record)."""
+        return dict((self.get("preset") or {}).get("values") or {})
+
+    def setting(self, key: str, default: Any = None) -> Any:
+        """A setting or record field by its dotted key (``reg.size.eta``, ``train.lr``,
+        ``preset.name``; :func:`~grprune.record.settings.lookup`); ``default`` when the
+        configuration lacks it."""
+        return lookup(self, key, default)
+
+    @property
     def epochs(self) -> int:
         return int(self["train"]["epochs"])
 
@@ -154,6 +307,18 @@ class RunConfig(dict):
     def with_features(self, spec: FeatureSpec) -> "RunConfig":
         """A copy with the ``features`` record set."""
         return RunConfig({**self, "features": spec.to_dict()})
+
+
+def check_config(cfg: Any) -> str | None:
+    """Why ``cfg`` is not a grprune run configuration, or None."""
+    if not isinstance(cfg, dict):
+        return "config.json is not a JSON object"
+    for section in ("data", "selector", "train", "reg"):
+        if not isinstance(cfg.get(section), dict):
+            return f"config.json has no {section!r} section (not a grprune run config)"
+    if "name" not in cfg["data"] or "name" not in cfg["selector"]:
+        return "config.json lacks data.name or selector.name (not a grprune run config)"
+    return None
 
 
 def upgrade(cfg: Mapping[str, Any]) -> dict[str, Any]:
@@ -194,55 +359,3 @@ def move_keys(items: list[tuple[str, Any]], encoder_keys: Mapping[str, Any]
             key = new
         out.append((key, value))
     return out
-
-
-class RunSummary(dict):
-    """``summary.json`` (a ``dict``, as written by :class:`grprune.trainer.Trainer`) with
-    typed access to what the workflow reads of it."""
-
-    @property
-    def metric(self) -> str:
-        """``rocauc`` or ``accuracy``."""
-        return str(self["metric"])
-
-    def score(self, split: str) -> float | None:
-        """The selected model's score on ``split`` (``test``, ``valid``, ``id_valid``,
-        ``id_test``); None when the run has no such split."""
-        value = self.get(split.replace("-", "_"))
-        return float(value) if isinstance(value, (int, float)) else None
-
-    @property
-    def best_epoch(self) -> int:
-        return int(self["best_epoch"])
-
-    @property
-    def selected(self) -> str:
-        """The trainer's checkpoint rule: ``best-valid`` or ``last-epoch``."""
-        return str(self.get("selected", "best-valid"))
-
-    @property
-    def use_selector(self) -> bool | None:
-        """Whether evaluation used the selector; None for runs written before it was
-        recorded (:func:`grprune.inference.evaluation_uses_selector` decides then)."""
-        value = self.get("use_selector")
-        return value if isinstance(value, bool) else None
-
-
-class EpochRecord(dict):
-    """One epoch of ``results.jsonl``: ``epoch``, ``phase`` (``warmup`` or ``train``),
-    ``loss`` (``{"total": ..., "ce": ..., "reg/term": ...}``), per split its scores
-    (``{"valid": {"rocauc": ...}}``), ``lr`` and timings."""
-
-    @property
-    def epoch(self) -> int:
-        return int(self["epoch"])
-
-    @property
-    def warmup(self) -> bool:
-        """Whether this was an ERM warm-up epoch (selector and regularizers off)."""
-        return self.get("phase") == "warmup"
-
-    def score(self, split: str, metric: str) -> float | None:
-        """``record[split][metric]``; None when the split was not evaluated."""
-        value = (self.get(split) or {}).get(metric)
-        return float(value) if isinstance(value, (int, float)) else None

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from grprune.errors import GrpruneError
 from grprune.hparams import Configurable, Param
@@ -26,6 +26,56 @@ RECORDS = ("version", "hash", "preset", "features")
 VOLATILE_KEYS = {("data", "root"), ("data", "download"), ("data", "id_column"),
                  ("train", "device"), ("train", "progress"), ("train", "loader_workers"),
                  ("train", "fast_path"), ("train", "eval_batch_size")}
+#: the options of ``grprune run`` (and :func:`grprune.train`, and a sweep's axes and shared
+#: settings) that set one setting: ``--epochs 5`` is ``train.epochs=5``
+OPTION_KEYS = {"split": "data.split", "shift": "data.shift", "epochs": "train.epochs",
+               "seed": "train.seed", "device": "train.device", "root": "data.root",
+               "download": "data.download", "progress": "train.progress",
+               "deterministic": "train.deterministic"}
+#: the options that name a part (or the preset), and where a resolved config records it
+PART_KEYS = {"data": "data.name", "encoder": "encoder.name", "selector": "selector.name",
+             "preset": "preset.name"}
+
+
+def flat_items(cfg: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
+    """The settings of a nested configuration as ``(dotted key, value)``, in its order:
+    ``("train.lr", 0.001)``, ``("reg.size.eta", 0.85)`` (``reg.NAME.key`` for regularizers).
+
+    The one reading of the dotted keys (:func:`lookup` is its inverse). Records (``hash``,
+    ``preset``, ...), unknown sections, and a section or regularizer that is not a mapping
+    are passed over: a reader that must refuse them (a config file) checks first.
+
+    Examples
+    --------
+    >>> list(flat_items({"train": {"lr": 0.1}, "reg": {"size": {"eta": 0.5}}, "hash": "ab"}))
+    [('train.lr', 0.1), ('reg.size.eta', 0.5)]
+    """
+    for section, body in cfg.items():
+        if section not in SECTIONS or not isinstance(body, Mapping):
+            continue
+        for key, value in body.items():
+            if section != "reg":
+                yield f"{section}.{key}", value
+            elif isinstance(value, Mapping):
+                yield from ((f"reg.{key}.{k}", v) for k, v in value.items())
+
+
+def lookup(cfg: Mapping[str, Any], key: str, default: Any = None) -> Any:
+    """The value of a dotted key in a nested configuration: ``train.lr``, ``reg.size.eta``,
+    ``selector.name``, or a record's field (``preset.name``); ``default`` when it lacks it.
+
+    Examples
+    --------
+    >>> cfg = {"reg": {"size": {"eta": 0.5}}, "preset": {"name": "paper"}}
+    >>> lookup(cfg, "reg.size.eta"), lookup(cfg, "preset.name"), lookup(cfg, "reg.vrex.weight")
+    (0.5, 'paper', None)
+    """
+    section, _, rest = key.partition(".")
+    body = cfg.get(section)
+    if section == "reg" and isinstance(body, Mapping):
+        name, _, rest = rest.partition(".")
+        body = body.get(name)
+    return body.get(rest, default) if isinstance(body, Mapping) and rest else default
 
 
 def parse_milestones(text: str) -> tuple[int, ...]:

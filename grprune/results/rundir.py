@@ -35,8 +35,12 @@ from typing import Any
 
 from grprune.errors import GrpruneError
 
+from grprune.record.epoch import EpochRecord
 from grprune.record.files import CONFIG, ERROR, LOG, RESULTS, STATE, SUMMARY, read_records
-from grprune.record.runconfig import EpochRecord, RunConfig, RunSummary
+# the checks of config.json and summary.json belong to the record layer; re-exported here
+from grprune.record.runconfig import RunConfig, check_config  # noqa: F401  (re-exported)
+from grprune.record.settings import config_hash
+from grprune.record.summary import RunSummary, check_summary  # noqa: F401  (re-exported)
 
 LOCK = ".lock"
 #: files a directory may hold and still count as empty
@@ -77,40 +81,6 @@ def load_json(path: Path) -> tuple[Any, str | None]:
         return None, f"{path.name} is not valid JSON ({one_line(exc, 80)})"
 
 
-def check_config(cfg: Any) -> str | None:
-    """Why ``cfg`` is not a grprune run configuration, or None."""
-    if not isinstance(cfg, dict):
-        return "config.json is not a JSON object"
-    for section in ("data", "selector", "train", "reg"):
-        if not isinstance(cfg.get(section), dict):
-            return f"config.json has no {section!r} section (not a grprune run config)"
-    if "name" not in cfg["data"] or "name" not in cfg["selector"]:
-        return "config.json lacks data.name or selector.name (not a grprune run config)"
-    return None
-
-
-def check_summary(summary: Any, cfg: dict) -> str | None:
-    """Why ``summary`` is not a sound summary of the run of ``cfg``, or None."""
-    if not isinstance(summary, dict):
-        return "summary.json is not a JSON object"
-    if summary.get("metric") is None:
-        return "summary.json has no 'metric'"
-    if "test" not in summary:
-        return "summary.json has no 'test' value"
-    for key in ("test", "valid", "id_valid", "id_test"):
-        value = summary.get(key)
-        if value is not None and not isinstance(value, (int, float)):
-            return f"summary.json: {key!r} is not a number ({value!r})"
-    hashes = summary.get("config_hash"), cfg.get("hash")
-    if None not in hashes and hashes[0] != hashes[1]:
-        return (f"summary.json belongs to another configuration (config hash {hashes[0]}, "
-                f"config.json has {hashes[1]})")
-    if summary.get("dataset") not in (None, cfg["data"]["name"]):
-        return (f"summary.json is for dataset {summary['dataset']!r} but config.json "
-                f"for {cfg['data']['name']!r}")
-    return None
-
-
 def _age(seconds: float) -> str:
     if seconds < 90:
         return f"{seconds:.0f} s"
@@ -142,10 +112,10 @@ class RunDir:
         msg = data.get("message") or json.dumps(data) if isinstance(data, dict) else data
         return one_line(msg)
 
-    def _progress(self, cfg: dict) -> str:
+    def _progress(self, cfg: RunConfig) -> str:
         """``"3/100 epochs; state.pt present: ...; last written 2 min ago"``."""
         parts = [f"{len(read_records(self.path / RESULTS))}/"
-                 f"{cfg.get('train', {}).get('epochs', '?')} epochs"]
+                 f"{cfg.setting('train.epochs', '?')} epochs"]
         parts.append("state.pt present: resumable with the same command"
                      if (self.path / STATE).is_file() else "no state.pt yet")
         mtimes = [p.stat().st_mtime for p in self.path.iterdir() if p.is_file()]
@@ -177,11 +147,9 @@ class RunDir:
         if why is not None:
             return Status("foreign", why)
         old = RunConfig.from_dict(old)  # older layouts read in the current one
-        if cfg is not None:
-            from grprune.record.settings import config_hash
-            if config_hash(old) != config_hash(cfg):
-                return Status("other-config", f"holds another configuration (hash "
-                                              f"{old.get('hash')})", config=old)
+        if cfg is not None and config_hash(old) != config_hash(cfg):
+            return Status("other-config", f"holds another configuration (hash {old.hash})",
+                          config=old)
         if not held and self.locked():
             return Status("running", RUNNING_ELSEWHERE,
                           config=old)
@@ -190,14 +158,14 @@ class RunDir:
             why = why or check_summary(summary, old)
             if why is not None:
                 return Status("corrupt", why, config=old)
-            return Status("finished", config=old, summary=RunSummary(summary))
+            return Status("finished", config=old, summary=RunSummary.from_dict(summary))
         if ERROR in names:
             return Status("failed", self._error_message(), config=old)
         return Status("interrupted", self._progress(old), config=old)
 
     def records(self) -> list[EpochRecord]:
         """``results.jsonl``, one typed record per epoch (a torn last line is skipped)."""
-        return [EpochRecord(r) for r in read_records(self.path / RESULTS)]
+        return [EpochRecord.from_dict(r) for r in read_records(self.path / RESULTS)]
 
     def _lock(self):
         from filelock import FileLock

@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from grprune.errors import GrpruneError, did_you_mean
+from grprune.record.runconfig import RunConfig
+from grprune.record.settings import OPTION_KEYS, PART_KEYS, lookup
 from grprune.sweep.parsing import (parse_hparams, parse_ints, parse_reg, parse_seeds,
                                    split_list)
 from grprune.sweep.parsing import parse_seeds_items  # noqa: F401  (importable from here too)
@@ -259,8 +261,8 @@ class Configuration:
 
     Attributes
     ----------
-    cfg : dict
-        The fully resolved configuration (with ``cfg["hash"]``).
+    cfg : RunConfig
+        The fully resolved configuration (with its ``hash``).
     point : dict
         The grid point, ``{axis or -H key: value}``, as given.
     overrides : list of str
@@ -274,28 +276,31 @@ class Configuration:
         Index of the grid it came from.
     """
 
-    cfg: dict
+    cfg: RunConfig
     point: dict
     overrides: list[str]
     dropped: list[str]
     fixed: dict
     grid: int = 0
 
+    def __post_init__(self) -> None:
+        self.cfg = RunConfig.from_dict(self.cfg)
+
     @property
     def hash(self) -> str:
         """The config hash (12 hex digits)."""
-        return self.cfg["hash"]
+        return str(self.cfg.hash)
 
 
 def _resolve(point: Mapping[str, Any], fixed: Mapping[str, Any],
-             overrides: Sequence[str]) -> dict:
+             overrides: Sequence[str]) -> RunConfig:
+    """A grid point's configuration, resolved as ``grprune run`` resolves its options
+    (:data:`~grprune.record.settings.OPTION_KEYS`: ``--epochs`` is ``train.epochs``)."""
     from grprune.config import resolve_config
-    flags = {"data.split": point.get("split"), "data.shift": point.get("shift"),
-             "train.epochs": point.get("epochs"), "train.seed": point.get("seed"),
-             "train.device": fixed.get("device"), "data.root": fixed.get("root")}
-    if fixed.get("download"):
-        flags["data.download"] = True
-    flags = {k: v for k, v in flags.items() if v is not None}
+    options = {**{a: point.get(a) for a in ("split", "shift", "epochs", "seed")},
+               **{k: fixed.get(k) for k in ("device", "root")},
+               "download": True if fixed.get("download") else None}
+    flags = {OPTION_KEYS[k]: v for k, v in options.items() if v is not None}
     return resolve_config(data=point.get("data"), selector=point.get("selector"),
                           reg=point.get("reg"), encoder=point.get("encoder"), flags=flags,
                           overrides=overrides, file=fixed.get("config"),
@@ -306,23 +311,24 @@ _MISSING = object()
 
 
 def _lookup(key: str, cfg: Mapping[str, Any]) -> Any:
-    """The value of a namespaced key (``reg.size.eta``, ``selector.tau``) in ``cfg``.
+    """The value of a ``-H`` key (``reg.size.eta``, ``selector.tau``) in ``cfg``: the record
+    layer's dotted lookup (:func:`~grprune.record.settings.lookup`), with the regularizer's
+    name read as ``-H`` reads it (``eps_align`` is ``eps-align``).
 
     ``_MISSING`` when the configuration lacks it: an unknown regularizer, one not
     in ``cfg``, a key its part does not declare, or a ``name``.
     """
     section, _, rest = key.partition(".")
-    if section not in cfg or rest == "name":
+    if rest == "name" or (section == "reg" and "." not in rest):
         return _MISSING
     if section == "reg":
         from grprune.regularizers import REGULARIZERS
         name, _, hp = rest.partition(".")
         try:
-            name = REGULARIZERS.canonical(name)
+            key = f"reg.{REGULARIZERS.canonical(name)}.{hp}"
         except GrpruneError:
             return _MISSING
-        return cfg["reg"].get(name, {}).get(hp, _MISSING)
-    return cfg[section].get(rest, _MISSING)
+    return lookup(cfg, key, _MISSING)
 
 
 def applies(key: str, cfg: Mapping[str, Any]) -> bool:
@@ -331,7 +337,7 @@ def applies(key: str, cfg: Mapping[str, Any]) -> bool:
     ``reg.size.eta`` applies when ``size`` is one of the regularizers and declares
     ``eta``; ``selector.tau`` when there is a selector that declares ``tau``.
     """
-    if key.startswith("selector.") and cfg["selector"]["name"] == "none":
+    if key.startswith("selector.") and RunConfig.from_dict(cfg).selector_name == "none":
         return False
     return _lookup(key, cfg) is not _MISSING
 
@@ -343,15 +349,10 @@ def value_of(axis: str, conf: Configuration) -> Any:
     without that setting).
     """
     cfg = conf.cfg
-    simple = {"data": ("data", "name"), "split": ("data", "split"), "shift": ("data", "shift"),
-              "encoder": ("encoder", "name"), "selector": ("selector", "name"),
-              "preset": ("preset", "name"),
-              "epochs": ("train", "epochs"), "seed": ("train", "seed")}
-    if axis in simple:
-        section, key = simple[axis]
-        return cfg[section].get(key)
+    if axis in PART_KEYS or axis in OPTION_KEYS:  # --data is data.name, --epochs train.epochs
+        return cfg.setting(PART_KEYS.get(axis) or OPTION_KEYS[axis])
     if axis == "reg":
-        return ",".join(cfg["reg"]) or "none"
+        return ",".join(cfg.regularizers) or "none"
     if any(d.split("=", 1)[0] == axis for d in conf.dropped):
         return None
     value = _lookup(axis, cfg)
@@ -509,12 +510,12 @@ def _distinct(todo: Sequence[tuple], resolved: Sequence[tuple],
     dropped overrides to the first one's."""
     by_hash: dict[str, Configuration] = {}
     for (gi, point, overrides), (cfg, dropped, _) in zip(todo, resolved):
-        if cfg["hash"] in by_hash:  # a duplicate: its dropped overrides are the first's too
-            first = by_hash[cfg["hash"]]
+        if cfg.hash in by_hash:  # a duplicate: its dropped overrides are the first's too
+            first = by_hash[cfg.hash]
             first.dropped += [d for d in dropped if d not in first.dropped]
             continue
         kept = [o for o in overrides if o not in dropped]
-        by_hash[cfg["hash"]] = Configuration(cfg, point, kept, list(dropped),
+        by_hash[cfg.hash] = Configuration(cfg, point, kept, list(dropped),
                                              dict(grids[gi].fixed), gi)
     return list(by_hash.values())
 

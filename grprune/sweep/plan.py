@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from grprune import results as R
-from grprune.config import same_run
 from grprune.errors import GrpruneError
+from grprune.record.runconfig import RunConfig
+from grprune.record.settings import same_run
 from grprune.sweep.grid import Configuration, Expansion
 
 PLAN = "sweep.json"
@@ -81,10 +82,9 @@ def plan_entries(expansion: Expansion, root: Path) -> list[dict]:
     directory, dataset, method (:func:`grprune.naming.method_slug`), seed, the grid's
     values and the dropped ``-H`` keys; readers need not parse directory names."""
     from grprune.naming import method_slug
-    from grprune.runconfig import RunConfig
     out = []
     for conf in expansion.configs:
-        cfg = RunConfig.from_dict(conf.cfg)
+        cfg = conf.cfg
         out.append({"hash": conf.hash, "run_dir": rel_dir(conf, root),
                     "dataset": cfg.dataset, "method": method_slug(cfg), "seed": cfg.seed,
                     "values": expansion.values(conf), "dropped": list(conf.dropped)})
@@ -333,8 +333,8 @@ def finish_job(job: Job, returncode: int | None, error: str | None = None) -> tu
         if same_run(written, cfg):
             (job.run_dir / ERROR).unlink(missing_ok=True)
             return True, ""
-        error = (f"the run wrote configuration {written.get('hash')} instead of the planned "
-                 f"{cfg['hash']}")
+        error = (f"the run wrote configuration {RunConfig.from_dict(written).hash} instead "
+                 f"of the planned {cfg.hash}")
     lines = _tail(job)
     message = error or _one_line(lines, returncode)
     if returncode == 0 and error is None:
@@ -344,7 +344,7 @@ def finish_job(job: Job, returncode: int | None, error: str | None = None) -> tu
     own = {k: own[k] for k in ("kind", "epoch") if k in own} if isinstance(own, dict) else {}
     R.atomic_write_json(job.run_dir / ERROR, {
         **own, "message": message, "returncode": returncode, "time": now(),
-        "command": "python -m grprune " + shlex.join(job.args), "hash": cfg["hash"],
+        "command": "python -m grprune " + shlex.join(job.args), "hash": cfg.hash,
         "log": LOG, "stderr_tail": lines})
     return False, message
 

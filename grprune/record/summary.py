@@ -1,0 +1,222 @@
+"""The summary of a finished run, typed: :class:`RunSummary`, what ``summary.json`` holds.
+
+The trainer builds it once, at the end of a run (:meth:`grprune.trainer.Trainer.fit`), and
+:class:`grprune.results.RunDir` readers get it back from the file
+(:meth:`RunSummary.from_dict`). :meth:`RunSummary.to_dict` gives the file's keys in the
+file's order, so ``summary.json`` is the same, byte for byte, as the dict literal that
+built it before this class existed; a summary read from an older run keeps the keys it
+had (a key it lacks is left out again, one this version does not know is kept, after the
+known ones), so :meth:`~RunSummary.from_dict` then :meth:`~RunSummary.to_dict` gives the
+file back.
+
+Scores are fractions in [0, 1] (``metric`` says which: ``rocauc`` or ``accuracy``); a
+score that was not computed or is undefined is NaN in memory and ``null`` in the file
+(:func:`grprune.record.files.to_json`, which adds the ``non_finite`` key). Times are in
+seconds, memory in MiB.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field, fields
+from typing import Any, Mapping
+
+from grprune.errors import GrpruneError
+from grprune.record.runconfig import FeatureSpec
+
+#: the scores of the selected model, by split (``id_valid`` and ``id_test`` where the
+#: dataset has in-distribution hold-outs)
+SCORES = ("train", "valid", "test", "id_valid", "id_test")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunSummary:
+    """``summary.json``: what ran, how the selected model scored, and what it cost.
+
+    Attributes
+    ----------
+    dataset, split, selector, preset : str
+        ``data.name``, ``data.split`` (None without splits), ``selector.name`` (``none``
+        for ERM) and the preset's name.
+    reg : tuple of str
+        Regularizer names in ``--reg`` order.
+    seed : int
+    metric : str
+        ``rocauc`` or ``accuracy``.
+    best_epoch : int
+        The selected epoch, counted from 0; -1 when none was (``selected`` says why).
+    valid, test, train, id_valid, id_test : float or None
+        The selected model's scores (``valid`` None when no epoch was selected on it;
+        ``id_*`` where the dataset has in-distribution splits).
+    kept_edge_fraction : float
+        Fraction of the test split's edges the selector kept (1.0 without one).
+    selected : str
+        ``best-valid`` or ``last-epoch`` (no post-warm-up epoch, or validation always NaN).
+    use_selector : bool or None
+        Whether evaluation used the selector (None: a run written before it was recorded).
+    epochs_run : int
+    last : mapping
+        Split -> the last epoch's score.
+    train_time_s, epoch_time_s_median, data_load_s, wall_time_s : float
+        Seconds: training (the epoch loop), the median epoch, loading the data, and the
+        whole run (loading, training, the final evaluation).
+    selected_phase : str
+        ``train``, or ``warmup`` when an ERM warm-up epoch was selected.
+    motif_edge_rocauc, motif_edge_rocauc_correct, spurious_precision_at_50 : float or None
+        The selector's test diagnostics where the graphs have ground-truth edges.
+    selector_diagnostics : mapping
+        Split -> the selector's diagnostics (:class:`grprune.evaluation.Evaluation`).
+    peak_mem_mib, peak_rss_mib : float
+        Peak device memory (the RSS on the CPU) and peak resident memory, MiB.
+    device, config_hash : str
+    environment, determinism, dataset_info : mapping
+        Software and hardware (:func:`grprune.provenance.environment`), the determinism
+        settings in force, and the dataset's own record (sizes, skipped rows).
+    model : FeatureSpec or None
+        The data's feature and class sizes (written in its older ``feature_kind`` /
+        ``num_classes`` form; ``config.json``'s ``features`` is the newer record).
+    extra : mapping
+        Keys of a summary read from a file that this version does not know (the file's
+        ``non_finite`` among them), written back after the known ones.
+    absent : frozenset of str
+        Known keys the summary lacks (``id_valid`` and ``id_test`` without such splits; any
+        that an older version did not write): :meth:`to_dict` leaves them out.
+    """
+
+    dataset: str = ""
+    split: str | None = None
+    selector: str = "none"
+    reg: tuple[str, ...] = ()
+    preset: str = "paper"
+    seed: Any = 0
+    metric: str = ""
+    best_epoch: int = -1
+    valid: float | None = None
+    test: float | None = None
+    train: float | None = None
+    id_valid: float | None = None
+    id_test: float | None = None
+    kept_edge_fraction: float | None = None
+    selected: str = "best-valid"
+    use_selector: bool | None = None
+    epochs_run: int = 0
+    last: Mapping[str, Any] = field(default_factory=dict)
+    train_time_s: float | None = None
+    epoch_time_s_median: float | None = None
+    selected_phase: str | None = None
+    motif_edge_rocauc: float | None = None
+    motif_edge_rocauc_correct: float | None = None
+    spurious_precision_at_50: float | None = None
+    selector_diagnostics: Mapping[str, Any] = field(default_factory=dict)
+    peak_mem_mib: float | None = None
+    peak_rss_mib: float | None = None
+    device: str | None = None
+    config_hash: str | None = None
+    environment: Mapping[str, Any] = field(default_factory=dict)
+    determinism: Mapping[str, Any] = field(default_factory=dict)
+    model: FeatureSpec | None = None
+    data_load_s: float | None = None
+    wall_time_s: float | None = None
+    dataset_info: Mapping[str, Any] = field(default_factory=dict)
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    absent: frozenset[str] = frozenset()
+
+    @classmethod
+    def keys_written(cls) -> tuple[str, ...]:
+        """The known keys of ``summary.json``, in the file's order."""
+        return tuple(f.name for f in fields(cls) if f.name not in ("extra", "absent"))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``summary.json`` record (a new dict, nothing shared with the summary)."""
+        out: dict[str, Any] = {}
+        for name in self.keys_written():
+            if name in self.absent:
+                continue
+            value = getattr(self, name)
+            if name == "reg":
+                value = list(value)
+            elif name == "model":
+                value = value.summary_record() if value is not None else None
+            out[name] = copy.deepcopy(value)
+        out.update(copy.deepcopy(dict(self.extra)))
+        return out
+
+    @classmethod
+    def from_dict(cls, record: "Mapping[str, Any] | RunSummary") -> "RunSummary":
+        """A summary read from ``summary.json`` (of this version or an older one).
+
+        Missing keys take the defaults and are marked :attr:`absent`; unknown keys, and a
+        ``reg`` or ``model`` record of an unexpected form, are kept in :attr:`extra`.
+        """
+        if isinstance(record, RunSummary):
+            return record
+        names = cls.keys_written()
+        values = {k: record[k] for k in names if k in record}
+        extra = {k: v for k, v in record.items() if k not in values}
+        if "reg" in values:
+            if isinstance(values["reg"], (list, tuple)):
+                values["reg"] = tuple(values["reg"])
+            else:
+                extra["reg"] = values.pop("reg")
+        if values.get("model") is not None:
+            try:
+                values["model"] = FeatureSpec.from_dict(values["model"])
+            except (GrpruneError, AttributeError):
+                extra["model"] = values.pop("model")
+        absent = frozenset(k for k in names if k not in values)
+        return cls(**values, extra=extra, absent=absent)
+
+    def score(self, split: str) -> float | None:
+        """The selected model's score on ``split`` (``test``, ``valid``, ``train``,
+        ``id_valid`` or ``id-valid``, ``id_test``); None when the run has no such score."""
+        name = split.replace("-", "_")
+        value = getattr(self, name) if name in SCORES else None
+        return float(value) if isinstance(value, (int, float)) else None
+
+    @property
+    def in_distribution(self) -> bool:
+        """Whether the run has in-distribution hold-out scores (``id_valid``, ``id_test``:
+        GOOD's ID splits), beside the OOD ones (``valid``, ``test``)."""
+        return not {"id_valid", "id_test"} <= self.absent
+
+    @property
+    def features(self) -> FeatureSpec | None:
+        """:attr:`model`: the data's :class:`~grprune.record.runconfig.FeatureSpec`."""
+        return self.model
+
+    # -- read as a mapping: for code that reads summary["test"] while it moves to the
+    # attributes (tests, benchmarks, scripts); it goes before issue 40 closes ---------------
+    def __getitem__(self, key: str) -> Any:
+        return self.to_dict()[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.to_dict().get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.to_dict()
+
+    def keys(self):
+        return self.to_dict().keys()
+
+
+def check_summary(summary: Any, cfg: Mapping[str, Any]) -> str | None:
+    """Why ``summary`` (parsed ``summary.json``) is not a sound summary of the run of
+    ``cfg`` (its ``config.json``), or None."""
+    if not isinstance(summary, dict):
+        return "summary.json is not a JSON object"
+    if summary.get("metric") is None:
+        return "summary.json has no 'metric'"
+    if "test" not in summary:
+        return "summary.json has no 'test' value"
+    for key in ("test", "valid", "id_valid", "id_test"):
+        value = summary.get(key)
+        if value is not None and not isinstance(value, (int, float)):
+            return f"summary.json: {key!r} is not a number ({value!r})"
+    hashes = summary.get("config_hash"), cfg.get("hash")
+    if None not in hashes and hashes[0] != hashes[1]:
+        return (f"summary.json belongs to another configuration (config hash {hashes[0]}, "
+                f"config.json has {hashes[1]})")
+    if summary.get("dataset") not in (None, cfg["data"]["name"]):
+        return (f"summary.json is for dataset {summary['dataset']!r} but config.json "
+                f"for {cfg['data']['name']!r}")
+    return None
