@@ -456,7 +456,7 @@ def _part_metrics(run, dataset, part: str, part_idx: np.ndarray, scores: dict,
     return {
         "run_dir": str(run.run_dir), "dataset": dataset.name, "part": part,
         "graphs_in_part": int(len(part_idx)),
-        "data_limit": int(run.cfg["data"].get("limit", 0) or 0),
+        "data_limit": int(run.cfg.data.limit or 0),
         "accuracy": float(correct.mean()) if len(correct) else None,
         "unit": "undirected bonds (both directions of a bond share one logit)",
         "score": f"selector logit w rounded to {RANK_DECIMALS} decimals (orders bonds like "

@@ -148,7 +148,13 @@ def _reason_kind(reason: str) -> str:
     return reason[:40]
 
 
-def skipped_rows_line(info: dict, cfg: dict) -> str:
+def _split_fields(rec: EpochRecord, metric: str) -> dict[str, str]:
+    """``{"train": "train 0.9312", "valid": ..., "test": ...}`` for the evaluated splits."""
+    return {split: f"{split} {_fmt(rec.value(split, metric))}"
+            for split in ("train", "valid", "test") if split in rec.scores}
+
+
+def skipped_rows_line(info: dict, dataset: str) -> str:
     """One line when the data's source rows were skipped (unparsable SMILES, bad labels):
     how many, by reason, and where to see them; ``""`` when none were."""
     n = info.get("n_skipped") or 0
@@ -159,7 +165,7 @@ def skipped_rows_line(info: dict, cfg: dict) -> str:
     by = "; ".join(f"{k} {v}" for k, v in reasons.most_common()) or "see below"
     total = info.get("n_source_rows")
     return (f"grprune: {n}{f' of {total}' if total else ''} source rows were skipped ({by}); "
-            f"`grprune data info {cfg['data']['name']} -H data.path=...` lists them")
+            f"`grprune data info {dataset} -H data.path=...` lists them")
 
 
 def _clock(seconds: float | None) -> str:
@@ -190,29 +196,27 @@ class _EpochLine:
         self.times: list[float] = []
         self.started = time.monotonic()
 
-    def update(self, rec: dict, metric: str) -> None:
+    def update(self, rec: dict | EpochRecord, metric: str) -> None:
         """Show one finished epoch's record (what ``run``'s ``on_epoch`` gets)."""
-        self.rec, self.metric = rec, metric
-        self.times = [*self.times, float(rec["epoch_time_s"])][-self.ETA_WINDOW:]
+        self.rec, self.metric = EpochRecord.from_dict(rec), metric
+        self.times = [*self.times, float(self.rec.epoch_time_s or 0.0)][-self.ETA_WINDOW:]
 
     def _fields(self) -> dict[str, str]:
         import time
-        rec, m = self.rec, self.metric
-        fields = {"phase": f"[{rec['phase']}]", "loss": f"loss {rec['loss']['total']:.4f}",
-                  "kept": f"train kept {rec['loss']['kept_edge_fraction']:.2f}",
+        rec = self.rec
+        fields = {"phase": f"[{rec.phase}]", "loss": f"loss {rec.total_loss:.4f}",
+                  "kept": f"train kept {rec.train_kept:.2f}",
                   "elapsed": f"elapsed {_clock(time.monotonic() - self.started)}"}
-        for split in ("train", "valid", "test"):
-            if split in rec:
-                fields[split] = f"{split} {_fmt(rec[split][m])}"
+        fields.update(_split_fields(rec, self.metric))
         return fields
 
     def __rich_console__(self, console, options):
         from rich.cells import cell_len
         from rich.text import Text
-        rec, done = self.rec, 0 if self.rec is None else self.rec["epoch"] + 1
-        head = f"epoch {'-' if rec is None else rec['epoch']:>3} ({done}/{self.epochs})"
+        rec, done = self.rec, 0 if self.rec is None else self.rec.epoch + 1
+        head = f"epoch {'-' if rec is None else rec.epoch:>3} ({done}/{self.epochs})"
         eta = sum(self.times) / len(self.times) * (self.epochs - done) if self.times else None
-        tail = f"{'*' if rec is not None and rec.get('improved') else ' '} ETA {_clock(eta)}"
+        tail = f"{'*' if rec is not None and rec.improved else ' '} ETA {_clock(eta)}"
         room = options.max_width - cell_len(head) - cell_len(tail) - 2
         fields = {} if rec is None else self._fields()
         costs = {"bar": 1 + self.MIN_BAR, **{k: 2 + cell_len(v) for k, v in fields.items()}}
@@ -280,17 +284,14 @@ class EpochPrinter:
             self.line.update(rec, self.metric)
             self.live.refresh()
         elif self.mode == "plain":
-            m = self.metric
-            parts = [f"loss {rec['loss']['total']:.4f}"]
-            for split in ("train", "valid", "test"):
-                if split in rec:
-                    parts.append(f"{split} {_fmt(rec[split][m])}")
-            parts.append(f"train kept {rec['loss']['kept_edge_fraction']:.2f}")
-            info = "  ".join(parts) + ("  *" if rec.get("improved") else "")
+            r = EpochRecord.from_dict(rec)
+            parts = [f"loss {r.total_loss:.4f}", *_split_fields(r, self.metric).values(),
+                     f"train kept {r.train_kept:.2f}"]
+            info = "  ".join(parts) + ("  *" if r.improved else "")
             # epochs are numbered from 0, as in results.jsonl and summary.json's best_epoch;
             # (n/N) counts the epochs done
-            click.echo(f"epoch {rec['epoch']:>3} ({rec['epoch'] + 1}/{self.epochs}) "
-                       f"[{rec['phase']}] {info} ({rec['epoch_time_s']:.1f}s)", err=True)
+            click.echo(f"epoch {r.epoch:>3} ({r.epoch + 1}/{self.epochs}) "
+                       f"[{r.phase}] {info} ({r.epoch_time_s or 0.0:.1f}s)", err=True)
 
     def close(self) -> None:
         if self.live is not None:
@@ -381,7 +382,7 @@ def run(selector, reg, data, split, shift, encoder, preset, epochs, seed, overri
     if status == "finished":
         click.echo(f"grprune: {run_dir} already holds this finished run; nothing to do "
                    f"(use --force to re-run)", err=True)
-    skipped = skipped_rows_line(dict(summary.dataset_info or {}), cfg)
+    skipped = skipped_rows_line(dict(summary.dataset_info or {}), cfg.data.name)
     if skipped:
         click.echo(skipped, err=True)
     if as_json:

@@ -109,7 +109,7 @@ def _csv_ids(run, csv_file: Path, id_column: str | None) -> list[str] | None:
     ``data.id_column`` where the CSV has that column; None for neither."""
     from grprune.data.molecules import match_columns, read_text_csv
     df = read_text_csv(csv_file, "--csv")
-    name = id_column or str((run.cfg.get("data") or {}).get("id_column") or "")
+    name = id_column or run.cfg.data.id_column
     if not name:
         return None
     if id_column is None and name.casefold() not in {str(c).casefold() for c in df.columns}:

@@ -80,6 +80,22 @@ class EpochRecord:
                     return key
         return None
 
+    @property
+    def total_loss(self) -> float | None:
+        """The epoch's mean total loss per graph (``loss.total``)."""
+        return self.loss.get("total")
+
+    @property
+    def train_kept(self) -> float | None:
+        """Fraction of edges the selector kept in training (``loss.kept_edge_fraction``)."""
+        return self.loss.get("kept_edge_fraction")
+
+    @property
+    def improved(self) -> bool:
+        """Whether this epoch became the selected one (the trainer's ``on_epoch`` callback
+        adds ``"improved"`` to the line it passes; not in the file)."""
+        return bool(self.extra.get("improved"))
+
     def value(self, split: str, metric: str, default: Any = None) -> Any:
         """``split``'s ``metric`` as recorded (NaN in memory, None once read back from the
         file where it was NaN); ``default`` when the split was not evaluated."""

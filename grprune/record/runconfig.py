@@ -183,6 +183,16 @@ class DataConfig:
         """The distribution shift (GOOD datasets: ``covariate`` or ``concept``)."""
         return self.params.get("shift")
 
+    @property
+    def id_column(self) -> str:
+        """``molecule-csv``'s column of compound IDs (``""``: none, or another dataset)."""
+        return str(self.params.get("id_column") or "")
+
+    @property
+    def featurizer(self) -> str | None:
+        """The SMILES featurizer of a molecule-file dataset (None for other data)."""
+        return self.params.get("featurizer")
+
 
 @dataclass(frozen=True)
 class PartConfig:
