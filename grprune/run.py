@@ -278,6 +278,8 @@ def _execute_locked(cfg: dict, run_dir: Path, force: bool, on_epoch, log,
     cfg = RunConfig.from_dict(cfg).with_features(FeatureSpec.of(dataset))
     R.atomic_write_json(run_dir / R.CONFIG, cfg)
     if status == "resume":
+        from grprune.trainstate import resumed_records
+        resumed_records(run_dir, payload["n_records"])  # a damaged line is refused before the note
         log(f"resuming {run_dir} after epoch {payload['epoch']}")
     trainer = Trainer(cfg, dataset, run_dir, on_epoch=on_epoch)
     try:

@@ -168,6 +168,7 @@ def test_a_damaged_epoch_record_is_refused_not_resumed_with_a_gap(tmp_path, data
     assert len(errors) == 1
     line = errors[0]
     assert "holds 2 sound epoch records where state.pt counts 3" in line and "--force" in line
+    assert "grprune: resuming" not in res.output  # no note that it resumes, then a refusal
     assert not (run / R.SUMMARY).exists()
     res = CliRunner().invoke(main, ["run", "--reg", "none", "--preset", "paper", "--epochs", "4",
                                     "-H", "data.limit=48", "-H", "train.batch_size=32",
