@@ -67,7 +67,7 @@ def plan_run(*, data: str | None = None, selector: str | None = None, reg: str |
     """The configuration and run directory of ``grprune run`` with these options.
 
     Options left at None take their value from the config file, the preset or the
-    parts' defaults (:func:`grprune.config.resolve_config`, in that order of
+    parts' defaults (:func:`grprune.resolve.resolve_config`, in that order of
     precedence after the flags).
 
     Parameters
@@ -95,9 +95,9 @@ def plan_run(*, data: str | None = None, selector: str | None = None, reg: str |
     Raises
     ------
     GrpruneError
-        As :func:`grprune.config.resolve_config`.
+        As :func:`grprune.resolve.resolve_config`.
     """
-    from grprune.config import resolve_config
+    from grprune.resolve import resolve_config
     flags = option_flags(split=split, shift=shift, epochs=epochs, seed=seed, device=device,
                          root=root, progress=progress, deterministic=deterministic,
                          download=download or None)

@@ -175,7 +175,7 @@ class Trainer:
     Parameters
     ----------
     cfg : RunConfig or dict
-        Resolved configuration (:func:`grprune.config.resolve_config`; a stored one is
+        Resolved configuration (:func:`grprune.resolve.resolve_config`; a stored one is
         read in the current layout, :meth:`RunConfig.from_dict`).
     dataset : GraphDataset
     run_dir : Path

@@ -306,7 +306,7 @@ def test_probe_summary_is_mean_and_sample_std():
 
 
 def test_ablation_labels_runs_by_what_they_are():
-    from grprune.config import resolve_config
+    from grprune.resolve import resolve_config
 
     ablation = load_script("benchmarks/accuracy/prune/ablation.py")
     ablation._register_oracle()

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from grprune import results as R
 from grprune.cli import main
-from grprune.config import resolve_config
+from grprune.resolve import resolve_config
 from grprune.run import execute
 
 SMALL = ["--data", "ogbg-molbbbp", "--epochs", "2", "-H", "data.limit=96",

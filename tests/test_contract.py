@@ -26,7 +26,7 @@ import torch
 
 from grprune.batch import collate
 from grprune.compat import dgl
-from grprune.config import resolve_config
+from grprune.resolve import resolve_config
 from grprune.data import DATASETS, GraphDataset, load_dataset
 from grprune.encoders import ENCODERS
 from grprune.errors import GrpruneError

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from grprune import results as R
-from grprune.config import resolve_config
+from grprune.resolve import resolve_config
 from grprune.data import load_dataset
 from grprune.run import execute
 from grprune.trainer import FAST_EVAL_BATCH, Trainer

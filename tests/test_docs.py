@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from grprune.config import resolve_config
+from grprune.resolve import resolve_config
 from grprune.encoders import ENCODERS
 from grprune.errors import GrpruneError
 from grprune.model import GraphClassifier

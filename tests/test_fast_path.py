@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from grprune import results as R
-from grprune.config import config_hash, resolve_config
+from grprune.config import config_hash
+from grprune.resolve import resolve_config
 from grprune.data import load_dataset
 from grprune.run import execute
 from grprune.runconfig import RunConfig

@@ -135,7 +135,7 @@ def test_resolving_a_dataset_name_imports_its_module_alone_and_no_rdkit_or_ogb(t
     import subprocess
     import sys
     code = ("import sys\n"
-            "from grprune.config import resolve_config\n"
+            "from grprune.resolve import resolve_config\n"
             "resolve_config(data='ogbg-molbbbp', selector='gumbel-gin', reg='size,eps-align')\n"
             "mods = ('rdkit', 'ogb', 'grprune.data.ogbg', 'grprune.data.synthetic',\n"
             "        'grprune.data.good_hiv', 'grprune.data.drugood', 'grprune.data.molecule_csv')\n"

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from grprune.cli import main
 from grprune.compat import dgl
-from grprune.config import resolve_config
+from grprune.resolve import resolve_config
 from grprune.data import DATASETS, from_graphs, load_dataset, save_dataset
 from grprune.data.dgl_graphs import example_graphs
 from grprune.data.molecule_csv import dgllife_graph, run_featurizer

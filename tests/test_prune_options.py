@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from grprune import results as R
 from grprune.batch import collate, rank_in_segment
 from grprune.cli import main
-from grprune.config import resolve_config
+from grprune.resolve import resolve_config
 from grprune.encoders import ENCODERS
 from grprune.errors import GrpruneError
 from grprune.encoders.layers import masked_relu

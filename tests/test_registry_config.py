@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from grprune.config import config_hash, resolve_config
+from grprune.config import config_hash
+from grprune.resolve import resolve_config
 from grprune.errors import GrpruneError
 from grprune.registry import Registry
 from grprune.regularizers import REGULARIZERS, Regularizer

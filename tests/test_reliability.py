@@ -144,7 +144,7 @@ def test_sweeps_planning_into_one_root_at_once_lose_nothing(tmp_path):
 
 def test_a_damaged_epoch_record_is_refused_not_resumed_with_a_gap(tmp_path, data_root):
     from grprune import results as R
-    from grprune.config import resolve_config
+    from grprune.resolve import resolve_config
     from grprune.run import execute
     cfg = resolve_config(reg="none", preset="paper", flags={
         "train.epochs": 4, "data.limit": 48, "train.batch_size": 32, "train.device": "cpu"})

@@ -12,7 +12,8 @@ from click.testing import CliRunner
 
 from grprune import results as R
 from grprune.cli import main
-from grprune.config import ModelSettings, config_hash, resolve_config
+from grprune.config import ModelSettings, config_hash
+from grprune.resolve import resolve_config
 from grprune.encoders import ENCODERS
 from grprune.inference import load_run
 from grprune.regularizers import REGULARIZERS

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from grprune.batch import collate
-from grprune.config import resolve_config
+from grprune.resolve import resolve_config
 from grprune.data import load_dataset
 from grprune.data.dataset import GraphDataset
 from grprune.data.store import GraphStore

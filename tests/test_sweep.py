@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from grprune import results as R
 from grprune.cli import main
-from grprune.config import resolve_config
+from grprune.resolve import resolve_config
 from grprune.errors import GrpruneError
 from grprune.regularizers import REGULARIZERS
 from grprune.sweep import (ERROR, LOG, PLAN, expand, grid_from_options, load_spec,

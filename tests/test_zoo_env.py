@@ -16,7 +16,7 @@ import grprune.selectors.drop_edge  # noqa: F401  (registers drop-edge)
 from grprune import results as R
 from grprune.batch import collate
 from grprune.cli import main
-from grprune.config import resolve_config
+from grprune.resolve import resolve_config
 from grprune.encoders import ENCODERS
 from grprune.errors import GrpruneError
 from grprune.model import GraphClassifier

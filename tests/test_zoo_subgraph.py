@@ -15,7 +15,7 @@ import grprune.regularizers.gsat  # noqa: F401  (registers "gsat")
 from grprune import results as R
 from grprune.batch import collate
 from grprune.cli import main
-from grprune.config import resolve_config
+from grprune.resolve import resolve_config
 from grprune.encoders import ENCODERS
 from grprune.model import GraphClassifier
 from grprune.regularizers import REGULARIZERS, StepContext

@@ -82,7 +82,7 @@ def measure(data: str, method: str, device: str, epochs: int, limit: int, thread
     """
     import torch
     torch.set_num_threads(threads)
-    from grprune.config import resolve_config
+    from grprune.resolve import resolve_config
     from grprune.run import load_config_dataset
     from grprune.trainer import Trainer
 

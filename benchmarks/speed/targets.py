@@ -198,7 +198,7 @@ def _event_counts(prof) -> dict[str, float]:
 def profile_worker(name: str, fast: bool, device: str, steps: int) -> str:
     """The report of one PrunE training pass of ``steps`` batches and one evaluation of the
     validation split (``data.limit`` graphs per split), with and under the profiler."""
-    from grprune.config import resolve_config  # first: grprune pins torch's CPU kernels
+    from grprune.resolve import resolve_config  # first: grprune pins torch's CPU kernels
     from grprune.run import load_config_dataset
     from grprune.trainer import Trainer
 

@@ -40,7 +40,7 @@ MODEL = ["encoder.layers=4", "encoder.hidden=64", "encoder.virtual_node=false",
 
 
 def time_grprune(method: str, epochs: int) -> list[float]:
-    from grprune.config import resolve_config
+    from grprune.resolve import resolve_config
     from grprune.run import load_config_dataset
     from grprune.trainer import Trainer
     reg, extra = GRPRUNE_METHODS[method]

@@ -18,7 +18,7 @@ one split of it (``ogbg-molbbbp/size``), to the preset it uses when none is give
 (``benchmarks/accuracy/prune/defaults-evidence.md``); ``official``, the recipe of the code
 behind the paper's published numbers, for everything it does not list.
 
-Where a preset's keys go (:func:`grprune.config.resolve_config`): after the parts'
+Where a preset's keys go (:func:`grprune.resolve.resolve_config`): after the parts'
 defaults and the dataset's ``recommended`` values, before ``--config``, the flags and
 ``-H``. Keys of a part the run does not have (``reg.size.*`` in an ERM run, ``selector.*``
 without a selector) are left out, and so are selector keys that a regularizer of the run

@@ -3,7 +3,7 @@
 its :class:`FeatureSpec` record. ``summary.json`` and ``results.jsonl`` have theirs in
 :mod:`grprune.record.summary` and :mod:`grprune.record.epoch`.
 
-A resolved configuration (:func:`grprune.config.resolve_config`) is what ``config.json``
+A resolved configuration (:func:`grprune.resolve.resolve_config`) is what ``config.json``
 holds: six sections of settings and three records::
 
     {"version": 2,
@@ -211,7 +211,7 @@ class PartConfig:
 class RunConfig(dict):
     """A resolved run configuration (a ``dict``, as in ``config.json``) with typed access.
 
-    Build one with :func:`grprune.config.resolve_config`, or from a stored
+    Build one with :func:`grprune.resolve.resolve_config`, or from a stored
     ``config.json`` with :meth:`from_dict` (which upgrades older layouts).
     """
 

@@ -5,7 +5,7 @@ A grid maps each *axis* (``data``, ``split``, ``shift``, ``encoder``, ``preset``
 configurations are the cartesian product. The same grid comes from the command line
 (comma lists, ``--seeds 1-4``, repeated ``--reg``) or from a YAML spec (a mapping, or a
 list of mappings whose configurations are unioned). Each grid point is resolved with
-:func:`grprune.config.resolve_config`, exactly as ``grprune run`` would resolve it;
+:func:`grprune.resolve.resolve_config`, exactly as ``grprune run`` would resolve it;
 points with the same config hash are one configuration. Option values are parsed by
 :mod:`grprune.sweep.parsing`, whose functions can be imported from here too.
 
@@ -296,7 +296,7 @@ def _resolve(point: Mapping[str, Any], fixed: Mapping[str, Any],
              overrides: Sequence[str]) -> RunConfig:
     """A grid point's configuration, resolved as ``grprune run`` resolves its options
     (:data:`~grprune.record.settings.OPTION_KEYS`: ``--epochs`` is ``train.epochs``)."""
-    from grprune.config import resolve_config
+    from grprune.resolve import resolve_config
     options = {**{a: point.get(a) for a in ("split", "shift", "epochs", "seed")},
                **{k: fixed.get(k) for k in ("device", "root")},
                "download": True if fixed.get("download") else None}

@@ -61,7 +61,7 @@ PROTOCOLS = {"cpu": PROTOCOL, "full": FULL_PROTOCOL}
 
 
 def _paper_values(data: str, split: str) -> dict[str, Any]:
-    from grprune.config import resolve_config
+    from grprune.resolve import resolve_config
     cfg = resolve_config(data=data, reg="size,eps-align", preset="paper",
                          flags={"data.split": split})
     return {key: _get(cfg, key) for keys in CHOICES.values() for key in keys}
@@ -116,7 +116,7 @@ def label(cfg: dict, protocol: dict[str, Any] = PROTOCOL) -> str:
     the presets' without regularizers (the oracle of ``oracle.py``), or
     ``PRESET with key=value, ...`` for anything else (against the nearer preset), all
     relative to ``protocol``'s overrides."""
-    from grprune.config import resolve_config
+    from grprune.resolve import resolve_config
     reg = ",".join(cfg["reg"]) or "none"
     flags = {"data.split": cfg["data"].get("split")}
     overrides = [f"{k}={v}" for k, v in protocol.items()]

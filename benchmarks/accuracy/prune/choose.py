@@ -60,7 +60,7 @@ def protocol_changes(run, protocol_keys=PROTOCOL_KEYS) -> set[str] | None:
     dataset, split, regularizers, selector), when all of them are ``protocol_keys``;
     ``None`` when others differ too (an ablation run)."""
     from grprune.collect import flatten_config
-    from grprune.config import resolve_config
+    from grprune.resolve import resolve_config
     ref = flatten_config(resolve_config(
         data=run.dataset, reg=",".join(run.reg) or "none", selector=run.selector,
         preset=run.preset, flags={"data.split": run.split} if run.split else {}))
