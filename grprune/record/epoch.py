@@ -41,8 +41,29 @@ def split_scores(metric: str, value: float, kept: float,
     return {**out, "selector": selector} if selector is not None else out
 
 
+class ReadAsMapping:
+    """``record["valid"]``, ``.get``, ``in`` and ``.keys()`` over :meth:`to_dict`, for code
+    that reads a typed record by key while it moves to the attributes (tests, scripts);
+    it goes before issue 40 closes."""
+
+    def to_dict(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def __getitem__(self, key: str) -> Any:
+        return self.to_dict()[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.to_dict().get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.to_dict()
+
+    def keys(self):
+        return self.to_dict().keys()
+
+
 @dataclass(frozen=True, kw_only=True)
-class EpochRecord:
+class EpochRecord(ReadAsMapping):
     """One epoch: ``epoch`` (from 0), ``phase`` (``warmup`` or ``train``), the learning rate
     ``lr``, the mean loss terms per graph ``loss`` (``total``, ``ce``, ``<reg>``,
     ``<reg>/<term>``, ``kept_edge_fraction``), per split its ``scores`` (``{"valid":
@@ -126,17 +147,3 @@ class EpochRecord:
         absent = frozenset(k for k in HEAD + TAIL if k not in known)
         known.setdefault("epoch", -1)
         return cls(**known, scores=scores, extra=extra, absent=absent)
-
-    # -- read as a mapping: for code that reads record["valid"] while it moves to the
-    # attributes (tests, scripts); it goes before issue 40 closes ----------------------------
-    def __getitem__(self, key: str) -> Any:
-        return self.to_dict()[key]
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self.to_dict().get(key, default)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self.to_dict()
-
-    def keys(self):
-        return self.to_dict().keys()

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
 
 from grprune.errors import GrpruneError
+from grprune.record.epoch import ReadAsMapping
 from grprune.record.runconfig import FeatureSpec
 
 #: the scores of the selected model, by split (``id_valid`` and ``id_test`` where the
@@ -30,7 +31,7 @@ SCORES = ("train", "valid", "test", "id_valid", "id_test")
 
 
 @dataclass(frozen=True, kw_only=True)
-class RunSummary:
+class RunSummary(ReadAsMapping):
     """``summary.json``: what ran, how the selected model scored, and what it cost.
 
     Attributes
@@ -183,20 +184,6 @@ class RunSummary:
     def features(self) -> FeatureSpec | None:
         """:attr:`model`: the data's :class:`~grprune.record.runconfig.FeatureSpec`."""
         return self.model
-
-    # -- read as a mapping: for code that reads summary["test"] while it moves to the
-    # attributes (tests, benchmarks, scripts); it goes before issue 40 closes ---------------
-    def __getitem__(self, key: str) -> Any:
-        return self.to_dict()[key]
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self.to_dict().get(key, default)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self.to_dict()
-
-    def keys(self):
-        return self.to_dict().keys()
 
 
 def check_summary(summary: Any, cfg: Mapping[str, Any]) -> str | None:
