@@ -162,10 +162,14 @@ def skipped_rows_line(info: dict, dataset: str) -> str:
         return ""
     from collections import Counter
     reasons = Counter(_reason_kind(str(b.get("reason", "?"))) for b in info.get("bad_rows", []))
-    by = "; ".join(f"{k} {v}" for k, v in reasons.most_common()) or "see below"
+    by = "; ".join(f"{k} {v}" for k, v in reasons.most_common())
     total = info.get("n_source_rows")
-    return (f"grprune: {n}{f' of {total}' if total else ''} source rows were skipped ({by}); "
-            f"`grprune data info {dataset} -H data.path=...` lists them")
+    from grprune.data import DATASETS
+    from grprune.data.registry import FileDatasetSource
+    own_file = issubclass(DATASETS.get(dataset), FileDatasetSource)  # molecule-csv, dgl-graphs
+    path = " -H data.path=..." if own_file else ""
+    return (f"grprune: {n}{f' of {total}' if total else ''} source rows were skipped"
+            f"{f' ({by})' if by else ''}; `grprune data info {dataset}{path}` lists them")
 
 
 def _clock(seconds: float | None) -> str:
