@@ -279,7 +279,8 @@ def _execute_locked(cfg: dict, run_dir: Path, force: bool, on_epoch, log,
     R.atomic_write_json(run_dir / R.CONFIG, cfg)
     if status == "resume":
         from grprune.trainstate import resumed_records
-        resumed_records(run_dir, payload["n_records"])  # a damaged line is refused before the note
+        # read (and a damaged line refused) before the note; the trainer takes them as read
+        payload = {**payload, "records": resumed_records(run_dir, payload["n_records"])}
         log(f"resuming {run_dir} after epoch {payload['epoch']}")
     trainer = Trainer(cfg, dataset, run_dir, on_epoch=on_epoch)
     try:

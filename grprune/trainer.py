@@ -439,7 +439,8 @@ class Trainer:
         if resume is not None:
             restore_state(self, resume)
             best = Best(**resume["best"])
-            records = resumed_records(self.run_dir, resume["n_records"])
+            records = (resume["records"] if "records" in resume  # read by run.execute
+                       else resumed_records(self.run_dir, resume["n_records"]))
             # early-stopped runs killed before their summary finish without training more
             start = tc.epochs if resume.get("stopped") else resume["epoch"] + 1
         lines = [r.to_dict() for r in records]  # results.jsonl

@@ -82,3 +82,13 @@ def steps_without_sync(trainer, batches) -> None:
             trainer.optimizer.step()
     finally:
         torch.cuda.set_sync_debug_mode("default")
+
+
+def strip_keys(obj, keys):
+    """``obj`` (nested dicts and lists) without the dict entries named in ``keys``, at any
+    depth: records and summaries compared without their timings."""
+    if isinstance(obj, dict):
+        return {k: strip_keys(v, keys) for k, v in obj.items() if k not in keys}
+    if isinstance(obj, list):
+        return [strip_keys(v, keys) for v in obj]
+    return obj

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.conftest import strip_keys
 from grprune import results as R
 from grprune.config import config_hash
 from grprune.resolve import resolve_config
@@ -28,11 +29,8 @@ VOLATILE = {"epoch_time_s", "train_time_s", "wall_time_s", "data_load_s", "peak_
 
 
 def _strip(obj):
-    if isinstance(obj, dict):
-        return {k: _strip(v) for k, v in obj.items() if k not in VOLATILE}
-    if isinstance(obj, list):
-        return [_strip(v) for v in obj]
-    return obj
+    """``obj`` without the VOLATILE fields, at any depth."""
+    return strip_keys(obj, VOLATILE)
 
 
 def _outputs(run_dir):

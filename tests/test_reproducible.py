@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import grprune
+from tests.conftest import strip_keys
 from grprune import results as R
 
 # Fields that measure time, memory or the data cache, not the computation.
@@ -40,11 +41,7 @@ def _output(args: list[str], **env) -> str:
 
 def _strip(obj):
     """``obj`` without the VOLATILE fields, at any depth."""
-    if isinstance(obj, dict):
-        return {k: _strip(v) for k, v in obj.items() if k not in VOLATILE}
-    if isinstance(obj, list):
-        return [_strip(v) for v in obj]
-    return obj
+    return strip_keys(obj, VOLATILE)
 
 
 def _numbers(run_dir: Path) -> tuple[list, dict]:

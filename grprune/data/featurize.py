@@ -282,29 +282,12 @@ def _scaffold_chunk(task: tuple[list[str], bool]) -> list[str]:
 
 def parallel_scaffolds(smiles: Sequence[str], include_chirality: bool = True, *,
                        workers: int | None = None, chunk_size: int = CHUNK_SIZE) -> list[str]:
-    """:func:`grprune.data.splits.murcko_scaffolds` over worker processes, in input order.
+    """:func:`grprune.data.splits.murcko_scaffolds` over worker processes, in input order:
+    the same list of scaffold SMILES (length n, ``""`` for acyclic molecules) and the same
+    :class:`~grprune.errors.DataError` naming the molecule's index in ``smiles``.
 
-    Workers as :func:`featurize_ogb` decides them (from :data:`PARALLEL_MIN_ROWS`
-    molecules); the result equals the serial function's.
-
-    Parameters
-    ----------
-    smiles : sequence of str, length n
-    include_chirality : bool
-    workers : int, optional
-        Default ``min(2, os.cpu_count())`` from :data:`PARALLEL_MIN_ROWS` molecules, else serial.
-    chunk_size : int
-
-    Returns
-    -------
-    list of str, length n
-        ``""`` for acyclic molecules.
-
-    Raises
-    ------
-    DataError
-        As :func:`~grprune.data.splits.murcko_scaffolds` (re-raised by the serial
-        function, so the message names the molecule's index in ``smiles``).
+    ``workers`` defaults to ``min(2, os.cpu_count())`` from :data:`PARALLEL_MIN_ROWS`
+    molecules, else serial; ``chunk_size`` molecules go to a worker at a time.
     """
     from grprune.data.splits import murcko_scaffolds
     from grprune.errors import DataError
