@@ -80,7 +80,7 @@ def test_csv_rows_equal_smiles_to_graph_on_bundled_molecules(bundled_csv, tmp_pa
         assert {b["row"]: b["reason"] for b in data["bad_rows"]} == want_bad
         assert [b["row"] for b in data["bad_rows"]] == sorted(want_bad)
         # stored narrow, handed out wide
-        assert data["graphs"].batched.ndata["feat"].dtype == torch.uint8
+        assert data["graphs"].ndata["feat"].dtype == torch.uint8
         for g, row in zip(data["graphs"], data["source_rows"]):
             _same_graph(g, ref[int(row)])
     assert "missing label" in want_bad[5] and "not valid SMILES syntax" in want_bad[len(ref) - 1]
@@ -178,3 +178,66 @@ def test_progress_rich_on_a_terminal():
     bar.advance(10_000)
     bar.close()
     assert "featurizing mols.csv" in out.getvalue() and "molecules/s" in out.getvalue()
+
+
+# -- the cache: memory-mapped, and never written through ------------------------------
+def _small_cache(tmp_path):
+    from grprune.data.cache import read_graph_cache, write_graph_cache
+    flat = featurize_ogb(["CCO", "c1ccccc1O", "CC(=O)N"])[0]
+    labels = torch.tensor([0, 1, 1])
+    write_graph_cache(tmp_path, {"k": 1}, flat.to_packed(), {"labels": labels})
+    return flat, labels, read_graph_cache
+
+
+def test_a_cache_hit_is_memory_mapped_and_never_written_back(tmp_path):
+    """The graphs come back equal, with their uint8 features, over a copy-on-write map of
+    graphs.bin: a change in memory leaves the file and the next load as they were."""
+    flat, labels, read = _small_cache(tmp_path)
+    before = (tmp_path / "graphs.bin").read_bytes()
+    (graphs, tensors, meta), reason = read(tmp_path, {"k": 1})
+    assert reason == "" and meta["layout"] == "packed-v2" and len(graphs) == 3
+    assert graphs.ndata["feat"].dtype == torch.uint8 and torch.equal(tensors["labels"], labels)
+    for g, ref in zip(graphs, flat.to_packed()):
+        assert torch.equal(torch.stack(g.edges()), torch.stack(ref.edges()))
+        assert torch.equal(g.ndata["feat"], ref.ndata["feat"])
+    graphs.ndata["feat"][0] += 1  # copy-on-write: this process only
+    tensors["labels"][:] = 7
+    assert (tmp_path / "graphs.bin").read_bytes() == before
+    (again, tensors, _), reason = read(tmp_path, {"k": 1})
+    assert reason == "" and torch.equal(tensors["labels"], labels)
+    assert torch.equal(again.ndata["feat"], torch.from_numpy(flat.node_feat))
+
+
+@pytest.mark.parametrize("damage", ["offset", "dtype", "name", "shape", "no-table"])
+def test_a_cache_with_a_bad_array_table_is_rebuilt_not_read(tmp_path, damage):
+    import json
+    _, _, read = _small_cache(tmp_path)
+    meta = json.loads((tmp_path / "meta.json").read_text())
+    entry = meta["arrays"][3]  # ndata/feat
+    if damage == "offset":
+        entry["offset"] = 2**40
+    elif damage == "dtype":
+        entry["dtype"] = "object"
+    elif damage == "name":
+        entry["name"] = "../../etc"
+    elif damage == "shape":
+        entry["shape"] = [10**9, 9]
+    else:
+        del meta["arrays"]
+    (tmp_path / "meta.json").write_text(json.dumps(meta))
+    cached, reason = read(tmp_path, {"k": 1})
+    assert cached is None and reason.startswith("cannot read graphs.bin")
+
+
+def test_a_packed_view_packs_by_gathering_arrays():
+    """pack() of a view (a split, data.limit) gathers the arrays in the view's order and
+    builds no graph; the result equals the graphs it shows."""
+    flat = featurize_ogb(["CCO", "c1ccccc1O", "CC(=O)N", "C"])[0]
+    packed = flat.to_packed()
+    view = packed.take([3, 1, 1, 0])
+    again = view.pack()
+    assert again.is_identity() and not again._memo and len(again) == 4
+    for g, ref in zip(again, [packed[3], packed[1], packed[1], packed[0]]):
+        assert torch.equal(torch.stack(g.edges()), torch.stack(ref.edges()))
+        assert torch.equal(g.ndata["feat"], ref.ndata["feat"])
+        assert torch.equal(g.edata["feat"], ref.edata["feat"])

@@ -1,16 +1,20 @@
-"""On-disk cache of featurized graphs: ``graphs.bin`` (DGL) plus ``meta.json``.
+"""On-disk cache of featurized graphs: ``graphs.bin`` (flat arrays) plus ``meta.json``.
 
-``graphs.bin`` holds all graphs as one batched graph with the per-graph node
-and edge counts (layout ``packed-v1``), so a load is one read and graphs are
-built lazily (:class:`~grprune.data.packed.PackedGraphs`).
+``graphs.bin`` (layout ``packed-v2``) holds the arrays of a
+:class:`~grprune.data.packed.PackedGraphs` (edge index numbered inside each graph, node
+and edge features, per-graph node and edge counts) and the graph-level tensors (labels,
+environments, ...), raw and one after the other, each at a 64-byte aligned offset.
+``meta.json`` holds the table of those arrays (name, dtype, shape, offset), a *key*
+(source file sha256, format version, library versions) and the sha256 of
+``graphs.bin``.
 
-``meta.json`` holds a *key* (source file sha256, format version, library
-versions) and the sha256 of ``graphs.bin``. A cache is used only if its key
-equals the expected key and ``graphs.bin`` hashes to the recorded value, so a
-stale, truncated or corrupt cache is rebuilt, never used. Files are written to
-a temporary name and moved into place with :func:`os.replace`; ``graphs.bin``
-is replaced before ``meta.json``, so an interrupted write leaves a cache that
-fails the hash check.
+A load memory-maps ``graphs.bin`` (copy-on-write: nothing is read into memory until
+used, and nothing is ever written back), so a cache of a million molecules opens in
+seconds and its pages are shared between processes. A cache is used only if its key
+equals the expected key and ``graphs.bin`` hashes to the recorded value, so a stale,
+truncated or corrupt cache is rebuilt, never used. Files are written to a temporary name
+and moved into place with :func:`os.replace`; ``graphs.bin`` is replaced before
+``meta.json``, so an interrupted write leaves a cache that fails the hash check.
 """
 
 from __future__ import annotations
@@ -18,22 +22,27 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import warnings
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+import numpy as np
 import torch
 
-from grprune.compat import dgl
-from grprune.record.files import file_sha256
 from grprune.data.packed import PackedGraphs
+from grprune.record.files import file_sha256
 
 #: folder under ``<root>/<dataset>/`` that holds grprune's caches
 CACHE_DIRNAME = "grprune_v1"
 GRAPHS_FILE = "graphs.bin"
 META_FILE = "meta.json"
-LAYOUT = "packed-v1"
-_COUNTS = ("_num_nodes", "_num_edges")
+LAYOUT = "packed-v2"
+#: offsets of the arrays in graphs.bin are multiples of this
+ALIGN = 64
+#: dtypes an array of graphs.bin may have (never ``object``: nothing is unpickled)
+DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64")
+_NAME = re.compile(r"^(edge_index|num_nodes|num_edges|(ndata|edata|tensor)/[A-Za-z0-9_.-]+)$")
 
 
 def read_graph_cache(
@@ -41,8 +50,8 @@ def read_graph_cache(
     key: dict[str, Any],
     meta_keys: tuple[str, ...] = (),
     tensor_keys: tuple[str, ...] = (),
-) -> tuple[tuple[list, dict[str, torch.Tensor], dict] | None, str]:
-    """Load a cache written by :func:`write_graph_cache` if it is valid for ``key``.
+) -> tuple[tuple[PackedGraphs, dict[str, torch.Tensor], dict] | None, str]:
+    """Open a cache written by :func:`write_graph_cache` if it is valid for ``key``.
 
     Parameters
     ----------
@@ -56,8 +65,9 @@ def read_graph_cache(
     Returns
     -------
     cached : (graphs, tensors, meta) or None
-        ``graphs`` (:class:`PackedGraphs`, G graphs), ``tensors`` (dict of graph-level
-        tensors, first dim G) and the ``meta`` dict; None if absent or invalid.
+        ``graphs`` (:class:`PackedGraphs`, G graphs, its arrays memory-mapped),
+        ``tensors`` (dict of graph-level tensors, first dim G) and the ``meta`` dict;
+        None if absent or invalid.
     reason : str
         Why the cache is not usable (``""`` when it is).
     """
@@ -78,10 +88,13 @@ def read_graph_cache(
     try:
         if file_sha256(graphs_path) != meta.get("graphs_sha256"):
             return None, f"{GRAPHS_FILE} is corrupt (checksum mismatch)"
-        stored, tensors = dgl.load_graphs(str(graphs_path))
-        counts = [tensors.pop(k) for k in _COUNTS]
-        graphs = PackedGraphs(stored[0], *counts)
-    except Exception as exc:  # OSError, DGLError, missing counts, counts not adding up
+        arrays = _map_arrays(graphs_path, meta.get("arrays"))
+        graphs = PackedGraphs(
+            arrays["edge_index"], arrays["num_nodes"], arrays["num_edges"],
+            {k.split("/", 1)[1]: v for k, v in arrays.items() if k.startswith("ndata/")},
+            {k.split("/", 1)[1]: v for k, v in arrays.items() if k.startswith("edata/")})
+        tensors = {k.split("/", 1)[1]: v for k, v in arrays.items() if k.startswith("tensor/")}
+    except Exception as exc:  # OSError, a bad array table, counts not adding up
         return None, f"cannot read {GRAPHS_FILE} ({type(exc).__name__})"
     if (
         len(graphs) != meta.get("n_graphs")
@@ -92,10 +105,43 @@ def read_graph_cache(
     return (graphs, tensors, meta), ""
 
 
+def _map_arrays(path: Path, table: Any) -> dict[str, torch.Tensor]:
+    """The arrays of ``graphs.bin`` as tensors over one copy-on-write memory map.
+
+    Raises
+    ------
+    ValueError
+        If the table is malformed, or an array lies outside the file.
+    """
+    if not isinstance(table, list):
+        raise ValueError("no array table")
+    size = path.stat().st_size
+    buf = np.memmap(path, dtype=np.uint8, mode="c") if size else np.zeros(0, np.uint8)
+    out = {}
+    for entry in table:
+        name, dtype, shape, offset = (entry["name"], entry["dtype"], entry["shape"],
+                                      entry["offset"])
+        if (not isinstance(name, str) or not _NAME.match(name) or dtype not in DTYPES
+                or not isinstance(shape, list)
+                or not all(isinstance(d, int) and d >= 0 for d in shape)
+                or not isinstance(offset, int) or offset < 0 or offset % ALIGN):
+            raise ValueError(f"bad array entry {entry!r}")
+        dt = np.dtype(dtype)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+        if offset + nbytes > size:
+            raise ValueError(f"array {name} lies outside {path.name}")
+        array = buf[offset:offset + nbytes].view(dt).reshape(shape)
+        out[name] = torch.from_numpy(array)
+    for name in ("edge_index", "num_nodes", "num_edges"):
+        if name not in out:
+            raise ValueError(f"no array {name}")
+    return out
+
+
 def write_graph_cache(
     directory: Path,
     key: dict[str, Any],
-    graphs: list,
+    graphs: Sequence,
     tensors: dict[str, torch.Tensor],
     extra: dict[str, Any] | None = None,
 ) -> None:
@@ -124,15 +170,18 @@ def write_graph_cache(
     tmp_graphs = directory / (GRAPHS_FILE + suffix)
     tmp_meta = directory / (META_FILE + suffix)
     try:
-        packed = PackedGraphs.from_graphs(graphs).pack() if len(graphs) else None
-        if packed is None:
-            stored = [dgl.graph(([], []), num_nodes=0)]
-            counts = [torch.zeros(0, dtype=torch.int64)] * 2
-        else:
-            stored, counts = [packed.batched], [packed.num_nodes, packed.num_edges]
-        dgl.save_graphs(str(tmp_graphs), stored, {**tensors, **dict(zip(_COUNTS, counts))})
+        packed = PackedGraphs.from_graphs(graphs).pack()
+        index = packed.edge_index
+        if index.numel() and int(index.max()) < 2**31 and index.dtype != torch.int32:
+            index = index.to(torch.int32)  # ids inside one graph: half the bytes of int64
+        arrays = {"edge_index": index, "num_nodes": packed.num_nodes,
+                  "num_edges": packed.num_edges,
+                  **{f"ndata/{k}": v for k, v in packed.ndata.items()},
+                  **{f"edata/{k}": v for k, v in packed.edata.items()},
+                  **{f"tensor/{k}": v for k, v in tensors.items()}}
+        table, digest = _write_arrays(tmp_graphs, arrays)
         meta = {**key, **(extra or {}), "n_graphs": len(graphs), "layout": LAYOUT,
-                "graphs_sha256": file_sha256(tmp_graphs)}
+                "arrays": table, "graphs_sha256": digest}
         tmp_meta.write_text(json.dumps(meta, indent=1))
         os.replace(tmp_graphs, directory / GRAPHS_FILE)
         os.replace(tmp_meta, directory / META_FILE)
@@ -141,13 +190,38 @@ def write_graph_cache(
             tmp.unlink(missing_ok=True)
 
 
+def _write_arrays(path: Path, arrays: dict[str, torch.Tensor]) -> tuple[list[dict], str]:
+    """Write the arrays raw at aligned offsets; their table and the file's sha256."""
+    table, h, offset = [], hashlib.sha256(), 0
+    with open(path, "wb") as fh:
+        for name, tensor in arrays.items():
+            if not _NAME.match(name):
+                raise ValueError(f"cannot store an array named {name!r}")
+            array = np.ascontiguousarray(tensor.detach().cpu().numpy())
+            if array.dtype.name not in DTYPES:
+                raise ValueError(f"cannot store {name} of dtype {array.dtype}")
+            pad = -offset % ALIGN
+            fh.write(b"\0" * pad)
+            h.update(b"\0" * pad)
+            offset += pad
+            data = array.data.cast("B") if array.nbytes else b""
+            fh.write(data)
+            h.update(data)
+            table.append({"name": name, "dtype": array.dtype.name, "shape": list(array.shape),
+                          "offset": offset})
+            offset += array.nbytes
+        fh.flush()
+        os.fsync(fh.fileno())
+    return table, h.hexdigest()
+
+
 def load_or_build(
     directory: Path,
     key: dict[str, Any],
-    build: Callable[[], tuple[list, dict[str, torch.Tensor], dict[str, Any]]],
+    build: Callable[[], tuple[Sequence, dict[str, torch.Tensor], dict[str, Any]]],
     meta_keys: tuple[str, ...] = (),
     tensor_keys: tuple[str, ...] = (),
-) -> tuple[list, dict[str, torch.Tensor], dict[str, Any], str]:
+) -> tuple[Sequence, dict[str, torch.Tensor], dict[str, Any], str]:
     """Read a valid cache for ``key`` or build one and write it.
 
     Parameters
@@ -174,6 +248,7 @@ def load_or_build(
         (the data is then used without a cache, with a warning).
     """
     cached, reason = read_graph_cache(directory, key, meta_keys, tensor_keys)
+    graphs: Sequence  # PackedGraphs, or build()'s empty sequence
     if cached is not None:
         graphs, tensors, meta = cached
         return graphs, tensors, meta, "hit"

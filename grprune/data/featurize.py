@@ -3,8 +3,8 @@
 :func:`featurize_ogb` is :func:`grprune.data.molecules.smiles_to_graph` (OGB's
 :func:`ogb.utils.smiles2graph`) for a whole column of SMILES at once. It returns
 one :class:`FlatGraphs` (node and edge features, edge index and per-graph counts
-as numpy arrays) that becomes a :class:`~grprune.data.packed.PackedGraphs` with one
-``DGLGraph`` for all molecules (:meth:`FlatGraphs.to_packed`), the layout of the
+as numpy arrays) that becomes a :class:`~grprune.data.packed.PackedGraphs` over the
+same arrays, with no ``DGLGraph`` at all (:meth:`FlatGraphs.to_packed`), the layout of the
 graph cache (:mod:`grprune.data.cache`) and of training's
 :class:`~grprune.data.store.GraphStore`.
 
@@ -104,48 +104,31 @@ class FlatGraphs:
 
     def take(self, index: np.ndarray) -> "FlatGraphs":
         """The graphs at ``index`` (int, shape (G',), repeats allowed), in that order."""
+        from grprune.data.packed import ranges
+
         index = np.asarray(index, dtype=np.int64).reshape(-1)
         node_ptr = np.concatenate([[0], np.cumsum(self.num_nodes)])
         edge_ptr = np.concatenate([[0], np.cumsum(self.num_edges)])
         num_nodes, num_edges = self.num_nodes[index], self.num_edges[index]
-        node_at = _ranges(node_ptr[index], num_nodes)
-        edge_at = _ranges(edge_ptr[index], num_edges)
+        node_at = ranges(node_ptr[index], num_nodes)
+        edge_at = ranges(edge_ptr[index], num_edges)
         return FlatGraphs(self.node_feat[node_at], self.edge_index[:, edge_at],
                           self.edge_feat[edge_at], num_nodes, num_edges)
 
     def to_packed(self):
-        """A :class:`~grprune.data.packed.PackedGraphs` over one batched ``DGLGraph``.
-
-        The batched graph has int64 node ids and the uint8 features (``ndata['feat']``
-        (N, 9), ``edata['feat']`` (E, 3)), shared with these arrays, not copied;
+        """A :class:`~grprune.data.packed.PackedGraphs` over these arrays (shared, not
+        copied): ``ndata['feat']`` (N, 9) and ``edata['feat']`` (E, 3), uint8;
         ``packed[i]`` is graph ``i`` with int64 features, equal to
         :func:`~grprune.data.molecules.smiles_to_graph` of its SMILES.
         """
         import torch
 
-        from grprune.compat import dgl
         from grprune.data.packed import PackedGraphs
 
-        # global ids: the graph's first node + the local id, without a third E-long array
-        src = np.repeat(np.cumsum(self.num_nodes) - self.num_nodes, self.num_edges)
-        src += self.edge_index[0]
-        dst = src.copy()
-        dst -= self.edge_index[0]
-        dst += self.edge_index[1]
-        g = dgl.graph((torch.from_numpy(src), torch.from_numpy(dst)),  # shared, not copied
-                      num_nodes=int(self.num_nodes.sum()))
-        g.ndata["feat"] = torch.from_numpy(self.node_feat)
-        g.edata["feat"] = torch.from_numpy(self.edge_feat)
-        return PackedGraphs(g, torch.from_numpy(self.num_nodes), torch.from_numpy(self.num_edges))
-
-
-def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """``concat(arange(s, s + c) for s, c in zip(starts, counts))``, int64."""
-    total = int(counts.sum())
-    if total == 0:
-        return np.zeros(0, np.int64)
-    offsets = np.cumsum(counts) - counts
-    return np.repeat(starts - offsets, counts) + np.arange(total, dtype=np.int64)
+        return PackedGraphs(torch.from_numpy(self.edge_index), torch.from_numpy(self.num_nodes),
+                            torch.from_numpy(self.num_edges),
+                            {"feat": torch.from_numpy(self.node_feat)},
+                            {"feat": torch.from_numpy(self.edge_feat)})
 
 
 # -- one chunk: OGB's smiles2graph, in a worker or in this process ------------------------

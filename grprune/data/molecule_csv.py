@@ -40,8 +40,9 @@ scaffold among the distinct ones) for ``scaffold`` and ``random``, size domains
 **Scale.** With ``ogb``, rows are featurized by :func:`grprune.data.featurize.featurize_ogb`:
 chunks of SMILES go to ``min(2, cpu_count)`` worker processes (in order, so the result
 does not depend on timing; serial below 5,000 distinct SMILES), straight into flat
-arrays and one batched graph, with no ``DGLGraph`` per molecule; a SMILES repeated in
-the file is featurized once. OGB's categorical features are stored as uint8 and come
+arrays (:class:`~grprune.data.packed.PackedGraphs`), with no ``DGLGraph`` per molecule; a
+SMILES repeated in the file is featurized once. The cache is memory-mapped when read
+again (:mod:`grprune.data.cache`). OGB's categorical features are stored as uint8 and come
 out as int64 per graph (``dataset[i]``) and per training batch. From 5,000 molecules on,
 a progress bar with rate and ETA is shown on stderr (plain lines when stderr is not a
 terminal; ``GRPRUNE_FEATURIZE_PROGRESS=none`` silences it). ``dgllife-canonical``
@@ -164,8 +165,10 @@ def run_featurizer(cfg: dict, dims: dict) -> Callable[..., dgl.DGLGraph] | None:
     name = (cfg.get("data") or {}).get("featurizer")
     if name is None:
         name = "ogb" if dims.get("feature_kind") == "ogb" else None
-    kind, to_graph = FEATURIZERS.get(name, (None, None))
-    if kind is None or kind != dims.get("feature_kind"):
+    if name is None or name not in FEATURIZERS:
+        return None
+    kind, to_graph = FEATURIZERS[name]
+    if kind != dims.get("feature_kind"):
         return None
     if kind == "linear" and int(dims.get("node_dim", 0)) != DGLLIFE_ATOM_DIM:
         return None
@@ -283,15 +286,15 @@ def featurize_rows(smiles: list[str], labels: np.ndarray, bad: dict[int, str],
         graphs = flat.to_packed() if len(flat) else []
         return graphs, rows[kept], dict(sorted(bad.items()))
     to_graph = FEATURIZERS[featurizer][1]
-    graphs, kept = [], []
+    graph_list, kept_rows = [], []
     for row in rows.tolist():
         try:
-            graphs.append(to_graph(smiles[row]))
+            graph_list.append(to_graph(smiles[row]))
         except DataError as exc:
             bad[row] = str(exc)
             continue
-        kept.append(row)
-    return graphs, np.asarray(kept, dtype=np.int64), dict(sorted(bad.items()))
+        kept_rows.append(row)
+    return graph_list, np.asarray(kept_rows, dtype=np.int64), dict(sorted(bad.items()))
 
 
 def _cache_key(path: Path, smiles_column: str, label_column: str, featurizer: str) -> dict:

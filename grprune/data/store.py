@@ -56,6 +56,20 @@ class GraphStore:
 
     FIELDS = ("node_feat", "edge_feat", "src", "dst", "bond", "node_ptr", "edge_ptr",
               "num_nodes", "num_edges", "num_bonds", "labels", "envs", "edge_gt")
+    # the FIELDS, set by __init__
+    node_feat: Tensor
+    edge_feat: Tensor
+    src: Tensor
+    dst: Tensor
+    bond: Tensor
+    node_ptr: Tensor
+    edge_ptr: Tensor
+    num_nodes: Tensor
+    num_edges: Tensor
+    num_bonds: Tensor
+    labels: Tensor
+    envs: Tensor
+    edge_gt: Tensor | None
 
     def __init__(self, **tensors: Tensor | None) -> None:
         for name in self.FIELDS:
@@ -68,31 +82,29 @@ class GraphStore:
     def from_dataset(cls, dataset) -> "GraphStore":
         """The store of a :class:`~grprune.data.dataset.GraphDataset` (CPU tensors).
 
-        The graphs are batched once (:class:`~grprune.data.packed.PackedGraphs` reuses
-        its batched graph without copying features).
+        The graphs are packed once (:class:`~grprune.data.packed.PackedGraphs`; a cached
+        dataset's arrays are used as they are, features without a copy).
         """
         packed = PackedGraphs.from_graphs(dataset.graphs).pack()
-        g = packed.batched
         num_nodes, num_edges = packed.num_nodes, packed.num_edges
-        src, dst = g.edges()
+        src, dst = packed.edge_index.long()  # numbered inside each graph
         edge_graph = torch.repeat_interleave(torch.arange(len(num_edges)), num_edges)
         node_ptr = torch.cat([torch.zeros(1, dtype=torch.long), torch.cumsum(num_nodes, 0)])
         edge_ptr = torch.cat([torch.zeros(1, dtype=torch.long), torch.cumsum(num_edges, 0)])
         shift = node_ptr[:-1][edge_graph]
         # bond ids over the whole dataset are ordered by graph, then (lower, higher) node
-        global_bond = bond_ids(src, dst, g.num_nodes())
+        global_bond = bond_ids(src + shift, dst + shift, packed.total_nodes)
         num_bonds = torch.zeros(len(num_edges), dtype=torch.long)
         if global_bond.numel():
             bond_graph = torch.zeros(int(global_bond.max()) + 1, dtype=torch.long)
             bond_graph[global_bond] = edge_graph
             num_bonds = torch.bincount(bond_graph, minlength=len(num_edges))
         bond = global_bond - _offsets(num_bonds)[edge_graph]
-        edge_feat = g.edata["feat"] if "feat" in g.edata else torch.zeros(g.num_edges(), 0)
-        return cls(node_feat=g.ndata["feat"], edge_feat=edge_feat, src=src - shift,
-                   dst=dst - shift, bond=bond, node_ptr=node_ptr, edge_ptr=edge_ptr,
-                   num_nodes=num_nodes, num_edges=num_edges, num_bonds=num_bonds,
-                   labels=dataset.labels, envs=dataset.envs,
-                   edge_gt=g.edata["edge_gt"] if "edge_gt" in g.edata else None)
+        edge_feat = packed.edata.get("feat", torch.zeros(len(src), 0))
+        return cls(node_feat=packed.ndata["feat"], edge_feat=edge_feat, src=src, dst=dst,
+                   bond=bond, node_ptr=node_ptr, edge_ptr=edge_ptr, num_nodes=num_nodes,
+                   num_edges=num_edges, num_bonds=num_bonds, labels=dataset.labels,
+                   envs=dataset.envs, edge_gt=packed.edata.get("edge_gt"))
 
     @property
     def device(self) -> torch.device:
