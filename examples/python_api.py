@@ -28,11 +28,11 @@ def main(argv: list[str] | None = None) -> None:
                         data_limit=args.limit,                    # -H data.limit=...
                         hparams={"reg.size.eta": 0.85})           # -H reg.size.eta=0.85
     s = run.summary
-    print(f"{run.path}: valid {s['metric']} {s['valid']:.4f}, test {s['test']:.4f}, "
-          f"best epoch {s['best_epoch']}, config hash {run.config['hash']}")
+    print(f"{run.path}: valid {s.metric} {s.valid:.4f}, test {s.test:.4f}, "
+          f"best epoch {s.best_epoch}, config hash {run.config.hash}")
 
     # results.jsonl, one row per epoch, nested fields joined with dots
-    cols = ["epoch", "phase", "loss.total", f"valid.{s['metric']}", f"test.{s['metric']}"]
+    cols = ["epoch", "phase", "loss.total", f"valid.{s.metric}", f"test.{s.metric}"]
     print(run.records[cols].tail(3).to_string(index=False))
 
     # new molecules: class probabilities and how many bonds the selector keeps

@@ -188,7 +188,7 @@ def _epoch_callback(plan, on_epoch: Callable[[dict], None] | None):
 
     def callback(rec: dict) -> None:
         if printer is not None:
-            printer.metric = EpochRecord.from_dict(rec).metric
+            printer.metric = EpochRecord.from_dict(rec).metric or printer.metric
             printer(rec)
         if on_epoch is not None:
             on_epoch(rec)

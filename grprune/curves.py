@@ -78,7 +78,7 @@ def series(dirs: Sequence[str | Path]) -> list[dict]:
         label = f"{labels[ckey]} {method_label(reg, selector, preset)}"
         if len(settings_per_group[gkey]) > 1:
             label += f" [{sid[:6]}]"
-        records = [R.read_records(r.path / R.RESULTS) for r in members]
+        records = [R.RunDir(r.path).record_lines() for r in members]
         out.append({"label": label, "metric": members[0].metric,
                     "runs": [str(r.path) for r in members], "records": records})
     if not out:

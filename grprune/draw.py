@@ -21,7 +21,7 @@ bonds solid and the rest dashed, line width growing with the keep probability.
 from __future__ import annotations
 
 import io
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -113,7 +113,7 @@ def parse_molecule(smiles: str):
     if not isinstance(smiles, str) or not smiles.strip():
         return None
     with rdBase.BlockLogs():
-        mol = Chem.MolFromSmiles(smiles)
+        mol: Chem.Mol | None = Chem.MolFromSmiles(smiles)  # None if it cannot parse
         if mol is None or mol.GetNumAtoms() == 0:
             mol = lenient_mol(smiles)
     return mol
@@ -209,12 +209,13 @@ def draw_molecule(mol, bond_ids: Sequence[int], bond_prob: np.ndarray, marked: n
     w, h = size
     drawer = (rdMolDraw2D.MolDraw2DCairo(w, h) if fmt == "png"
               else rdMolDraw2D.MolDraw2DSVG(w, h))
-    opts = drawer.drawOptions()
+    opts: Any = drawer.drawOptions()  # rdkit-stubs type its option properties wrongly
     opts.addAtomIndices = True
     opts.legendFontSize = 15
     opts.clearBackground = True
-    hb = [int(bond_ids[k]) for k in np.flatnonzero(marked)]
-    colors = {int(bond_ids[k]): prob_color(bond_prob[k]) for k in np.flatnonzero(marked)}
+    hb = [int(bond_ids[k]) for k in np.flatnonzero(marked).tolist()]
+    colors = {int(bond_ids[k]): prob_color(bond_prob[k])
+              for k in np.flatnonzero(marked).tolist()}
     drawer.DrawMolecule(_prepared(mol), legend=legend, highlightAtoms=[], highlightBonds=hb,
                         highlightBondColors=colors, highlightAtomColors={})
     drawer.FinishDrawing()

@@ -5,10 +5,10 @@
 edges the evaluation mask keeps, the selector diagnostics and, on request, every
 edge's selector output as an :class:`EdgeScores` (CSR arrays over the graphs).
 The trainer (:meth:`grprune.trainer.Trainer.evaluate`) calls it every epoch and
-on the selected checkpoint, whose test edges it saves with
-:func:`write_edge_probs` to ``edge_probs.npz``; :mod:`grprune.inference` calls
-it to score new graphs (``grprune predict``), and ``grprune explain`` reads the
-saved file back with :func:`read_edge_probs`.
+on the selected checkpoint, whose test edges it saves as ``edge_probs.npz``
+(:func:`edge_probs_arrays`, written by :meth:`grprune.results.RunDir.write_edge_arrays`);
+:mod:`grprune.inference` calls it to score new graphs (``grprune predict``), and
+``grprune explain`` reads the saved arrays back (:func:`edge_scores_from_arrays`).
 
 The evaluation rule: the model is in eval mode, the selector is used unless
 ``use_selector=False`` (ERM warm-up), and the selector's ``eval_mode`` decides
@@ -23,11 +23,8 @@ Shapes: ``G`` graphs, ``E`` directed edges, ``U`` undirected bonds, ``C`` classe
 from __future__ import annotations
 
 import math
-import zipfile
-import zlib
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Mapping
 
 import numpy as np
 import torch
@@ -37,7 +34,7 @@ from grprune.diagnostics import SelectorStats
 from grprune.metrics import evaluate
 from grprune.ops import bond_max_np, bonds_by_first_edge
 
-#: arrays of ``edge_probs.npz`` that :func:`read_edge_probs` needs to rebuild every
+#: arrays of ``edge_probs.npz`` that :func:`edge_scores_from_arrays` needs to rebuild every
 #: :class:`GraphScore` (runs written before ``edge_logits``, ``prob`` and
 #: ``num_nodes`` were saved lack them)
 SCORE_ARRAYS = ("graph_index", "edge_ptr", "src", "dst", "edge_prob", "edge_weight",
@@ -343,24 +340,12 @@ def edge_probs_arrays(edges: EdgeScores, smiles=None) -> dict[str, np.ndarray]:
     return arrays
 
 
-def write_edge_probs(path: str | Path, edges: EdgeScores, smiles=None) -> None:
-    """Write ``edge_probs.npz`` (:func:`edge_probs_arrays`) atomically."""
-    from grprune import results as R
-    arrays = edge_probs_arrays(edges, smiles)
-    R.atomic_save(Path(path), lambda f: np.savez_compressed(f, **arrays))
-
-
-def read_edge_probs(path: str | Path) -> EdgeScores | None:
-    """Read ``edge_probs.npz`` back; None when it is absent, unreadable, damaged (a
-    truncated or corrupt zip) or lacks :data:`SCORE_ARRAYS` (written before they were
-    saved)."""
-    try:
-        with np.load(Path(path)) as npz:
-            if any(k not in npz.files for k in SCORE_ARRAYS):
-                return None
-            a = {k: npz[k] for k in npz.files}
-    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zlib.error):
-        return None  # a damaged file: the caller recomputes from the model
+def edge_scores_from_arrays(a: Mapping[str, np.ndarray] | None) -> EdgeScores | None:
+    """The :class:`EdgeScores` of ``edge_probs.npz``'s arrays
+    (:meth:`grprune.results.RunDir.edge_arrays`); None without arrays, or when they lack
+    :data:`SCORE_ARRAYS` (a file written before they were saved)."""
+    if a is None or any(k not in a for k in SCORE_ARRAYS):
+        return None
     return EdgeScores(
         graph_index=a["graph_index"].astype(np.int64), prob=a["prob"],
         num_nodes=a["num_nodes"].astype(np.int64), edge_ptr=a["edge_ptr"].astype(np.int64),

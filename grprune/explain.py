@@ -8,7 +8,7 @@ chosen graph (:mod:`grprune.draw`) and, on data with ground-truth motif edges
 
 **Where the scores come from.** The trainer saves its own evaluation of the
 selected checkpoint on the test split to ``edge_probs.npz``
-(:func:`grprune.evaluation.write_edge_probs`: logits, keep probabilities,
+(:func:`grprune.evaluation.edge_probs_arrays`: logits, keep probabilities,
 evaluation mask and class probabilities). When that file holds every graph
 asked for, explain reads it and does not run the model
 (:meth:`grprune.inference.Run.stored_scores`). Otherwise (other parts than
@@ -369,7 +369,7 @@ def _edges_table(run, dataset, part: str, ids: list[int], scores: dict, labels: 
                                   np.zeros(s.num_bonds, dtype=np.int64), 1, descending=True)
         gt = s.bond_gt
         for k in range(s.num_bonds):
-            row = {"graph_index": i, "source_row": int(dataset.source_rows[i])}
+            row: dict[str, Any] = {"graph_index": i, "source_row": int(dataset.source_rows[i])}
             if dataset.ids is not None:
                 row["id"] = dataset.ids[i]
             row.update({"part": part, "label": int(labels[i]), "pred_label": s.pred})
@@ -467,7 +467,7 @@ def _part_metrics(run, dataset, part: str, part_idx: np.ndarray, scores: dict,
         "top_k": "per graph with motif bonds, the ceil(f * |G_c|) highest-score bonds; "
                  "mean counts of G_c and G_s bonds among them",
         "all": explanation_metrics(ptr, score, gt),
-        "correct": explanation_metrics(*sub),
+        "correct": explanation_metrics(*sub),  # type: ignore[arg-type]  # (ptr, score, gt)
     }
 
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -39,12 +39,11 @@ from grprune.batch import GraphBatch, collate
 from grprune.compat import dgl  # noqa: F401  (DGL import order)
 from grprune.errors import GrpruneError
 from grprune.evaluation import (GraphScore, EdgeScores, evaluate_batches,  # noqa: F401
-                                read_edge_probs)
+                                edge_scores_from_arrays)
 from grprune.explain import ExplainResult
 from grprune.model import GraphClassifier
 from grprune.ops import bonds_by_first_edge
 from grprune.record.epoch import EpochRecord
-from grprune.record.files import damaged_zip_member
 from grprune.record.runconfig import FeatureSpec, RunConfig
 from grprune.record.summary import RunSummary
 from grprune.run import load_config_dataset
@@ -73,6 +72,7 @@ def score_batches(model: GraphClassifier, batches: Iterable[GraphBatch], *,
     """
     ev = evaluate_batches(model, batches, use_selector=use_selector, diagnostics=False,
                           collect_edges=True, seed=seed)
+    assert ev.edges is not None  # collect_edges=True always collects
     return ev.edges.graph_scores()
 
 
@@ -198,7 +198,8 @@ class Run:
     >>> run.predict(["CCO", "c1ccccc1O"])                                    # doctest: +SKIP
     """
 
-    def __init__(self, run_dir: str | Path, cfg: dict, summary: RunSummary | dict,
+    def __init__(self, run_dir: str | Path, cfg: RunConfig | Mapping[str, Any],
+                 summary: RunSummary | dict,
                  device: torch.device | str = "cpu", *,
                  dims: FeatureSpec | dict | None = None,
                  model: GraphClassifier | None = None, dataset: Any = None) -> None:
@@ -207,8 +208,8 @@ class Run:
         self.device = torch.device(device)
         self._model, self._dataset = model, dataset
         self._features = (FeatureSpec.from_dict(dims) if isinstance(dims, dict) else dims)
-        self.use_selector = evaluation_uses_selector(
-            self.summary, R.RunDir(self.run_dir).records())
+        self.rundir = R.RunDir(self.run_dir)  # reads only: a finished run takes no lock
+        self.use_selector = evaluation_uses_selector(self.summary, self.rundir.records())
 
     def __repr__(self) -> str:
         return (f"Run({str(self.run_dir)!r}, dataset={self.dataset_name!r}, "
@@ -220,8 +221,9 @@ class Run:
         return self.run_dir
 
     @property
-    def config(self) -> dict:
-        """The resolved configuration (``config.json``, with its ``hash``)."""
+    def config(self) -> RunConfig:
+        """The resolved configuration (``config.json``, with its ``hash``; read-only:
+        :meth:`~grprune.record.runconfig.RunConfig.to_dict` gives a plain ``dict``)."""
         return self.cfg
 
     @property
@@ -232,7 +234,7 @@ class Run:
         ``loss.size``, ``valid.rocauc``, ``test.kept_edge_fraction``, ...
         """
         import pandas as pd
-        return pd.json_normalize(R.read_records(self.run_dir / R.RESULTS), sep=".")
+        return pd.json_normalize(self.rundir.record_lines(), sep=".")
 
     @property
     def features(self) -> FeatureSpec:
@@ -339,7 +341,7 @@ class Run:
             None when the file is absent, was written before it saved logits and
             class probabilities, or lacks one of the graphs: score them instead.
         """
-        edges = read_edge_probs(self.run_dir / R.EDGE_PROBS)
+        edges = edge_scores_from_arrays(self.rundir.edge_arrays())
         return edges.by_index(indices) if edges is not None else None
 
 
@@ -426,40 +428,29 @@ class Explanation(ExplainResult):
     edges: Any = None
 
 
-def _rerun(run_dir: Path) -> str:
-    return f"re-run it with `grprune run --config {run_dir / R.CONFIG} --out {run_dir} --force`"
-
-
-def _no_checkpoint(run_dir: Path) -> GrpruneError:
-    return GrpruneError(f"{run_dir} has no {R.CHECKPOINT}; {_rerun(run_dir)}")
-
-
-def _load_model(run_dir: Path, cfg: dict, dims: FeatureSpec,
+def _load_model(run_dir: Path, cfg: RunConfig | Mapping[str, Any], dims: FeatureSpec,
                 device: torch.device) -> GraphClassifier:
     """A run's model from ``checkpoint.pt``, in eval mode, on ``device``.
 
     Raises
     ------
     GrpruneError
-        If the checkpoint is missing, unreadable or of another model.
+        If the checkpoint is missing, unreadable (:meth:`grprune.results.RunDir.read_checkpoint`)
+        or of another model.
     """
     from grprune.trainer import build_model_from_dims
-    ckpt = run_dir / R.CHECKPOINT
-    if not ckpt.is_file():
-        raise _no_checkpoint(run_dir)
+    rundir = R.RunDir(run_dir)
+    if not rundir.has_checkpoint():
+        rundir.read_checkpoint()  # raises: no checkpoint.pt, and how to re-run
     model, _ = build_model_from_dims(cfg, dims)
-    damaged = damaged_zip_member(ckpt)  # torch.load would read changed weights unnoticed
-    if damaged is not None:
-        raise GrpruneError(f"cannot load {ckpt}: it is damaged ({damaged} does not match its "
-                           f"checksum); {_rerun(run_dir)}")
+    state = rundir.read_checkpoint(device)
     try:
-        state = torch.load(ckpt, map_location=device, weights_only=True)
         model.load_state_dict(state)
-    except Exception as exc:  # torn file, or a checkpoint of another model
+    except Exception as exc:  # a checkpoint of another model
         detail = (str(exc).strip().splitlines() or [""])[0].split(". ")[0][:160]
-        raise GrpruneError(f"cannot load {ckpt} ({type(exc).__name__}"
-                           f"{': ' + detail if detail else ''}): it is truncated, damaged or "
-                           f"of another model; {_rerun(run_dir)}") from None
+        raise GrpruneError(f"cannot load {rundir.checkpoint_path} ({type(exc).__name__}"
+                           f"{': ' + detail if detail else ''}): it is of another model; "
+                           f"{rundir.rerun_hint()}") from None
     model.to(device)
     model.eval()
     return model
@@ -495,17 +486,19 @@ def load_run(run_dir: str | Path, device: str = "cpu", *, lazy: bool = False) ->
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise GrpruneError(f"run directory {run_dir} does not exist")
-    status = R.RunDir(run_dir).status()
+    rundir = R.RunDir(run_dir)
+    status = rundir.status()
     if status.state in ("interrupted", "running", "failed"):
         raise GrpruneError(
             f"{run_dir} holds an unfinished run ({status}); finish it first with "
-            f"`grprune run --config {run_dir / R.CONFIG} --out {run_dir}`")
+            f"`grprune run --config {rundir.config_path} --out {run_dir}`")
     if status.state != "finished":
         what = {"corrupt": "holds a corrupt run", "empty": "is empty"}.get(
             status.state, "is not a grprune run directory")
         raise GrpruneError(f"{run_dir} {what} ({status.reason or status.state})")
-    if not (run_dir / R.CHECKPOINT).is_file():
-        raise _no_checkpoint(run_dir)
+    if not rundir.has_checkpoint():
+        rundir.read_checkpoint()  # raises: no checkpoint.pt, and how to re-run
+    assert status.config is not None and status.summary is not None  # a finished run has both
     run = Run(run_dir, status.config, status.summary, select_device(device))
     if not lazy:
         _ = run.model  # load now, so that a broken checkpoint is reported here

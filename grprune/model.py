@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 from torch import Tensor, nn
@@ -104,8 +105,8 @@ class GraphClassifier(nn.Module):
         """
         sel = self.selector
         draws = sel.eval_draws if sel is not None and use_selector else 1
-        prob = 0.0
+        prob: Tensor | float = 0.0
         for _ in range(draws):
             out = self.forward(batch, use_selector=use_selector)
             prob = prob + torch.softmax(out.logits, -1) / draws
-        return prob, out
+        return cast(Tensor, prob), out  # draws >= 1: a Tensor

@@ -7,7 +7,7 @@ summary, ``sweep`` and ``collect`` name a configuration the same way.
 from __future__ import annotations
 
 import math
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 #: labels of combinations of parts; a single part's label is its class's ``display_name``
 _COMBINED_LABELS = {("gumbel-gin", ("size", "eps-align")): "PrunE", ("none", ()): "ERM"}
@@ -46,7 +46,7 @@ def canonical_reg(reg: Iterable[str]) -> tuple[str, ...]:
     return tuple(sorted(reg, key=key))
 
 
-def method_slug(cfg: dict) -> str:
+def method_slug(cfg: Mapping[str, Any]) -> str:
     """The method part of a default run directory name: the regularizers joined with
     ``+`` (``size+eps-align``), ``erm`` without regularizer and selector, and
     ``SELECTOR-noreg`` for a selector without regularizer.

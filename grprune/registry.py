@@ -134,8 +134,11 @@ class Registry:
         if self._plugins_loaded:
             return
         self._plugins_loaded = True
+        group = self.entry_point_group
+        if group is None:  # no entry-point group, no plugins (_plugins_loaded starts True then)
+            return
         try:
-            eps = metadata.entry_points(group=self.entry_point_group)
+            eps = metadata.entry_points(group=group)
         except Exception as exc:  # pragma: no cover - broken metadata
             warnings.warn(f"could not list {self.entry_point_group} entry points: {exc}")
             return

@@ -7,14 +7,10 @@
 
 from __future__ import annotations
 
-import pickle
 import time
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
-
-import torch
 
 from grprune import results as R
 from grprune.errors import DivergedError, GrpruneError
@@ -22,10 +18,8 @@ from grprune.record.runconfig import FeatureSpec, RunConfig
 from grprune.record.settings import OPTION_KEYS, config_hash
 from grprune.record.summary import RunSummary
 
-RUN_FILES = (R.RESULTS, R.STATE, R.CHECKPOINT, R.LAST_CHECKPOINT, R.EDGE_PROBS, R.SUMMARY)
 
-
-def load_config_dataset(cfg: dict):
+def load_config_dataset(cfg: RunConfig | Mapping[str, Any]):
     """The dataset a resolved config trains on (``data.limit`` is applied by the trainer)."""
     from grprune.data import load_dataset
     data = RunConfig.from_dict(cfg).data
@@ -33,7 +27,7 @@ def load_config_dataset(cfg: dict):
                         **data.params)
 
 
-def default_run_dir(cfg: dict, root: str | Path = "runs") -> Path:
+def default_run_dir(cfg: RunConfig | Mapping[str, Any], root: str | Path = "runs") -> Path:
     """``runs/<dataset>/<method>-seed<seed>-<hash>`` for a resolved config."""
     from grprune.naming import method_slug
     cfg = RunConfig.from_dict(cfg)
@@ -119,7 +113,7 @@ def option_flags(**options: Any) -> dict[str, Any]:
     return {OPTION_KEYS[name]: value for name, value in options.items() if value is not None}
 
 
-def prepare_run_dir(cfg: dict, run_dir: Path, force: bool = False,
+def prepare_run_dir(cfg: RunConfig | Mapping[str, Any], run_dir: Path, force: bool = False,
                     held: bool = False) -> tuple[str, Any]:
     """Decide what to do with ``run_dir`` (:meth:`grprune.results.RunDir.status`);
     ``held``: the caller holds the run's lock.
@@ -141,7 +135,8 @@ def prepare_run_dir(cfg: dict, run_dir: Path, force: bool = False,
         trained an epoch (only ``config.json``, left by a bad-input failure) is taken over
         without ``force``.
     """
-    status = R.RunDir(run_dir).status(cfg, held=held)
+    rundir = R.RunDir(run_dir)
+    status = rundir.status(cfg, held=held)
     state = status.state
     if state == "running":
         raise GrpruneError(f"{run_dir} is being run by another process; wait for it, or "
@@ -154,71 +149,21 @@ def prepare_run_dir(cfg: dict, run_dir: Path, force: bool = False,
                            f"--force to start this run over")
     # a run that stopped before its first epoch (bad input) leaves only config.json: the
     # fixed command may take the directory over, for nothing of a trained run is lost
-    trained = any((run_dir / name).exists()
-                  for name in (R.RESULTS, R.STATE, R.CHECKPOINT, R.SUMMARY))
-    if state == "other-config" and not force and trained:
-        done = "a finished" if (run_dir / R.SUMMARY).is_file() else "an unfinished"
+    if state == "other-config" and not force and rundir.trained():
+        done = "a finished" if rundir.has_summary() else "an unfinished"
         other = config_hash(status.config) if status.config is not None else "?"
         raise GrpruneError(f"{run_dir} holds {done} run of a different configuration "
                            f"(hash {other} vs {config_hash(cfg)}); choose "
                            f"another --out, or --force to overwrite it")
     if state == "finished" and not force:
         return "finished", status.summary
-    if state in ("interrupted", "failed") and (run_dir / R.STATE).is_file() and not force:
-        return "resume", load_state(run_dir / R.STATE)
-    for name in RUN_FILES:
-        (run_dir / name).unlink(missing_ok=True)
+    if state in ("interrupted", "failed") and rundir.has_state() and not force:
+        return "resume", rundir.read_state()
+    rundir.clear()
     return "fresh", None
 
 
-def _torch_state(path: Path) -> tuple[str | None, dict | None]:
-    """``(None, state)`` of a ``state.pt`` that loads with ``weights_only``, else
-    ``(why not, None)``."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # torch's note on foreign pickle protocols
-            state = torch.load(path, map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError:
-        return "it holds objects other than tensors and plain values, or is no torch file", None
-    except Exception as exc:  # truncated or unreadable file
-        detail = (str(exc).strip().splitlines() or ["no detail"])[0][:120]
-        return f"it is truncated or unreadable ({type(exc).__name__}: {detail})", None
-    if not isinstance(state, dict) or "epoch" not in state:
-        return "it is not a grprune training state", None
-    return None, state
-
-
-def load_state(path: Path) -> dict:
-    """Read a run's ``state.pt`` without running code from it.
-
-    :func:`torch.load` with ``weights_only=True`` accepts tensors and plain Python
-    values only, so a pickle that would run code (a run directory copied from someone
-    else) is refused before anything of it runs.
-
-    Raises
-    ------
-    GrpruneError
-        If the file cannot be read that way (corrupt, its archive's CRC-32 checksums
-        do not match, or not what grprune writes). The
-        file is moved aside to ``state.rejected.pt`` first, so that running the same
-        command again starts the run over and nothing is silently discarded.
-    """
-    from grprune.record.files import damaged_zip_member
-
-    bad = damaged_zip_member(path)  # torch.load does not check the archive's checksums
-    reason = None if bad is None else f"it is damaged ({bad} does not match its checksum)"
-    state = None
-    if reason is None:
-        reason, state = _torch_state(path)
-    if state is not None:
-        return state
-    aside = path.with_name("state.rejected.pt")
-    path.replace(aside)
-    raise GrpruneError(f"{path} was not loaded, so no code in it ran: {reason}. It was moved to "
-                       f"{aside.name}; run the same command again to start this run over")
-
-
-def execute(cfg: dict, run_dir: str | Path, *, force: bool = False,
+def execute(cfg: RunConfig | Mapping[str, Any], run_dir: str | Path, *, force: bool = False,
             on_epoch: Callable[[dict], None] | None = None,
             log: Callable[[str], None] = print, dataset=None) -> tuple[str, RunSummary]:
     """Run (or resume, or skip) one configuration.
@@ -258,7 +203,7 @@ def execute(cfg: dict, run_dir: str | Path, *, force: bool = False,
         return _execute_locked(cfg, run_dir, force, on_epoch, log, dataset)
 
 
-def _execute_locked(cfg: dict, run_dir: Path, force: bool, on_epoch, log,
+def _execute_locked(cfg: RunConfig | Mapping[str, Any], run_dir: Path, force: bool, on_epoch, log,
                     dataset=None) -> tuple[str, RunSummary]:
     """:func:`execute` with the run's lock held.
 
@@ -276,19 +221,19 @@ def _execute_locked(cfg: dict, run_dir: Path, force: bool, on_epoch, log,
     load_s = time.perf_counter() - t0
     # the data's sizes, so that a checkpoint can be rebuilt without loading the data
     cfg = RunConfig.from_dict(cfg).with_features(FeatureSpec.of(dataset))
-    R.atomic_write_json(run_dir / R.CONFIG, cfg)
+    rundir = R.RunDir(run_dir)
+    rundir.write_config(cfg)
     if status == "resume":
-        from grprune.trainstate import resumed_records
         # read (and a damaged line refused) before the note; the trainer takes them as read
-        payload = {**payload, "records": resumed_records(run_dir, payload["n_records"])}
+        payload = {**payload, "records": rundir.resumed_records(payload["n_records"])}
         log(f"resuming {run_dir} after epoch {payload['epoch']}")
     trainer = Trainer(cfg, dataset, run_dir, on_epoch=on_epoch)
     try:
         summary = trainer.fit(resume=payload, data_load_s=load_s, started=t0)
     except DivergedError as exc:  # the run can't go on: its directory says so
-        R.atomic_write_json(run_dir / R.ERROR, {"message": str(exc), "kind": "diverged",
-                                                "epoch": exc.epoch, "hash": cfg.hash})
+        rundir.write_error({"message": str(exc), "kind": "diverged", "epoch": exc.epoch,
+                            "hash": cfg.hash})
         raise
-    R.atomic_write_json(run_dir / R.SUMMARY, summary.to_dict())
-    (run_dir / R.STATE).unlink(missing_ok=True)
+    rundir.write_summary(summary)
+    rundir.remove_state()
     return ("resumed" if status == "resume" else "completed"), summary

@@ -23,7 +23,7 @@ import time
 import warnings
 import zlib
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 import torch
@@ -36,7 +36,7 @@ from grprune.config import parse_milestones
 from grprune.data.store import GraphStore
 from grprune.encoders import ENCODERS
 from grprune.errors import DivergedError, GrpruneError
-from grprune.evaluation import EdgeScores, Evaluation, evaluate_batches, write_edge_probs
+from grprune.evaluation import EdgeScores, Evaluation, edge_probs_arrays, evaluate_batches
 from grprune.losses import cross_entropy
 from grprune.model import GraphClassifier
 from grprune.provenance import environment
@@ -46,7 +46,7 @@ from grprune.record.summary import RunSummary
 from grprune.regularizers import REGULARIZERS, Regularizer, StepContext
 from grprune.regularizers.base import check_supports, sum_terms
 from grprune.selectors import SELECTORS, check_selection
-from grprune.trainstate import Best, restore_state, resumed_records, state_of
+from grprune.trainstate import Best, restore_state, state_of
 
 EVAL_SPLITS = ("train", "valid", "test", "id-valid")
 #: in-distribution hold-outs, evaluated with the selected checkpoint (id-valid every epoch too)
@@ -100,7 +100,8 @@ def model_dims(dataset) -> dict[str, Any]:
     return FeatureSpec.of(dataset).summary_record()
 
 
-def build_model_from_dims(cfg: dict, dims: FeatureSpec | dict[str, Any]
+def build_model_from_dims(cfg: RunConfig | Mapping[str, Any],
+                          dims: FeatureSpec | dict[str, Any]
                           ) -> tuple[GraphClassifier, dict[str, Regularizer]]:
     """Instantiate selector, encoder, classifier and regularizers from a config and the
     data's :class:`~grprune.runconfig.FeatureSpec` (or a :func:`model_dims` dict)."""
@@ -115,7 +116,8 @@ def build_model_from_dims(cfg: dict, dims: FeatureSpec | dict[str, Any]
     return model, regs
 
 
-def build_model(cfg: dict, dataset) -> tuple[GraphClassifier, dict[str, Regularizer]]:
+def build_model(cfg: RunConfig | Mapping[str, Any], dataset
+                ) -> tuple[GraphClassifier, dict[str, Regularizer]]:
     """Instantiate selector, encoder, head and regularizers from a resolved config.
 
     Raises
@@ -183,10 +185,11 @@ class Trainer:
         Called with each epoch's record (for progress display).
     """
 
-    def __init__(self, cfg: dict, dataset, run_dir: str | Path,
+    def __init__(self, cfg: RunConfig | Mapping[str, Any], dataset, run_dir: str | Path,
                  on_epoch: Callable[[dict], None] | None = None) -> None:
         cfg = RunConfig.from_dict(cfg)
         self.cfg, self.dataset, self.run_dir = cfg, dataset, Path(run_dir)
+        self.rundir = R.RunDir(self.run_dir)  # the one reader and writer of its files
         self.tc = cfg.train
         self.on_epoch = on_epoch or (lambda record: None)
         self.device = select_device(self.tc.device)
@@ -440,7 +443,7 @@ class Trainer:
             restore_state(self, resume)
             best = Best(**resume["best"])
             records = (resume["records"] if "records" in resume  # read by run.execute
-                       else resumed_records(self.run_dir, resume["n_records"]))
+                       else self.rundir.resumed_records(resume["n_records"]))
             # early-stopped runs killed before their summary finish without training more
             start = tc.epochs if resume.get("stopped") else resume["epoch"] + 1
         lines = [r.to_dict() for r in records]  # results.jsonl
@@ -460,41 +463,35 @@ class Trainer:
             epoch_time = time.perf_counter() - t0
             improved = (not warm or tc.select_warmup) and best.update(epoch, evals, warm)
             if improved:
-                R.atomic_save(self.run_dir / R.CHECKPOINT,
-                              lambda f: torch.save(self.model.state_dict(), f))
+                self.rundir.save_checkpoint(self.model.state_dict())
             record = EpochRecord(epoch=epoch, phase="warmup" if warm else "train", lr=lr,
                                  loss=losses, scores=scores, epoch_time_s=epoch_time,
                                  train_time_s=t_train, best_epoch=best.epoch)
             records.append(record)
             lines.append(record.to_dict())
             stop = bool(tc.patience and not warm and best.since >= tc.patience)
-            R.write_records(self.run_dir / R.RESULTS, lines)
-            R.atomic_save(self.run_dir / R.STATE,
-                          lambda f: torch.save(state_of(self, epoch, best, len(records), stop),
-                                               f))
+            self.rundir.write_records(lines)
+            self.rundir.save_state(state_of(self, epoch, best, len(records), stop))
             self.on_epoch({**lines[-1], "improved": improved, "epochs": tc.epochs})
             if stop:
                 break
         if tc.save_last:
-            R.atomic_save(self.run_dir / R.LAST_CHECKPOINT,
-                          lambda f: torch.save(self.model.state_dict(), f))
+            self.rundir.save_checkpoint(self.model.state_dict(), last=True)
         return self._finish(records, best, time.perf_counter() - t_start, data_load_s, started)
 
     def _finish(self, records: list[EpochRecord], best: Best, train_time: float,
                 data_load_s: float, started: float) -> RunSummary:
         """Evaluate the selected model (``checkpoint.pt``, or the last one when no epoch was
         selected), write ``edge_probs.npz`` and return the run's summary."""
-        ckpt = self.run_dir / R.CHECKPOINT
         last = records[-1] if records else None
         # an ERM warm-up epoch may be selected (train.select_warmup): evaluate it as trained
         use_selector, selected = not best.warm, "best-valid"
-        if ckpt.is_file():
-            self.model.load_state_dict(torch.load(ckpt, map_location=self.device,
-                                                  weights_only=True))
+        if self.rundir.has_checkpoint():
+            self.model.load_state_dict(self.rundir.read_checkpoint(self.device))
         else:
             # No post-warm-up epoch (epochs <= warmup_epochs), or validation was
             # always NaN: report the last model, evaluated as it was trained.
-            R.atomic_save(ckpt, lambda f: torch.save(self.model.state_dict(), f))
+            self.rundir.save_checkpoint(self.model.state_dict())
             selected = "last-epoch"
             use_selector = last is None or not last.warmup
             if last is not None:
@@ -503,7 +500,8 @@ class Trainer:
                                            train=last.value("train", self.metric, math.nan))
         ev, edges = self.evaluate("test", use_selector=use_selector, collect_edges=True)
         assert edges is not None  # collect_edges=True always collects
-        write_edge_probs(self.run_dir / R.EDGE_PROBS, edges, getattr(self.dataset, "smiles", None))
+        self.rundir.write_edge_arrays(edge_probs_arrays(edges, getattr(self.dataset, "smiles",
+                                                                       None)))
         evals = {name: self.evaluate(name, use_selector=use_selector)[0]
                  for name in ("valid", *FINAL_SPLITS) if name in self.splits}
         evals["test"] = ev

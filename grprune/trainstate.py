@@ -5,8 +5,9 @@ model's, the regularizers' and the optimizer's state, the selected epoch so far
 (:class:`Best`), every random stream (Python, NumPy, torch on the CPU and CUDA, the
 shuffle's generators) and how many epochs ``results.jsonl`` holds. It is tensors and
 plain Python values only, so :func:`torch.load` reads it with ``weights_only=True`` (no
-pickled code). :func:`restore_state` puts it back into a :class:`grprune.trainer.Trainer`
-and :func:`resumed_records` reads the epochs it counts.
+pickled code). :func:`restore_state` puts it back into a :class:`grprune.trainer.Trainer`;
+:meth:`grprune.results.RunDir.read_state` reads the file and
+:meth:`~grprune.results.RunDir.resumed_records` the epochs it counts.
 """
 
 from __future__ import annotations
@@ -15,15 +16,11 @@ import dataclasses
 import math
 import random
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
 import torch
 
-from grprune.errors import GrpruneError
-from grprune.record.epoch import EpochRecord
-from grprune.record.files import RESULTS, STATE, read_records
 
 
 @dataclass
@@ -93,21 +90,3 @@ def restore_state(trainer: Any, state: dict[str, Any]) -> None:
         torch.cuda.set_rng_state(rng["cuda"], trainer.device)
     if "loader_device" in rng and trainer.device_gen is not None:
         trainer.device_gen.set_state(rng["loader_device"])
-
-
-def resumed_records(run_dir: str | Path, n: int) -> list[EpochRecord]:
-    """The first ``n`` records of ``results.jsonl``, the epochs ``state.pt`` counts.
-
-    Raises
-    ------
-    GrpruneError
-        If the file no longer holds them, one per epoch from 0 (a damaged line): resuming
-        would leave a gap in the run's epochs.
-    """
-    path = Path(run_dir) / RESULTS
-    records = [EpochRecord.from_dict(r) for r in read_records(path)[:n]]
-    if [r.epoch for r in records] != list(range(n)):
-        raise GrpruneError(f"{path} holds {len(records)} sound epoch records where {STATE} "
-                           f"counts {n} (a damaged line); resuming would leave a gap, so run "
-                           f"it again with --force to start over")
-    return records

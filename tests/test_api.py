@@ -35,9 +35,9 @@ def test_train_is_grprune_run(api_run, tmp_path):
     assert res.exit_code == 0, res.output
     cli_cfg = json.loads((tmp_path / "cli" / R.CONFIG).read_text())
     cli_summary = json.loads((tmp_path / "cli" / R.SUMMARY).read_text())
-    assert api_run.config["hash"] == cli_cfg["hash"]
-    assert api_run.summary["test"] == cli_summary["test"]
-    assert api_run.summary["valid"] == cli_summary["valid"]
+    assert api_run.config.hash == cli_cfg["hash"]
+    assert api_run.summary.test == cli_summary["test"]
+    assert api_run.summary.valid == cli_summary["valid"]
     assert isinstance(api_run, grprune.Run) and api_run.path == api_run.run_dir
     rec = api_run.records
     assert len(rec) == 1 and {"epoch", "loss.total", "valid.rocauc"} <= set(rec.columns)

@@ -364,7 +364,7 @@ def test_readers_open_nothing_for_writing_in_a_finished_run(tmp_path, monkeypatc
                  ["predict", run, "--smiles", "CCO", "--out", out / "p.csv"]):
         res = CliRunner().invoke(main, [str(a) for a in args])
         assert res.exit_code == 0, (args[0], res.output)
-    assert grprune.load_run(run).summary["test"] is not None
+    assert grprune.load_run(run).summary.test is not None
     assert (out / "table.md").is_file() and (out / "p.csv").is_file()
 
 

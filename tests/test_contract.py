@@ -260,7 +260,7 @@ def test_docs_selector_encoder_dataset_examples_run(toy_batch, tmp_path):
                              flags={"train.epochs": 2, "train.device": "cpu",
                                     "train.warmup_epochs": 0, "train.batch_size": 8})
         summary = Trainer(cfg, load_dataset("rings-vs-paths", n=24), tmp_path).fit()
-        assert 0.0 <= summary["test"] <= 1.0
+        assert 0.0 <= summary.test <= 1.0
     finally:
         SELECTORS.unregister("degree-gumbel")
         ENCODERS.unregister("sum-mlp")

@@ -60,9 +60,9 @@ def test_every_part_trains_on_cuda(tmp_path, data, reg, selector, extra):
     status, summary = execute(_cfg(data, reg, selector, extra, "cuda"), tmp_path / "run",
                               log=lambda msg: None)
     assert status == "completed"
-    assert summary["device"].startswith("cuda")
-    assert summary["peak_mem_mib"] > 0
-    assert summary["test"] == summary["test"]  # not NaN
+    assert summary.device.startswith("cuda")
+    assert summary.peak_mem_mib > 0
+    assert summary.test == summary.test  # not NaN
 
 
 def test_cuda_checkpoint_scores_the_same_on_cpu(tmp_path):
@@ -74,7 +74,7 @@ def test_cuda_checkpoint_scores_the_same_on_cpu(tmp_path):
     state = torch.load(tmp_path / "run" / R.CHECKPOINT, map_location="cpu", weights_only=True)
     trainer.model.load_state_dict(state)
     ev, _ = trainer.evaluate("test")
-    assert ev.metric == pytest.approx(summary["test"], abs=1e-3)
+    assert ev.metric == pytest.approx(summary.test, abs=1e-3)
 
 
 def test_interrupted_cuda_run_resumes(tmp_path):
@@ -88,8 +88,8 @@ def test_interrupted_cuda_run_resumes(tmp_path):
         execute(cfg, tmp_path / "run", on_epoch=stop_after_first, log=lambda msg: None)
     assert (tmp_path / "run" / R.STATE).is_file()
     status, summary = execute(cfg, tmp_path / "run", log=lambda msg: None)
-    assert status == "resumed" and summary["epochs_run"] == 3
-    assert summary["device"].startswith("cuda")
+    assert status == "resumed" and summary.epochs_run == 3
+    assert summary.device.startswith("cuda")
 
 
 @pytest.mark.parametrize("data,reg,selector,extra", [CASES[1], CASES[4], CASES[-1]],

@@ -349,7 +349,7 @@ def test_plain_pictures_when_rdkit_cannot_draw(bbbp_run, tmp_path, monkeypatch):
 def test_explain_reads_edge_probs_not_the_model(motif_run, tmp_path, monkeypatch):
     """With every asked graph in edge_probs.npz, explain runs no model forward, and its
     output is what re-scoring with the model gives (the fallback for old runs)."""
-    from grprune.evaluation import SCORE_ARRAYS, read_edge_probs
+    from grprune.evaluation import SCORE_ARRAYS, edge_scores_from_arrays
     from grprune.inference import Run
     from grprune.model import GraphClassifier
 
@@ -384,7 +384,7 @@ def test_explain_reads_edge_probs_not_the_model(motif_run, tmp_path, monkeypatch
     for key in ("all", "correct", "accuracy"):
         _assert_close(m_got[key], m_ref[key])
     # the scores are the file's, to the bit
-    edges = read_edge_probs(run_dir / R.EDGE_PROBS)
+    edges = edge_scores_from_arrays(R.RunDir(run_dir).edge_arrays())
     gi = int(got["graph_index"].iloc[0])
     k = edges.graph_index.tolist().index(gi)
     rows = got[got["graph_index"] == gi]
@@ -402,7 +402,8 @@ def test_explain_reads_edge_probs_not_the_model(motif_run, tmp_path, monkeypatch
     with np.load(run_dir / R.EDGE_PROBS) as npz:
         old = {k: npz[k] for k in npz.files if k not in ("edge_logits", "prob", "num_nodes")}
     np.savez_compressed(run_dir / R.EDGE_PROBS, **old)
-    assert read_edge_probs(run_dir / R.EDGE_PROBS) is None and "edge_logits" in SCORE_ARRAYS
+    assert edge_scores_from_arrays(R.RunDir(run_dir).edge_arrays()) is None
+    assert "edge_logits" in SCORE_ARRAYS
     res = CliRunner().invoke(main, ["explain", str(run_dir), "--out", str(tmp_path / "old")])
     assert res.exit_code != 0 and "explain ran the model" in repr(res.exception)
 

@@ -102,7 +102,7 @@ def test_on_the_cpu_a_run_gives_the_same_numbers_bit_for_bit(tmp_path, reg, sele
     on = resolve_config(reg=reg, selector=selector, flags={**SMALL, "train.fast_path": True})
     execute(off, tmp_path / "off", log=lambda msg: None)
     _, summary = execute(on, tmp_path / "on", log=lambda msg: None)
-    assert math.isfinite(summary["test"])
+    assert math.isfinite(summary.test)
     _assert_identical(tmp_path / "off", tmp_path / "on")
 
 

@@ -203,7 +203,7 @@ def test_from_graphs_python_entry_point(tmp_path, data_root):
                          flags={"train.epochs": 1, "train.device": "cpu"},
                          overrides=[f"data.path={path}", "data.split=file"])
     summary = Trainer(cfg, ds, tmp_path / "py-run").fit()
-    assert summary["motif_edge_rocauc"] is not None
+    assert summary.motif_edge_rocauc is not None
     with pytest.raises(DataError, match="shape"):
         from_graphs(graphs, labels[:3])
 
@@ -232,7 +232,7 @@ def test_an_edited_file_is_a_new_run_not_a_finished_one(bace_csv, tmp_path):
     assert after["hash"] != before["hash"]
     # a previous run's config.json replays with the file's current digest
     stored = tmp_path / "config.json"
-    stored.write_text(json.dumps(before))
+    stored.write_text(json.dumps(before.to_dict()))
     assert resolve_config(file=stored)["hash"] == after["hash"]
 
 

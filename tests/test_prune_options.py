@@ -120,9 +120,9 @@ def test_eta_decides_what_budget_evaluation_keeps(tmp_path, eta):
     assert cfg["selector"]["eval_budget"] == eta  # taken from reg.size.eta
     _, summary = execute(cfg, tmp_path / "run", log=lambda m: None)
     # ceil(eta * U_g) of each graph's U_g bonds: at least eta, and at most one bond more
-    assert eta <= summary["kept_edge_fraction"] <= eta + 0.1
+    assert eta <= summary.kept_edge_fraction <= eta + 0.1
     probs = __import__("numpy").load(tmp_path / "run" / R.EDGE_PROBS)
-    assert probs["edge_weight"].mean() == pytest.approx(summary["kept_edge_fraction"])
+    assert probs["edge_weight"].mean() == pytest.approx(summary.kept_edge_fraction)
 
 
 # -- training --------------------------------------------------------------------------------
@@ -162,12 +162,12 @@ def test_a_warm_up_epoch_is_selected_only_when_allowed(tmp_path, monkeypatch):
                    overrides=["train.warmup_epochs=1", f"train.select_warmup={allowed}",
                               "train.save_last=true"])
         _, out[allowed] = execute(cfg, tmp_path / str(allowed), log=lambda m: None)
-    assert out[True]["best_epoch"] == 0 and out[True]["selected_phase"] == "warmup"
-    assert out[True]["kept_edge_fraction"] == 1.0  # a warm-up model is evaluated on full graphs
-    assert out[True]["use_selector"] is False and out[False]["use_selector"] is True
+    assert out[True].best_epoch == 0 and out[True].selected_phase == "warmup"
+    assert out[True].kept_edge_fraction == 1.0  # a warm-up model is evaluated on full graphs
+    assert out[True].use_selector is False and out[False].use_selector is True
     from grprune.inference import load_run
     assert load_run(tmp_path / "True", lazy=True).use_selector is False  # predict/explain agree
-    assert out[False]["best_epoch"] == 1 and out[False]["selected_phase"] == "train"
+    assert out[False].best_epoch == 1 and out[False].selected_phase == "train"
     last = torch.load(tmp_path / "True" / R.LAST_CHECKPOINT, weights_only=True)
     best = torch.load(tmp_path / "True" / R.CHECKPOINT, weights_only=True)
     assert any(not torch.equal(last[k], best[k]) for k in best)
@@ -213,7 +213,7 @@ def test_preset_values_sit_between_recommended_and_the_flags_and_are_recorded(tm
     gsat = resolve_config(reg="gsat", preset="official")
     assert gsat["selector"]["eval_mode"] == "soft" and not gsat["selector"]["hard"]
     # a finished run's config.json names its preset, and re-resolving it is the same run
-    (tmp_path / "c.json").write_text(json.dumps(official))
+    (tmp_path / "c.json").write_text(json.dumps(official.to_dict()))
     again = resolve_config(file=tmp_path / "c.json")
     assert again["preset"]["name"] == "official" and again["hash"] == official["hash"]
 
@@ -366,9 +366,9 @@ def test_sampled_evaluation_leaves_training_as_it_was(tmp_path):
     losses = {mode: [r["loss"]["total"] for r in records] for mode, (_, records) in runs.items()}
     assert losses["sample"] == losses["threshold"]
     summary, records = runs["sample"]
-    best = next(r for r in records if r["epoch"] == summary["best_epoch"])
-    assert summary["test"] == best["test"][summary["metric"]]
-    assert summary["valid"] == best["valid"][summary["metric"]]
+    best = next(r for r in records if r["epoch"] == summary.best_epoch)
+    assert summary.test == best["test"][summary.metric]
+    assert summary.valid == best["valid"][summary.metric]
     # scoring new graphs with a sampled mask: the same scores on every call, and the
     # caller's RNG left as it was
     from grprune.inference import load_run

@@ -74,7 +74,7 @@ def test_an_older_summary_reads_with_defaults_and_keeps_what_it_had():
     assert summary.selected == "best-valid" and summary.use_selector is None
     assert summary.model is None and summary.extra["someday"] == [1, 2]
     assert summary.to_dict() == old  # the incomplete model record is kept as it was
-    assert summary["test"] == 0.7 and summary.get("valid") is None  # the mapping shim
+    assert summary.test == 0.7 and summary.valid is None
 
 
 def test_a_summary_built_in_memory_writes_nan_as_null_and_says_so():
@@ -125,3 +125,88 @@ def test_one_dotted_reading_of_the_settings():
     assert lookup(cfg, "reg.vrex.weight", "-") == "-" and lookup(cfg, "nosuch.key") is None
     for key in (*OPTION_KEYS.values(), *PART_KEYS.values()):
         assert key.split(".")[0] in (*cfg, "preset")
+
+
+# -- one reader and writer of run files -----------------------------------------------
+#: the names of a run's files (grprune.record.files), and the constants that hold them
+RUN_FILE_NAMES = {"config.json", "results.jsonl", "summary.json", "state.pt", "checkpoint.pt",
+                  "checkpoint-last.pt", "edge_probs.npz", "error.json", "sweep.log"}
+RUN_FILE_CONSTANTS = {"CONFIG", "RESULTS", "SUMMARY", "STATE", "CHECKPOINT", "LAST_CHECKPOINT",
+                      "EDGE_PROBS", "ERROR", "LOG", "RUN_FILES", "MARKERS"}
+#: where the run files are defined (record/files.py) and read and written (results/)
+OWNERS = ("record", "results")
+
+
+def run_file_uses(path: Path) -> list[str]:
+    """Where the module at ``path`` names a run file: a string that is one of
+    :data:`RUN_FILE_NAMES`, or one of :data:`RUN_FILE_CONSTANTS` imported from, or read
+    as an attribute of, ``grprune.results`` or ``grprune.record.files``."""
+    import ast
+    tree = ast.parse(path.read_text())
+    docstrings = {id(n.body[0].value) for n in ast.walk(tree)
+                  if isinstance(n, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef,
+                                    ast.ClassDef))
+                  and n.body and isinstance(n.body[0], ast.Expr)
+                  and isinstance(n.body[0].value, ast.Constant)}
+    found = []
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Constant) and node.value in RUN_FILE_NAMES
+                and id(node) not in docstrings):
+            found.append(f"{path}:{node.lineno}: {node.value!r}")
+        elif (isinstance(node, ast.ImportFrom) and node.module in ("grprune.results",
+                                                                    "grprune.record.files")):
+            found += [f"{path}:{node.lineno}: imports {a.name}" for a in node.names
+                      if a.name in RUN_FILE_CONSTANTS]
+        elif (isinstance(node, ast.Attribute) and node.attr in RUN_FILE_CONSTANTS
+              and isinstance(node.value, ast.Name) and node.value.id == "R"):
+            found.append(f"{path}:{node.lineno}: R.{node.attr}")
+    return found
+
+
+def test_only_the_run_directory_reads_and_writes_run_files():
+    """No module outside grprune/record and grprune/results names a run's files:
+    everything else goes through :class:`grprune.results.RunDir` (issue 40, item 3)."""
+    package = Path(__file__).resolve().parents[1] / "grprune"
+    found = [use for path in sorted(package.rglob("*.py"))
+             if path.relative_to(package).parts[0] not in OWNERS
+             for use in run_file_uses(path)]
+    assert not found, "run files named outside RunDir:\n" + "\n".join(found)
+
+
+def test_the_run_file_check_sees_each_way_of_naming_one(tmp_path):
+    src = tmp_path / "m.py"
+    src.write_text('"""Writes config.json."""\nfrom grprune.results import SUMMARY\n'
+                   'import grprune.results as R\np = R.CHECKPOINT\nq = "state.pt"\n')
+    assert [u.split(": ", 1)[1] for u in run_file_uses(src)] == [
+        "imports SUMMARY", "R.CHECKPOINT", "'state.pt'"]
+
+
+# -- a read-only configuration ----------------------------------------------------------
+@pytest.mark.parametrize("name", RUNS)
+def test_a_run_config_is_read_only_at_every_depth(name):
+    import copy
+    import pickle
+
+    stored = json.loads((FIXTURES / name / "config.json").read_text())
+    cfg = RunConfig.from_dict(stored)
+    with pytest.raises(TypeError):
+        cfg["train"] = {}  # type: ignore[index]
+    with pytest.raises(TypeError):
+        cfg["train"]["epochs"] = 1
+    with pytest.raises(TypeError):
+        cfg.hash = "x"  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        cfg["reg"].update({})  # a read-only section has no update
+    # what is written is what was read, and a copy changes nothing in it
+    plain = cfg.to_dict()
+    assert type(plain) is dict and to_json(plain) == to_json(stored)
+    plain["train"]["epochs"] = -1
+    assert cfg.train.epochs == stored["train"]["epochs"] and cfg == stored
+    # copies are itself; a pickle (Ray, process pools) is an equal configuration
+    assert copy.deepcopy(cfg) is cfg
+    again = pickle.loads(pickle.dumps(cfg))
+    assert isinstance(again, RunConfig) and again == cfg and config_hash(again) == cfg.hash
+    # a new configuration is a new object
+    spec = FeatureSpec("ogb", 9, 3, 2)
+    new = cfg.with_features(spec)
+    assert new.features == spec and new is not cfg and cfg.to_dict() == stored

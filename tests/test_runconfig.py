@@ -35,7 +35,7 @@ def bbbp_run(tmp_path_factory, data_root):
 
 def _v1(cfg: dict) -> dict:
     """A configuration as version 1 wrote it: readout and head in the encoder section."""
-    old = json.loads(json.dumps(cfg))
+    old = json.loads(json.dumps(cfg.to_dict() if isinstance(cfg, RunConfig) else cfg))
     old["encoder"].update(old.pop("model"))
     old.pop("features", None)
     old["version"] = 1
@@ -164,28 +164,28 @@ def test_run_dir_gives_typed_summary_and_records(bbbp_run):
     status = R.RunDir(bbbp_run).status()
     summary = status.summary
     assert isinstance(summary, RunSummary) and isinstance(status.config, RunConfig)
-    assert summary.metric == "rocauc" and summary.score("test") == summary["test"]
+    assert summary.metric == "rocauc" and summary.score("test") == summary.test
     assert summary.selected in ("best-valid", "last-epoch") and summary.use_selector is True
     records = R.RunDir(bbbp_run).records()
     assert records and all(isinstance(r, EpochRecord) for r in records)
     last = records[-1]
     assert last.epoch == len(records) - 1 and not last.warmup
-    assert last.score("valid", "rocauc") == last["valid"]["rocauc"]
+    assert last.score("valid", "rocauc") == last.scores["valid"]["rocauc"]
     assert load_run(bbbp_run).summary.best_epoch == summary.best_epoch
 
 
 def test_a_run_writes_config_json_once_with_its_features(tmp_path, monkeypatch, data_root):
-    from grprune.record import files
     from grprune.record.summary import RunSummary
+    from grprune.results import rundir
     from grprune.run import execute, plan_run
 
     writes = []
-    real = files.atomic_write_json
+    real = rundir.atomic_write_json
 
     def counted(path, obj):
         writes.append((path.name, dict(obj)))
         real(path, obj)
-    monkeypatch.setattr(R, "atomic_write_json", counted)
+    monkeypatch.setattr(rundir, "atomic_write_json", counted)  # RunDir: the one writer
     plan = plan_run(data="ogbg-molbbbp", epochs=1, hparams={"data.limit": 40},
                     progress="none", out=tmp_path / "run")
     status, summary = execute(plan.cfg, plan.run_dir, log=lambda msg: None)

@@ -18,8 +18,9 @@ from grprune.cli import main
 from grprune.resolve import resolve_config
 from grprune.errors import GrpruneError
 from grprune.regularizers import REGULARIZERS
-from grprune.sweep import (ERROR, LOG, PLAN, expand, grid_from_options, load_spec,
-                           parse_hparams, parse_reg, parse_seeds, run_status)
+from grprune.results import ERROR, LOG
+from grprune.sweep import (PLAN, expand, grid_from_options, load_spec, parse_hparams,
+                           parse_reg, parse_seeds, run_status)
 from grprune.sweep.grid import run_command
 from grprune.sweep.plan import Job, child_args, run_dir_of
 

@@ -33,8 +33,8 @@ from grprune.collect import method_label, scan_runs
 
 def run_stats(run) -> dict | None:
     """Per-run statistics over the epochs after warm-up; None without two such epochs."""
-    warmup = int(run.config["train"].get("warmup_epochs", 0))
-    epochs = R.read_records(run.path / R.RESULTS)
+    warmup = run.config.train.warmup_epochs
+    epochs = R.RunDir(run.path).record_lines()
     metric = run.metric
     pairs = [(e["valid"][metric], e["test"][metric]) for e in epochs
              if e["epoch"] >= warmup and metric in e.get("valid", {}) and metric in e.get("test", {})]
@@ -44,7 +44,7 @@ def run_stats(run) -> dict | None:
     rho = spearmanr(valid, test).statistic
     jumps = [b - a for a, b in zip(valid, valid[1:])]
     return {"rho": rho, "jump": statistics.pstdev(jumps), "median": statistics.median(test),
-            "max": max(test), "selected": run.summary["test"]}
+            "max": max(test), "selected": run.summary.test}
 
 
 def main(argv: list[str] | None = None) -> int:

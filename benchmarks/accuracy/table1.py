@@ -113,13 +113,13 @@ def run_rows(dirs: list[Path]) -> list[dict]:
         changes = choose.protocol_changes(run)
         if changes is None or set(run.reg) not in (set(), {"size", "eps-align"}):
             continue
-        s, env = run.summary, run.summary.get("environment") or {}
+        s, env = run.summary, run.summary.environment or {}
         rows.append({"dataset": run.dataset, "split": run.split,
                      "method": "PrunE" if run.reg else "ERM", "preset": run.preset,
                      "protocol": "shortened" if changes - set(choose.HARMLESS) else "paper",
-                     "seed": run.seed, "valid": s["valid"], "test": s["test"],
-                     "id_test": s.get("id_test"), "kept": s.get("kept_edge_fraction"),
-                     "best_epoch": s.get("best_epoch"), "commit": env.get("commit", ""),
+                     "seed": run.seed, "valid": s.valid, "test": s.test,
+                     "id_test": s.id_test, "kept": s.kept_edge_fraction,
+                     "best_epoch": s.best_epoch, "commit": env.get("commit", ""),
                      "hardware": env.get("gpu") or f"{env.get('cpu_count', '?')} cores of an "
                                                    f"{env.get('cpu', '?')} (CPU)"})
     return sorted(rows, key=lambda r: tuple(str(r[k]) for k in RUN_FIELDS[:6]))

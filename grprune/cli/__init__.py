@@ -14,6 +14,7 @@ import math
 import sys
 import warnings
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -196,7 +197,8 @@ class _EpochLine:
 
     def __init__(self, epochs: int) -> None:
         import time
-        self.epochs, self.rec, self.metric = epochs, None, "?"
+        self.epochs, self.metric = epochs, "?"
+        self.rec: EpochRecord | None = None
         self.times: list[float] = []
         self.started = time.monotonic()
 
@@ -208,6 +210,7 @@ class _EpochLine:
     def _fields(self) -> dict[str, str]:
         import time
         rec = self.rec
+        assert rec is not None  # fields are drawn after the first update
         fields = {"phase": f"[{rec.phase}]", "loss": f"loss {rec.total_loss:.4f}",
                   "kept": f"train kept {rec.train_kept:.2f}",
                   "elapsed": f"elapsed {_clock(time.monotonic() - self.started)}"}
@@ -274,7 +277,7 @@ class EpochPrinter:
         if mode == "auto":
             mode = "rich" if sys.stderr.isatty() else "plain"
         self.mode, self.metric, self.epochs, self.title = mode, metric, epochs, title
-        self.live = None
+        self.live: Any = None  # a rich Live in "rich" mode
         if mode == "rich":
             from rich.console import Console
             from rich.live import Live
@@ -375,7 +378,7 @@ def run(selector, reg, data, split, shift, encoder, preset, epochs, seed, overri
         click.echo(f"grprune: {title} -> {run_dir}", err=True)
 
     def on_epoch(rec: dict) -> None:
-        printer.metric = EpochRecord.from_dict(rec).metric
+        printer.metric = EpochRecord.from_dict(rec).metric or printer.metric
         printer(rec)
 
     try:

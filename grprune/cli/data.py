@@ -104,9 +104,9 @@ def info(name, split, shift, overrides, root, download, as_json) -> None:
     if facts.get("shift"):
         title += f"  shift={facts['shift']}"
     table = Table(title=title)
-    for col, just in (("part", "left"), ("graphs", "right"), ("mean nodes", "right"),
-                      ("mean edges", "right"), ("labels", "left"), ("envs", "right")):
-        table.add_column(col, justify=just)
+    for col, right in (("part", False), ("graphs", True), ("mean nodes", True),
+                       ("mean edges", True), ("labels", False), ("envs", True)):
+        table.add_column(col, justify="right" if right else "left")
     for part in facts["parts"].values():
         table.add_row(part["label"], str(part["graphs"]), f"{part['mean_nodes']:.1f}",
                       f"{part['mean_edges']:.1f}", _pct(part["label_fraction"]),

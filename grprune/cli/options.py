@@ -47,7 +47,9 @@ class Option(click.Option):
     def __init__(self, *args: Any, help: str | Callable[[], str] | None = None,
                  **kwargs: Any) -> None:
         self._help_fn = help if callable(help) else None
-        super().__init__(*args, help=None if callable(help) else help, **kwargs)
+        # mypy reads *args as possibly holding help; it is keyword-only here
+        super().__init__(*args, help=None if callable(help) else help,  # type: ignore[misc]
+                         **kwargs)
 
     @property
     def help(self) -> str | None:  # type: ignore[override]

@@ -56,8 +56,8 @@ def _import_file(path: str) -> None:
         raise GrpruneError(f"--plugin {path}: no such file")
     name = file.stem
     loaded = sys.modules.get(name)
-    if loaded is not None and getattr(loaded, "__file__", None) \
-            and Path(loaded.__file__).resolve() == file.resolve():
+    loaded_file = getattr(loaded, "__file__", None)
+    if loaded_file and Path(loaded_file).resolve() == file.resolve():
         return  # imported already, e.g. by module name
     spec = importlib.util.spec_from_file_location(name, file)
     if spec is None or spec.loader is None:

@@ -10,9 +10,11 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Sequence
 
 import click
 
+from grprune import results as R
 from grprune.cli import loaded_plugins
 from grprune.cli.options import model_options, option, progress_option, training_options
 from grprune.errors import GrpruneError
@@ -79,13 +81,12 @@ class SweepDisplay:
 
     def end(self, job, ok: bool, message: str) -> None:
         """A run ended (``ok``) or failed (``message``)."""
-        from grprune import results as R
         from grprune.record.summary import RunSummary
         self.running -= 1
         secs = time.time() - job.started
         if ok:
             self.done += 1
-            s = RunSummary.from_dict(R.read_json(job.run_dir / R.SUMMARY) or {})
+            s = R.RunDir(job.run_dir).summary() or RunSummary.from_dict({})
             scores = "".join(f", {part} {s.metric} {s.score(part):.4f}"
                              for part in ("valid", "test") if s.score(part) is not None)
             self._print(f"sweep: done [{self.done + self.failed}/{self.total}] "
@@ -117,7 +118,7 @@ class SweepDisplay:
             self.progress = None
 
 
-def _command(params: dict, plugins: list[str] = ()) -> list[str]:
+def _command(params: dict, plugins: Sequence[str] = ()) -> list[str]:
     """The sweep's command line, rebuilt from its options (environment variables
     included) and its plugins, for ``sweep.json``."""
     args = ["grprune"]
@@ -250,7 +251,7 @@ def _summary(outcome, root: Path, n: int) -> None:
                + (f", {len(outcome.foreign)} not run (foreign, or running elsewhere)"
                   if outcome.foreign else ""))
     for run_dir, message in outcome.failed:
-        click.echo(f"  failed: {rel(run_dir)}: {message} (log: {run_dir / 'sweep.log'})")
+        click.echo(f"  failed: {rel(run_dir)}: {message} (log: {R.RunDir(run_dir).log_path})")
     for run_dir, detail in outcome.foreign:
         click.echo(f"  not run: {rel(run_dir)}: {detail}; left alone")
 

@@ -8,7 +8,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from grprune import results as R
 from grprune.collect.common import NOT_HPARAMS
@@ -18,7 +18,6 @@ from grprune.record.runconfig import RunConfig
 from grprune.record.settings import flat_items
 from grprune.record.summary import RunSummary
 from grprune.results.rundir import load_json
-from grprune.sweep.plan import ERROR as ERROR_FILE
 from grprune.sweep.plan import PLAN as SWEEP_FILE
 
 # ---------------------------------------------------------------------------
@@ -129,7 +128,7 @@ class Scan:
         return iter((self.runs, self.problems))
 
 
-def flatten_config(cfg: dict) -> dict[str, Any]:
+def flatten_config(cfg: Mapping[str, Any]) -> dict[str, Any]:
     """A resolved config as ``{"section.key": value}`` (``reg.NAME.key`` for reg).
 
     ``train.seed`` and the volatile keys are left out.
@@ -163,19 +162,19 @@ def read_run(run_dir: str | Path) -> Run | Problem:
         ``unfinished`` (interrupted) or ``running`` (another process holds its lock).
     """
     run_dir = Path(run_dir)
-    st = R.RunDir(run_dir).status()
+    rundir = R.RunDir(run_dir)
+    st = rundir.status()
     if st.state == "finished" and st.config is not None and st.summary is not None:
         cfg = st.config
         return Run(path=run_dir, config=cfg, summary=st.summary, hparams=flatten_config(cfg),
                    seed=cfg.setting("train.seed"))
     kind = {"interrupted": "unfinished", "empty": "foreign"}.get(st.state, st.state)
-    error = R.read_json(run_dir / ERROR_FILE) if kind == "failed" else None
+    error = rundir.error() if kind == "failed" else None
     if isinstance(error, dict) and error.get("kind") == "diverged":
         kind = "diverged"  # the loss became NaN: a result of its settings, not a fault
     return Problem(run_dir, kind, st.reason or "an empty directory")
 
 
-_RUN_MARKERS = (R.CONFIG, R.SUMMARY, ERROR_FILE, R.STATE)
 
 
 def scan_runs(paths: str | Path | Sequence[str | Path]) -> Scan:
@@ -220,11 +219,14 @@ def scan_runs(paths: str | Path | Sequence[str | Path]) -> Scan:
                 continue
             if SWEEP_FILE in filenames:
                 scan.sweeps.append(here / SWEEP_FILE)
-            if any(name in filenames for name in _RUN_MARKERS):
+            if R.RunDir.marks_a_run(filenames):
                 seen.add(here.resolve())
                 dirnames[:] = []
                 item = read_run(here)
-                (scan.runs if isinstance(item, Run) else scan.problems).append(item)
+                if isinstance(item, Run):
+                    scan.runs.append(item)
+                else:
+                    scan.problems.append(item)
     scan.runs, duplicates = _drop_duplicates(scan.runs)
     scan.problems += duplicates
     return scan

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from typing import ClassVar, Iterable, Sequence
+from typing import Any, ClassVar, Iterable, Sequence
 
 from grprune.collect.common import _MISSING, SELECT_RULES, _value_text
 from grprune.collect.reading import Run
@@ -268,7 +268,7 @@ def _setting_row(s: Setting, column: str, reg: tuple[str, ...], selector: str, s
     :func:`aggregate` (seeds aggregated as mean ± sample std). With ``pooled`` presets
     the method is named without its preset (the preset is a chosen hyperparameter)."""
     first = s.runs[0]
-    row = {"column": column, "dataset": first.dataset, "split": first.split,
+    row: dict[str, Any] = {"column": column, "dataset": first.dataset, "split": first.split,
            "shift": first.shift,
            "method": method_label(reg, selector, "paper" if pooled else first.preset),
            "preset": first.preset,

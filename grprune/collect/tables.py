@@ -52,7 +52,7 @@ def _grid(rows: Sequence[dict], layout: str, select: str):
         rlabels.setdefault(label, (rank(r["ablation"] if layout == "ablation"
                                         else r["method"]), label))
         cells[(label, r["column"])] = r
-    return sorted(rlabels, key=rlabels.get), columns, cells
+    return sorted(rlabels, key=lambda label: rlabels[label]), columns, cells
 
 
 def _metric_text(rows: Sequence[dict]) -> str:
@@ -208,7 +208,7 @@ def to_csv(rows: Sequence[dict]) -> str:
         for col in CSV_COLUMNS:
             v = r.get(col)
             if col in ("seeds", "dirs", "varying"):
-                v = ";".join(map(str, v))
+                v = ";".join(map(str, v or ()))
             elif col == "hparams":
                 v = json.dumps(v, sort_keys=True)
             elif isinstance(v, float):

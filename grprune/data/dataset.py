@@ -68,7 +68,7 @@ class GraphDataset(Dataset):
     def __init__(
         self,
         name: str,
-        graphs: list[dgl.DGLGraph],
+        graphs: Sequence[dgl.DGLGraph],
         labels: Sequence[int] | np.ndarray | torch.Tensor,
         splits: dict[str, Any],
         *,

@@ -199,6 +199,7 @@ def _domain_values(split: str, mg: Any, csv: Path, source_sha: str,
     status : str
         The scaffold cache's status, or why no cache is needed.
     """
+    values: list[str] | list[int]
     if split == "scaffold":
         import rdkit
 

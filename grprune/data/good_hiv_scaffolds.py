@@ -162,10 +162,11 @@ def murcko_scaffold(smiles: str) -> tuple[str, bool]:
         mol = Chem.MolFromSmiles(smiles)
         lenient = mol is None
         if lenient:
-            mol = lenient_mol(smiles)
-            if mol is None:
+            relaxed = lenient_mol(smiles)
+            if relaxed is None:
                 raise DataError(f"RDKit cannot parse SMILES {smiles!r}, even without the "
                                 "valence check")
+            mol = relaxed
         if smiles in GOOD_ERA_SCAFFOLDS:
             return GOOD_ERA_SCAFFOLDS[smiles], lenient
         try:

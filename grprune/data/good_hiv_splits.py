@@ -319,13 +319,13 @@ def good_split(values: Sequence[Any], labels: Sequence[int], *, domain: str, shi
     if shift not in SHIFTS:
         raise GrpruneError(f"unknown shift {shift!r} for good-hiv. Choices: {', '.join(SHIFTS)}")
     values = list(values)
-    labels = np.asarray(labels, dtype=np.int64).reshape(-1)
-    if len(values) != len(labels):
-        raise GrpruneError(f"{len(values)} domain values for {len(labels)} labels")
+    label_arr = np.asarray(labels, dtype=np.int64).reshape(-1)
+    if len(values) != len(label_arr):
+        raise GrpruneError(f"{len(values)} domain values for {len(label_arr)} labels")
     order, dom = domain_ids(values)
     rng = good_rng(seed, len(values))
     parts, envs = covariate_split(dom, order, rng, largest_first=(domain == "size"))
     if shift == "concept":
-        parts, envs = concept_split(dom, order, labels, rng)
+        parts, envs = concept_split(dom, order, label_arr, rng)
     n_domains = int(dom.max()) + 1 if len(dom) else 0
     return parts, envs, n_domains

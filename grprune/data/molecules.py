@@ -264,10 +264,10 @@ def match_columns(columns: Sequence[str], wanted: Mapping[str, str], where: str)
             found[asker] = match[0]
         else:
             asked = f" ({asker})" if asker != name else ""
-            folded = {c.casefold(): c for c in columns}  # a close match, case aside
-            close = difflib.get_close_matches(str(name).casefold(), list(folded), n=1,
+            by_folded = {c.casefold(): c for c in columns}  # a close match, case aside
+            close = difflib.get_close_matches(str(name).casefold(), list(by_folded), n=1,
                                               cutoff=0.5)
-            hint = f" Did you mean {folded[close[0]]!r}?" if close else ""
+            hint = f" Did you mean {by_folded[close[0]]!r}?" if close else ""
             missing.append(f"{name!r}{asked}{hint}")
     if missing:
         s = "s" if len(missing) > 1 else ""
@@ -370,7 +370,7 @@ class MoleculeGraphs:
         Data rows kept only by lenient parsing (``lenient=True``).
     """
 
-    graphs: list
+    graphs: Sequence
     labels: np.ndarray
     smiles: list[str]
     source_rows: np.ndarray

@@ -63,7 +63,7 @@ FILES = Path(__file__).resolve().parent / "files"
 def _no_input() -> Iterator[None]:
     """Make ``input()`` raise instead of blocking (OGB prompts on stale folders)."""
 
-    def refuse(prompt: str = "") -> str:
+    def refuse(prompt: object = "") -> str:
         raise DataError(f"OGB asked an interactive question, which grprune refuses: {prompt!r}")
 
     saved = builtins.input

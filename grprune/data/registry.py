@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 from grprune.errors import GrpruneError, did_you_mean
 from grprune.hparams import Configurable
@@ -119,29 +119,34 @@ class DatasetSource(Configurable):
             out["split"] = cls.resolve_split(split)
         return out
 
-    def load(self, *, root: Path, download: bool = False, **params: Any) -> "GraphDataset":
-        """Load the dataset.
+    if TYPE_CHECKING:
+        # each source's load takes its own keyword hyperparameters (module docstring),
+        # not any **params: to type checkers the base only says what load returns
+        load: Callable[..., GraphDataset]
+    else:
+        def load(self, *, root: Path, download: bool = False, **params: Any) -> "GraphDataset":
+            """Load the dataset.
 
-        Parameters
-        ----------
-        root : Path
-            Data root: downloads and caches live under it.
-        download : bool
-            Fetch the original release instead of using bundled files.
-        **params
-            The hyperparameters of :attr:`defaults` (``split``, ``split_seed``,
-            ...), already resolved by :meth:`resolve_params`.
+            Parameters
+            ----------
+            root : Path
+                Data root: downloads and caches live under it.
+            download : bool
+                Fetch the original release instead of using bundled files.
+            **params
+                The hyperparameters of :attr:`defaults` (``split``, ``split_seed``,
+                ...), already resolved by :meth:`resolve_params`.
 
-        Returns
-        -------
-        GraphDataset
+            Returns
+            -------
+            GraphDataset
 
-        Raises
-        ------
-        DataError
-            On missing, corrupt or malformed data, or a failed download.
-        """
-        raise NotImplementedError
+            Raises
+            ------
+            DataError
+                On missing, corrupt or malformed data, or a failed download.
+            """
+            raise NotImplementedError
 
 
 _DIGESTS: dict[tuple[str, int, int], str] = {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from typing import cast
 
 import torch
 from torch import Tensor, nn
@@ -27,7 +28,7 @@ def _multi_hot_sum(feat: Tensor, tables: nn.ModuleList, offsets: Tensor) -> Tens
 
     Shapes: ``feat (rows, C)`` int64, ``offsets (C,)`` -> ``(rows, D)``.
     """
-    weight = torch.cat([table.weight for table in tables])
+    weight = torch.cat([cast(Tensor, table.weight) for table in tables])  # nn.Embedding's
     hot = weight.new_zeros(feat.shape[0], weight.shape[0])
     hot.scatter_(1, feat + offsets, 1.0)
     return hot @ weight
@@ -47,6 +48,8 @@ class NodeEmbedding(nn.Module):
 
     Shapes: ``node_feat (N, F)`` -> ``(N, dim)``.
     """
+
+    offsets: Tensor  # buffer of the "ogb" kind
 
     def __init__(self, kind: str, dim: int, in_dim: int = 0) -> None:
         super().__init__()
@@ -73,6 +76,8 @@ class EdgeEmbedding(nn.Module):
     Shapes: ``edge_feat (E, F_e)`` -> ``(E, dim)``; with ``F_e = 0`` and
     ``kind="linear"`` the embedding is zero (plain GIN).
     """
+
+    offsets: Tensor  # buffer of the "ogb" kind
 
     def __init__(self, kind: str, dim: int, in_dim: int = 0) -> None:
         super().__init__()

@@ -41,29 +41,8 @@ def split_scores(metric: str, value: float, kept: float,
     return {**out, "selector": selector} if selector is not None else out
 
 
-class ReadAsMapping:
-    """``record["valid"]``, ``.get``, ``in`` and ``.keys()`` over :meth:`to_dict`, for code
-    that reads a typed record by key while it moves to the attributes (tests, scripts);
-    it goes before issue 40 closes."""
-
-    def to_dict(self) -> dict[str, Any]:
-        raise NotImplementedError
-
-    def __getitem__(self, key: str) -> Any:
-        return self.to_dict()[key]
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self.to_dict().get(key, default)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self.to_dict()
-
-    def keys(self):
-        return self.to_dict().keys()
-
-
 @dataclass(frozen=True, kw_only=True)
-class EpochRecord(ReadAsMapping):
+class EpochRecord:
     """One epoch: ``epoch`` (from 0), ``phase`` (``warmup`` or ``train``), the learning rate
     ``lr``, the mean loss terms per graph ``loss`` (``total``, ``ce``, ``<reg>``,
     ``<reg>/<term>``, ``kept_edge_fraction``), per split its ``scores`` (``{"valid":

@@ -15,7 +15,7 @@ import os
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 _UMASK = os.umask(0)
 os.umask(_UMASK)
@@ -70,11 +70,21 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
 NON_FINITE = "non_finite"
 
 
+def plain(obj: Any) -> Any:
+    """``obj`` as plain JSON-able values: every mapping (a read-only section of a
+    :class:`~grprune.record.runconfig.RunConfig`) a new ``dict``, every tuple a ``list``."""
+    if isinstance(obj, Mapping):
+        return {k: plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [plain(v) for v in obj]
+    return obj
+
+
 def _finite(obj: Any, path: str, found: dict[str, str]) -> Any:
     if isinstance(obj, float) and not math.isfinite(obj):
         found[path or "."] = "nan" if math.isnan(obj) else ("inf" if obj > 0 else "-inf")
         return None
-    if isinstance(obj, dict):
+    if isinstance(obj, Mapping):
         return {k: _finite(v, f"{path}.{k}" if path else str(k), found) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [_finite(v, f"{path}[{i}]", found) for i, v in enumerate(obj)]
@@ -129,7 +139,7 @@ def atomic_save_to(path: str | Path, save_fn) -> None:
         os.replace(tmp, path)
 
 
-def write_records(path: str | Path, records: Iterable[dict]) -> None:
+def write_records(path: str | Path, records: Iterable[Mapping[str, Any]]) -> None:
     """Atomically (re)write a JSON-lines file."""
     text = "".join(to_json(r, indent=None) + "\n" for r in records)
     atomic_write_bytes(path, text.encode())

@@ -11,10 +11,11 @@ holds: six sections of settings and three records::
      "reg": {NAME: {...}}, "train": {...},
      "preset": {...}, "hash": "...", "features": {...}}
 
-:class:`RunConfig` is that mapping (it stays a ``dict``, so it is written as JSON as it
-is) with typed accessors for what the workflow asks of it: each section
-(``cfg.train.epochs``, ``cfg.data.limit``, ``cfg.selector.name``, ``cfg.reg``), the
-records (``cfg.hash``, ``cfg.preset``, ``cfg.features``) and any setting by its dotted key
+:class:`RunConfig` is that mapping, read-only at every depth
+(:meth:`RunConfig.to_dict` gives the plain ``dict`` that is written), with typed
+accessors for what the workflow asks of it: each section (``cfg.train.epochs``,
+``cfg.data.limit``, ``cfg.selector.name``, ``cfg.reg``), the records (``cfg.hash``,
+``cfg.preset``, ``cfg.features``) and any setting by its dotted key
 (``cfg.setting("reg.size.eta")``). :func:`upgrade` reads configurations of
 older versions: version 1 kept the classifier's ``readout`` and ``head_layers`` in the
 ``encoder`` section; they are moved to ``model``, and the run keeps its hash
@@ -30,6 +31,7 @@ from typing import Any, Mapping
 
 from grprune.errors import GrpruneError
 from grprune.hparams import Param
+from grprune.record.files import plain
 from grprune.record.settings import DataSettings, ModelSettings, TrainSettings, lookup
 
 #: the current layout of ``config.json``
@@ -208,12 +210,68 @@ class PartConfig:
                    MappingProxyType({k: v for k, v in body.items() if k != "name"}))
 
 
-class RunConfig(dict):
-    """A resolved run configuration (a ``dict``, as in ``config.json``) with typed access.
+def _frozen(obj: Any) -> Any:
+    """``obj`` read-only all the way down: mappings as ``MappingProxyType`` of their
+    frozen values, lists and tuples as tuples."""
+    if isinstance(obj, Mapping):
+        return MappingProxyType({k: _frozen(v) for k, v in obj.items()})
+    if isinstance(obj, (list, tuple)):
+        return tuple(_frozen(v) for v in obj)
+    return obj
+
+
+class RunConfig(Mapping[str, Any]):
+    """A resolved run configuration: ``config.json``, read-only, with typed access.
+
+    It reads as the mapping of ``config.json`` (``cfg["train"]["epochs"]``; every
+    section a read-only mapping, every list a tuple) and cannot be changed: a new
+    configuration is a new object (:meth:`with_features`, or :meth:`from_dict` of an
+    edited :meth:`to_dict`). :meth:`to_dict` gives the plain ``dict`` that is written,
+    byte for byte what was read (``tests/test_record.py``).
 
     Build one with :func:`grprune.resolve.resolve_config`, or from a stored
     ``config.json`` with :meth:`from_dict` (which upgrades older layouts).
+
+    Raises
+    ------
+    TypeError
+        On any attempt to set, delete or update a key, at any depth.
     """
+
+    __slots__ = ("_body",)
+    _body: Mapping[str, Any]
+
+    def __init__(self, body: Mapping[str, Any] = MappingProxyType({})) -> None:
+        object.__setattr__(self, "_body", _frozen(body))
+
+    def __getitem__(self, key: str) -> Any:
+        return self._body[key]
+
+    def __iter__(self):
+        return iter(self._body)
+
+    def __len__(self) -> int:
+        return len(self._body)
+
+    def __repr__(self) -> str:
+        return f"RunConfig({self.to_dict()!r})"
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise TypeError("a RunConfig is read-only; build a new one (RunConfig.from_dict)")
+
+    def __reduce__(self):  # pickled (Ray, process pools) as its plain dict
+        return (RunConfig, (self.to_dict(),))
+
+    def __copy__(self) -> "RunConfig":
+        return self
+
+    def __deepcopy__(self, memo: dict) -> "RunConfig":
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        """The plain ``dict`` of ``config.json`` (a new one: changing it changes nothing
+        here)."""
+        return plain(self._body)
 
     @classmethod
     def from_dict(cls, cfg: Mapping[str, Any]) -> "RunConfig":
@@ -315,8 +373,8 @@ class RunConfig(dict):
         return FeatureSpec.from_dict(record) if isinstance(record, Mapping) else None
 
     def with_features(self, spec: FeatureSpec) -> "RunConfig":
-        """A copy with the ``features`` record set."""
-        return RunConfig({**self, "features": spec.to_dict()})
+        """A new configuration with the ``features`` record set."""
+        return RunConfig({**self._body, "features": spec.to_dict()})
 
 
 def check_config(cfg: Any) -> str | None:

@@ -16,6 +16,7 @@ from typing import Any, Iterator, Mapping
 
 from grprune.errors import GrpruneError
 from grprune.hparams import Configurable, Param
+from grprune.record.files import plain
 
 SECTIONS = ("data", "selector", "encoder", "model", "reg", "train")
 #: top-level keys of a resolved config that are records, not settings
@@ -195,7 +196,7 @@ def config_hash(cfg: Mapping[str, Any]) -> str:
                   if s != "reg" else cfg[s]) for s in SECTIONS if s in cfg and s != "model"}
     if isinstance(cfg.get("model"), Mapping) and "encoder" in stable:
         stable["encoder"] = {**stable["encoder"], **cfg["model"]}
-    text = json.dumps(stable, sort_keys=True, separators=(",", ":"))
+    text = json.dumps(plain(stable), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 

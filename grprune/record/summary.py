@@ -22,7 +22,6 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
 
 from grprune.errors import GrpruneError
-from grprune.record.epoch import ReadAsMapping
 from grprune.record.runconfig import FeatureSpec
 
 #: the scores of the selected model, by split (``id_valid`` and ``id_test`` where the
@@ -31,7 +30,7 @@ SCORES = ("train", "valid", "test", "id_valid", "id_test")
 
 
 @dataclass(frozen=True, kw_only=True)
-class RunSummary(ReadAsMapping):
+class RunSummary:
     """``summary.json``: what ran, how the selected model scored, and what it cost.
 
     Attributes

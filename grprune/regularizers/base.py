@@ -201,7 +201,7 @@ def sum_terms(terms: Mapping[str, Tensor]) -> Tensor:
     return total
 
 
-def needs_selector(cls: type) -> bool:
+def needs_selector(cls: type[Regularizer]) -> bool:
     """True if the regularizer class cannot run without a selector (``--selector auto``
     then picks gumbel-gin)."""
     try:
@@ -210,8 +210,8 @@ def needs_selector(cls: type) -> bool:
         return True
 
 
-def check_supports(regs: Mapping[str, type], selector: str = "none", dataset: Any = None,
-                   selectors: Any = None) -> None:
+def check_supports(regs: Mapping[str, type[Regularizer]], selector: str = "none",
+                   dataset: Any = None, selectors: Any = None) -> None:
     """Ask every regularizer's :meth:`Regularizer.supports` about the run's parts.
 
     Parameters

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
@@ -168,8 +168,10 @@ class SpuriousHead(LazyModuleMixin, nn.Module):
         shapes = [(2 * d, d), (num_classes, 2 * d), (num_classes, num_classes)]
         with torch.no_grad():
             for (w, b), (out, inp) in zip(self._layers(), shapes):
-                w.materialize((out, inp), device=rep.device, dtype=rep.dtype)
-                b.materialize((out,), device=rep.device, dtype=rep.dtype)
+                cast(UninitializedParameter, w).materialize((out, inp), device=rep.device,
+                                                            dtype=rep.dtype)
+                cast(UninitializedParameter, b).materialize((out,), device=rep.device,
+                                                            dtype=rep.dtype)
             self.reset_parameters()
 
     def forward(self, rep: Tensor, num_classes: int) -> Tensor:
@@ -265,6 +267,7 @@ class CIGA(Regularizer):
     def split(self, ctx: StepContext) -> tuple[Tensor, Tensor, Tensor]:
         """Causal mask (E,) bool and the edge weights of :math:`\\hat G_c` and :math:`\\hat G_s`."""
         batch, sel = ctx.batch, ctx.selection
+        assert sel is not None  # requires a selector: supports() refuses a run without one
         keep = causal_edge_mask(sel.edge_logits, batch.bond, batch.edge_graph,
                                 batch.num_graphs, self.hparams["ratio"])
         prob = sel.edge_prob
@@ -289,6 +292,7 @@ class CIGA(Regularizer):
             rep = ctx.encode(spurious_w).graph_repr
             if hp["spurious_detach"]:
                 rep = rep.detach()
+            assert self.spurious_head is not None  # built when spurious_weight > 0
             logits = self.spurious_head(rep, causal.logits.shape[1])
             spurious_ce = cross_entropy(logits, y, reduction="none")
             out["hinge"] = hp["spurious_weight"] * ciga_hinge(spurious_ce, causal_ce.detach())

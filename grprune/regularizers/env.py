@@ -246,6 +246,9 @@ class GroupDRO(Regularizer):
                            search=(1.0, 0.1, 0.01)),
     }
 
+    log_q: Tensor  # buffers, grown as environment ids appear
+    seen: Tensor
+
     def __init__(self, **hparams: Any) -> None:
         super().__init__(**hparams)
         self.register_buffer("log_q", torch.zeros(0, dtype=torch.float64))

@@ -52,7 +52,9 @@ class EpsilonAlignment(Regularizer):
     }
 
     def loss(self, ctx: StepContext) -> Tensor:
-        batch, prob = ctx.batch, ctx.selection.edge_prob
+        sel = ctx.selection
+        assert sel is not None  # requires a selector: supports() refuses a run without one
+        batch, prob = ctx.batch, sel.edge_prob
         frac, eps = self.hparams["k"] / 100.0, self.hparams["eps"]
         if prob.numel() == 0:
             return prob.sum()
@@ -61,8 +63,8 @@ class EpsilonAlignment(Regularizer):
             if k == 0:
                 return prob.sum() * 0.0
             lowest = torch.sort(prob).values[:k]
-            target = 1.0 / k if eps == "auto" else float(eps)
-            return 0.5 * (lowest - target).abs().sum()
+            target_p = 1.0 / k if eps == "auto" else float(eps)
+            return 0.5 * (lowest - target_p).abs().sum()
         # per-graph lowest-K%, as a mask: no host synchronisation
         g = batch.edge_graph
         rank = rank_in_segment(prob.detach(), g, batch.num_graphs)

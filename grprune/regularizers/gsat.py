@@ -164,6 +164,7 @@ class GSAT(Regularizer):
 
     def loss(self, ctx: StepContext) -> Tensor:
         sel = ctx.selection
+        assert sel is not None  # requires a selector: supports() refuses a run without one
         if self.hparams["att"] == "sample" and sel.relaxed is not None:
             att = sel.relaxed
         else:  # att="prob", or no sample (evaluation)

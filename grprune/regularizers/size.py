@@ -49,7 +49,9 @@ class SizeConstraint(Regularizer):
     }
 
     def loss(self, ctx: StepContext) -> Tensor:
-        batch, weight = ctx.batch, ctx.selection.edge_weight
+        sel = ctx.selection
+        assert sel is not None  # requires a selector: supports() refuses a run without one
+        batch, weight = ctx.batch, sel.edge_weight
         eta = self.hparams["eta"]
         if self.hparams["form"] == "official":
             if weight.numel() == 0:

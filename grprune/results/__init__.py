@@ -35,4 +35,11 @@ from grprune.record.files import (  # noqa: F401  (re-exported)
     to_json,
     write_records,
 )
-from grprune.results.rundir import RUNNING_ELSEWHERE, STATES, RunDir, Status  # noqa: E402, F401  (re-exported)
+from grprune.results.rundir import (  # noqa: E402, F401  (re-exported)
+    MARKERS,
+    RUN_FILES,
+    RUNNING_ELSEWHERE,
+    STATES,
+    RunDir,
+    Status,
+)

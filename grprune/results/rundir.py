@@ -1,5 +1,11 @@
-"""One judge of a run directory's state, shared by ``run``, ``sweep``, ``collect``,
-``explain`` and ``predict``, and the lock that keeps two processes out of one run.
+"""A run directory: the one reader and writer of its files, one judge of its state
+(shared by ``run``, ``sweep``, ``collect``, ``explain`` and ``predict``), and the lock
+that keeps two processes out of one run.
+
+No other module opens a run's files (``tests/test_record.py`` checks that none names
+them): the trainer, ``run``, ``sweep``, ``collect``, ``curves`` and inference read and
+write through :class:`RunDir`'s methods, in the formats of :mod:`grprune.record`.
+Writers hold the lock (:meth:`RunDir.lock`); readers take none.
 
 States (:data:`STATES`), checked in this order:
 
@@ -28,15 +34,35 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import time
+import warnings
+import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable, Mapping
 
 from grprune.errors import GrpruneError
 
 from grprune.record.epoch import EpochRecord
-from grprune.record.files import CONFIG, ERROR, LOG, RESULTS, STATE, SUMMARY, read_records
+from grprune.record.files import (
+    CHECKPOINT,
+    CONFIG,
+    EDGE_PROBS,
+    ERROR,
+    LAST_CHECKPOINT,
+    LOG,
+    RESULTS,
+    STATE,
+    SUMMARY,
+    atomic_save,
+    atomic_write_json,
+    damaged_zip_member,
+    read_json,
+    read_records,
+    write_records,
+)
 # the checks of config.json and summary.json belong to the record layer; re-exported here
 from grprune.record.runconfig import RunConfig, check_config  # noqa: F401  (re-exported)
 from grprune.record.settings import config_hash
@@ -49,6 +75,12 @@ HOUSEKEEPING = (LOG, LOCK)
 RUNNING_ELSEWHERE = "another process is running it (its lock is held)"
 STATES = ("empty", "foreign", "corrupt", "other-config", "running", "finished", "failed",
           "interrupted")
+#: what a run writes as it trains: removed when a run starts over
+RUN_FILES = (RESULTS, STATE, CHECKPOINT, LAST_CHECKPOINT, EDGE_PROBS, SUMMARY)
+#: files whose presence makes a directory a run directory (for collect's search)
+MARKERS = frozenset((CONFIG, SUMMARY, ERROR, STATE))
+#: where a state.pt that was refused is moved, so that nothing is silently discarded
+REJECTED_STATE = "state.rejected.pt"
 
 
 @dataclass(frozen=True)
@@ -123,7 +155,7 @@ class RunDir:
             parts.append(f"last written {_age(time.time() - max(mtimes))} ago")
         return "; ".join(parts)
 
-    def status(self, cfg: dict | None = None, held: bool = False) -> Status:
+    def status(self, cfg: Mapping[str, Any] | None = None, held: bool = False) -> Status:
         """The directory's state (module docstring); with ``cfg``, also whether it holds
         that configuration (``other-config`` when not). ``held``: the caller holds the
         lock itself, so it does not make the run ``running``."""
@@ -163,9 +195,212 @@ class RunDir:
             return Status("failed", self._error_message(), config=old)
         return Status("interrupted", self._progress(old), config=old)
 
+    # -- what is there ------------------------------------------------------------------
+    @property
+    def config_path(self) -> Path:
+        """``config.json``: what ``grprune run --config`` takes to re-run the run."""
+        return self.path / CONFIG
+
+    @property
+    def checkpoint_path(self) -> Path:
+        """``checkpoint.pt``: the selected epoch's model."""
+        return self.path / CHECKPOINT
+
+    @property
+    def log_path(self) -> Path:
+        """``sweep.log``: a sweep child's stderr, appended by the sweep."""
+        return self.path / LOG
+
+    def has_config(self) -> bool:
+        return (self.path / CONFIG).is_file()
+
+    def has_summary(self) -> bool:
+        """Whether ``summary.json`` is there (the run finished; :meth:`status` judges it)."""
+        return (self.path / SUMMARY).is_file()
+
+    def has_state(self) -> bool:
+        """Whether ``state.pt`` is there (an interrupted run can resume)."""
+        return (self.path / STATE).is_file()
+
+    def has_checkpoint(self) -> bool:
+        return (self.path / CHECKPOINT).is_file()
+
+    def trained(self) -> bool:
+        """Whether anything of training is there (epochs, state, a checkpoint or a
+        summary), as opposed to a ``config.json`` alone."""
+        return any((self.path / n).exists() for n in (RESULTS, STATE, CHECKPOINT, SUMMARY))
+
+    def summary_mtime(self) -> float | None:
+        """When ``summary.json`` was written (seconds since the epoch); None without one."""
+        try:
+            return (self.path / SUMMARY).stat().st_mtime
+        except OSError:
+            return None
+
+    @staticmethod
+    def marks_a_run(filenames: Iterable[str]) -> bool:
+        """Whether a directory's file names include one that only run directories hold
+        (:data:`MARKERS`): how ``collect`` finds runs while it walks a tree."""
+        return not MARKERS.isdisjoint(filenames)
+
+    def rerun_hint(self, force: bool = True) -> str:
+        """``re-run it with `grprune run --config DIR/config.json --out DIR --force```."""
+        return (f"re-run it with `grprune run --config {self.config_path} --out {self.path}"
+                f"{' --force' if force else ''}`")
+
+    # -- reading (no lock, nothing opened for writing) -------------------------------------
+    def read_config(self) -> Any | None:
+        """``config.json`` as parsed JSON (no checks: :meth:`status` judges it); None when
+        absent or unreadable."""
+        return read_json(self.path / CONFIG)
+
+    def summary(self) -> RunSummary | None:
+        """``summary.json``, typed; None when absent or unreadable (no checks against the
+        configuration: :meth:`status` makes them)."""
+        data = read_json(self.path / SUMMARY)
+        return RunSummary.from_dict(data) if isinstance(data, dict) else None
+
+    def error(self) -> dict | None:
+        """``error.json`` (a failure a sweep or the run recorded); None without one."""
+        data = read_json(self.path / ERROR)
+        return data if isinstance(data, dict) else None
+
+    def record_lines(self) -> list[dict]:
+        """``results.jsonl`` as written, one dict per epoch (a torn last line is skipped)."""
+        return read_records(self.path / RESULTS)
+
     def records(self) -> list[EpochRecord]:
         """``results.jsonl``, one typed record per epoch (a torn last line is skipped)."""
-        return [EpochRecord.from_dict(r) for r in read_records(self.path / RESULTS)]
+        return [EpochRecord.from_dict(r) for r in self.record_lines()]
+
+    def resumed_records(self, n: int) -> list[EpochRecord]:
+        """The first ``n`` records of ``results.jsonl``: the epochs ``state.pt`` counts.
+
+        Raises
+        ------
+        GrpruneError
+            If the file no longer holds them, one per epoch from 0 (a damaged line):
+            resuming would leave a gap in the run's epochs.
+        """
+        records = self.records()[:n]
+        if [r.epoch for r in records] != list(range(n)):
+            raise GrpruneError(
+                f"{self.path / RESULTS} holds {len(records)} sound epoch records where "
+                f"{STATE} counts {n} (a damaged line); resuming would leave a gap, so run "
+                f"it again with --force to start over")
+        return records
+
+    def read_state(self) -> dict:
+        """``state.pt`` (:mod:`grprune.trainstate`), read without running code from it.
+
+        :func:`torch.load` with ``weights_only=True`` accepts tensors and plain Python
+        values only, so a pickle that would run code (a run directory copied from
+        someone else) is refused before anything of it runs.
+
+        Raises
+        ------
+        GrpruneError
+            If the file cannot be read that way (corrupt, its archive's CRC-32 checksums
+            do not match, or not what grprune writes). The file is moved aside to
+            ``state.rejected.pt`` first, so that running the same command again starts
+            the run over and nothing is silently discarded.
+        """
+        path = self.path / STATE
+        bad = damaged_zip_member(path)  # torch.load does not check the archive's checksums
+        reason = None if bad is None else f"it is damaged ({bad} does not match its checksum)"
+        state = None
+        if reason is None:
+            reason, state = _torch_state(path)
+        if state is not None:
+            return state
+        aside = path.with_name(REJECTED_STATE)
+        path.replace(aside)
+        raise GrpruneError(f"{path} was not loaded, so no code in it ran: {reason}. It was "
+                           f"moved to {aside.name}; run the same command again to start this "
+                           f"run over")
+
+    def read_checkpoint(self, map_location: Any = "cpu") -> dict:
+        """``checkpoint.pt``: the selected model's ``state_dict``, read with
+        ``weights_only=True`` after its archive's CRC-32 checksums are checked.
+
+        Raises
+        ------
+        GrpruneError
+            If it is missing, damaged, truncated or not a torch file (the message says
+            how to re-run).
+        """
+        import torch
+        ckpt = self.checkpoint_path
+        if not ckpt.is_file():
+            raise GrpruneError(f"{self.path} has no {CHECKPOINT}; {self.rerun_hint()}")
+        damaged = damaged_zip_member(ckpt)  # torch.load would read changed weights unnoticed
+        if damaged is not None:
+            raise GrpruneError(f"cannot load {ckpt}: it is damaged ({damaged} does not match "
+                               f"its checksum); {self.rerun_hint()}")
+        try:
+            return torch.load(ckpt, map_location=map_location, weights_only=True)
+        except Exception as exc:  # a torn file
+            raise GrpruneError(f"cannot load {ckpt} ({_first_line(exc)}): it is truncated or "
+                               f"damaged; {self.rerun_hint()}") from None
+
+    def edge_arrays(self) -> dict[str, Any] | None:
+        """The arrays of ``edge_probs.npz`` (:func:`grprune.evaluation.edge_probs_arrays`);
+        None when the file is absent, unreadable or damaged (a truncated or corrupt zip):
+        the caller recomputes them from the model."""
+        import numpy as np
+        try:
+            with np.load(self.path / EDGE_PROBS) as npz:
+                return {k: npz[k] for k in npz.files}
+        except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zlib.error):
+            return None
+
+    # -- writing (the lock's holder) --------------------------------------------------------
+    def write_config(self, cfg: Any) -> None:
+        """Write ``config.json`` (a :class:`RunConfig` or a configuration mapping)."""
+        atomic_write_json(self.path / CONFIG, _plain(cfg))
+
+    def write_records(self, lines: Iterable[Mapping[str, Any]]) -> None:
+        """Write ``results.jsonl``: every epoch's line so far (:meth:`EpochRecord.to_dict`)."""
+        write_records(self.path / RESULTS, lines)
+
+    def save_state(self, state: Mapping[str, Any]) -> None:
+        """Write ``state.pt`` (:func:`grprune.trainstate.state_of`)."""
+        self._torch_save(STATE, state)
+
+    def save_checkpoint(self, state_dict: Mapping[str, Any], last: bool = False) -> None:
+        """Write the model's ``state_dict`` to ``checkpoint.pt`` (the selected epoch), or
+        with ``last`` to ``checkpoint-last.pt``."""
+        self._torch_save(LAST_CHECKPOINT if last else CHECKPOINT, state_dict)
+
+    def write_edge_arrays(self, arrays: Mapping[str, Any]) -> None:
+        """Write ``edge_probs.npz`` (compressed) from
+        :func:`grprune.evaluation.edge_probs_arrays`."""
+        import numpy as np
+        atomic_save(self.path / EDGE_PROBS, lambda f: np.savez_compressed(f, **arrays))
+
+    def write_summary(self, summary: RunSummary) -> None:
+        """Write ``summary.json``: the run is finished."""
+        atomic_write_json(self.path / SUMMARY, summary.to_dict())
+
+    def write_error(self, record: Mapping[str, Any]) -> None:
+        """Write ``error.json``: why the run failed (``message``, ``kind``, ...)."""
+        atomic_write_json(self.path / ERROR, dict(record))
+
+    def remove_error(self) -> None:
+        (self.path / ERROR).unlink(missing_ok=True)
+
+    def remove_state(self) -> None:
+        """Remove ``state.pt`` (a finished run needs no resuming)."""
+        (self.path / STATE).unlink(missing_ok=True)
+
+    def clear(self) -> None:
+        """Remove what training wrote (:data:`RUN_FILES`): the run starts over."""
+        for name in RUN_FILES:
+            (self.path / name).unlink(missing_ok=True)
+
+    def _torch_save(self, name: str, obj: Any) -> None:
+        import torch
+        atomic_save(self.path / name, lambda f: torch.save(obj, f))
 
     def _lock(self):
         from filelock import FileLock
@@ -227,6 +462,35 @@ class RunDir:
                                f"{self.path / LOCK} is held); wait for it, or choose another "
                                f"--out") from None
         return _Held(lock)
+
+
+def _plain(obj: Any) -> Any:
+    """A configuration as plain JSON values (a :class:`RunConfig` through ``to_dict``)."""
+    to_dict = getattr(obj, "to_dict", None)
+    return to_dict() if callable(to_dict) else obj
+
+
+def _first_line(exc: BaseException) -> str:
+    detail = (str(exc).strip().splitlines() or [""])[0].split(". ")[0][:160]
+    return f"{type(exc).__name__}{': ' + detail if detail else ''}"
+
+
+def _torch_state(path: Path) -> tuple[str | None, dict | None]:
+    """``(None, state)`` of a ``state.pt`` that loads with ``weights_only``, else
+    ``(why not, None)``."""
+    import torch
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch's note on foreign pickle protocols
+            state = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError:
+        return "it holds objects other than tensors and plain values, or is no torch file", None
+    except Exception as exc:  # truncated or unreadable file
+        detail = (str(exc).strip().splitlines() or ["no detail"])[0][:120]
+        return f"it is truncated or unreadable ({type(exc).__name__}: {detail})", None
+    if not isinstance(state, dict) or "epoch" not in state:
+        return "it is not a grprune training state", None
+    return None, state
 
 
 class _Held:

@@ -4,6 +4,7 @@ edge scorers of ``gumbel-gin`` / ``gumbel-gcn`` (paper Eq. 1)."""
 from __future__ import annotations
 
 from abc import abstractmethod
+from typing import cast
 
 import torch
 from torch import Tensor, nn
@@ -147,7 +148,7 @@ class GNNGumbelSelector(GumbelSelector):
         """
         h = self.gnn(batch)
         first, act, last = self.edge_mlp
-        w_src, w_dst, w_sum = first.weight.chunk(3, dim=1)  # each (2D, D)
+        w_src, w_dst, w_sum = cast(Tensor, first.weight).chunk(3, dim=1)  # each (2D, D)
         if self.hparams["symmetrize"] == "sum-input":
             # MLP((h_i||h_j||h_i+h_j) + (h_j||h_i||h_i+h_j)) = MLP(u||u||2u), u = h_i + h_j
             proj = h @ (w_src + w_dst + 2 * w_sum).t()  # (N, 2D)

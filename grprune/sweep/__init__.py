@@ -64,10 +64,9 @@ from __future__ import annotations
 from grprune.sweep.grid import (Configuration, Expansion, Grid, expand, grid_from_mapping,
                                 grid_from_options, load_spec, parse_hparams, parse_reg,
                                 parse_seeds, run_command)
-from grprune.sweep.plan import (ERROR, LOG, PLAN, Job, Outcome, read_plan, run_status,
-                                run_sweep, write_plan)
+from grprune.sweep.plan import PLAN, Job, Outcome, read_plan, run_status, run_sweep, write_plan
 
-__all__ = ["Configuration", "ERROR", "Expansion", "Grid", "Job", "LOG", "Outcome", "PLAN",
+__all__ = ["Configuration", "Expansion", "Grid", "Job", "Outcome", "PLAN",
            "expand", "grid_from_mapping", "grid_from_options", "load_spec", "parse_hparams",
            "parse_reg", "parse_seeds", "read_plan", "run_command", "run_status", "run_sweep",
            "write_plan"]

@@ -449,9 +449,9 @@ def _resolve_points(todo: Sequence[tuple], grids: Sequence[Grid]) -> tuple[list,
         ``-H`` keys that apply to some point: they resolved, or they name a part of
         a failed point's base config.
     """
-    resolved: list[tuple[dict | None, list[str], GrpruneError | None]] = []
+    resolved: list[tuple[RunConfig | None, list[str], GrpruneError | None]] = []
     applicable: set[str] = set()
-    bases: dict[int, dict | None] = {}
+    bases: dict[int, RunConfig | None] = {}
     for i, (gi, point, overrides) in enumerate(todo):
         try:
             cfg = _resolve(point, grids[gi].fixed, overrides)
@@ -463,9 +463,10 @@ def _resolve_points(todo: Sequence[tuple], grids: Sequence[Grid]) -> tuple[list,
                 bases[i] = _resolve(point, grids[gi].fixed, [])
             except GrpruneError:
                 bases[i] = None
-            if bases[i] is not None:
+            base = bases[i]
+            if base is not None:
                 applicable.update(k for k in (o.split("=", 1)[0] for o in overrides)
-                                  if applies(k, bases[i]))
+                                  if applies(k, base))
     return resolved, bases, applicable
 
 

@@ -110,7 +110,7 @@ def parse_ints(text: str | int | Iterable, what: str) -> list[int]:
     if isinstance(text, (str, int)) and not isinstance(text, bool):
         items = split_list(str(text), what)
     else:
-        items = [str(v) for v in text]
+        items = [str(v) for v in text]  # type: ignore[union-attr]  # a bool was refused above
     try:
         return [int(v) for v in items]
     except ValueError:

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from grprune import results as R
 from grprune.errors import GrpruneError
@@ -24,10 +24,7 @@ from grprune.sweep.grid import Configuration, Expansion
 PLAN = "sweep.json"
 #: held while a planner reads, extends and writes ``sweep.json``
 PLAN_LOCK = ".sweep.json.lock"
-ERROR, LOG = R.ERROR, R.LOG
 PLAN_VERSION = 1
-#: files the sweep itself writes into a run directory
-SWEEP_FILES = (ERROR, LOG)
 #: lines of the child's stderr kept in error.json
 TAIL_LINES = 50
 STATUSES = ("finished", "failed", "interrupted", "pending", "running", "foreign")
@@ -38,7 +35,7 @@ def now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def run_status(cfg: dict, run_dir: Path) -> tuple[str, str]:
+def run_status(cfg: Mapping[str, Any], run_dir: Path) -> tuple[str, str]:
     """The status of a configuration's run directory, as a sweep acts on it.
 
     From :meth:`grprune.results.RunDir.status`: ``empty`` is ``"pending"``; ``finished``,
@@ -163,7 +160,7 @@ def child_args(conf: Configuration, run_dir: Path) -> list[str]:
     ``run --config <run_dir>/config.json --out <run_dir> --progress none --json``, plus
     ``--device`` / ``--root`` when the sweep sets them (they are left out of the hash).
     """
-    args = ["run", "--config", str(run_dir / R.CONFIG), "--out", str(run_dir),
+    args = ["run", "--config", str(R.RunDir(run_dir).config_path), "--out", str(run_dir),
             "--progress", "none", "--json"]
     for key in ("device", "root"):
         if conf.fixed.get(key) is not None:
@@ -236,7 +233,7 @@ class Job:
 
     def __post_init__(self) -> None:
         self.args = self.args or child_args(self.conf, self.run_dir)
-        self.log = self.run_dir / LOG
+        self.log = R.RunDir(self.run_dir).log_path
         self.cwd = self.cwd or os.getcwd()
 
     def prepare(self) -> bool:
@@ -249,10 +246,10 @@ class Job:
         if rundir.locked():
             return False
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        (self.run_dir / ERROR).unlink(missing_ok=True)
+        rundir.remove_error()
         if rundir.status(self.conf.cfg, held=True).state != "finished":
             # a run another sweep finished since the plan keeps its config.json (features)
-            R.atomic_write_json(self.run_dir / R.CONFIG, self.conf.cfg)
+            rundir.write_config(self.conf.cfg)
         header = f"=== grprune sweep {now()}: python -m grprune {shlex.join(self.args)}\n"
         with open(self.log, "ab") as fh:
             fh.write(header.encode())
@@ -326,26 +323,26 @@ def finish_job(job: Job, returncode: int | None, error: str | None = None) -> tu
         ``ok`` when the run's summary is there and its config has the planned hash;
         otherwise ``message`` is the one-line error, also in ``error.json``.
     """
-    cfg = job.conf.cfg
-    summary = R.read_json(job.run_dir / R.SUMMARY)
-    written = R.read_json(job.run_dir / R.CONFIG)
+    cfg, rundir = job.conf.cfg, R.RunDir(job.run_dir)
+    summary = rundir.summary()
+    written = rundir.read_config()
     if returncode == 0 and error is None and summary is not None and isinstance(written, dict):
         if same_run(written, cfg):
-            (job.run_dir / ERROR).unlink(missing_ok=True)
+            rundir.remove_error()
             return True, ""
         error = (f"the run wrote configuration {RunConfig.from_dict(written).hash} instead "
                  f"of the planned {cfg.hash}")
     lines = _tail(job)
     message = error or _one_line(lines, returncode)
     if returncode == 0 and error is None:
-        message = f"exited with code 0 but wrote no {R.SUMMARY}"
+        message = "exited with code 0 but wrote no summary.json"
     # what the run itself recorded (a diverged run's kind and epoch) is kept
-    own = R.read_json(job.run_dir / ERROR)
-    own = {k: own[k] for k in ("kind", "epoch") if k in own} if isinstance(own, dict) else {}
-    R.atomic_write_json(job.run_dir / ERROR, {
+    own = rundir.error() or {}
+    own = {k: own[k] for k in ("kind", "epoch") if k in own}
+    rundir.write_error({
         **own, "message": message, "returncode": returncode, "time": now(),
         "command": "python -m grprune " + shlex.join(job.args), "hash": cfg.hash,
-        "log": LOG, "stderr_tail": lines})
+        "log": rundir.log_path.name, "stderr_tail": lines})
     return False, message
 
 
@@ -436,8 +433,8 @@ def run_sweep(expansion: Expansion, root: Path, launch: Launch, *, env: dict[str
                 on_foreign(job, R.RUNNING_ELSEWHERE)
             return
         ok, message = finish_job(job, returncode, error)
-        summary = job.run_dir / R.SUMMARY
-        if ok and job.started and summary.stat().st_mtime < job.started:
+        written = R.RunDir(job.run_dir).summary_mtime()
+        if ok and job.started and written is not None and written < job.started:
             outcome.skipped.append(job.run_dir)  # another sweep finished it before we began
         elif ok:
             outcome.done.append(job.run_dir)

@@ -178,20 +178,19 @@ def _run_rows(dirs: list[Path], protocol: str) -> list[dict[str, Any]]:
     rows = []
     for run in scan_runs(dirs).runs:
         s = run.summary
-        diag = (s.get("selector_diagnostics") or {})
-        env = s.get("environment") or {}
-        on_gpu = str(s.get("device") or "").startswith("cuda")
+        diag, env = s.selector_diagnostics or {}, s.environment or {}
+        on_gpu = str(s.device or "").startswith("cuda")
         rows.append({"split": run.split, "label": label(run.config, PROTOCOLS[protocol]),
                      "seed": run.seed,
-                     "valid": s.get("valid"), "test": s.get("test"), "id_test": s.get("id_test"),
-                     "kept": s.get("kept_edge_fraction"),
-                     "motif_rocauc": s.get("motif_edge_rocauc"),
-                     "p50": s.get("spurious_precision_at_50"),
+                     "valid": s.valid, "test": s.test, "id_test": s.id_test,
+                     "kept": s.kept_edge_fraction,
+                     "motif_rocauc": s.motif_edge_rocauc,
+                     "p50": s.spurious_precision_at_50,
                      "r50": (diag.get("test") or {}).get("recall@50"),
                      "spurious": _spurious_share(run.path),
                      "id_valid_rocauc": (diag.get("id-valid") or {}).get("motif_rocauc"),
-                     "best_epoch": s.get("best_epoch"), "phase": s.get("selected_phase"),
-                     "kernels": (s.get("determinism") or {}).get("cpu_capability"),
+                     "best_epoch": s.best_epoch, "phase": s.selected_phase,
+                     "kernels": (s.determinism or {}).get("cpu_capability"),
                      "cpu": env.get("cpu"), "gpu": env.get("gpu") if on_gpu else None})
     return rows
 

@@ -24,7 +24,7 @@ import numpy as np
 
 def compare(scores, budget: float) -> dict[str, float]:
     """Per-graph statistics of ``scores`` (:class:`grprune.evaluation.GraphScore` list,
-    e.g. ``read_edge_probs(path).graph_scores()``) at ``budget``.
+    e.g. ``edge_scores_from_arrays(RunDir(run_dir).edge_arrays()).graph_scores()``) at ``budget``.
 
     Returns the mean and the 10/50/90th percentiles of each graph's kept share of bonds
     under the run's mask (``kept_*``), the share of graphs within 0.1 of ``budget``, the
@@ -69,8 +69,9 @@ def main() -> None:
     ap.add_argument("run_dir", type=Path)
     ap.add_argument("--budget", type=float, default=0.4, help="fraction of each graph's edges")
     args = ap.parse_args()
-    from grprune.evaluation import read_edge_probs
-    edges = read_edge_probs(args.run_dir / "edge_probs.npz")
+    from grprune.evaluation import edge_scores_from_arrays
+    from grprune.results import RunDir
+    edges = edge_scores_from_arrays(RunDir(args.run_dir).edge_arrays())
     if edges is None:
         print(f"kept_per_graph.py: no readable edge_probs.npz in {args.run_dir}",
               file=sys.stderr)

@@ -74,7 +74,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -155,7 +155,8 @@ def plan_good_motif(split: str, shift: str, n_graphs: int, rng: np.random.Genera
         ``widths``, ``envs`` and ``part`` (index into ``PART_NAMES``).
     """
     n = int(n_graphs)
-    jitter = lambda k: rng.integers(-WIDTH_JITTER, WIDTH_JITTER + 1, size=k)  # noqa: E731
+    jitter: Callable[[int], np.ndarray] = (  # noqa: E731
+        lambda k: rng.integers(-WIDTH_JITTER, WIDTH_JITTER + 1, size=k))
     if shift == "covariate":
         n_train, n_ood = int(n * 0.8), int(n * 0.1)
         blocks = []
@@ -179,7 +180,7 @@ def plan_good_motif(split: str, shift: str, n_graphs: int, rng: np.random.Genera
         ratios = [(r, per_env, e, "train") for e, r in enumerate(TRAIN_SPURIOUS)]
         ratios += [(VALID_SPURIOUS, n_ood, 3, "valid"), (TEST_SPURIOUS, n_ood, 4, "test")]
         blocks = []
-        for ratio, size, env, part in ratios:
+        for ratio, size, env, part_name in ratios:
             motifs = rng.integers(0, 3, size=size)
             domain = _spurious(motifs, ratio, rng)
             if split == "basis":
@@ -188,7 +189,7 @@ def plan_good_motif(split: str, shift: str, n_graphs: int, rng: np.random.Genera
                 bases = rng.integers(0, len(BASES), size=size)
                 widths = np.asarray(CONCEPT_WIDTHS)[domain] + jitter(size)
             blocks.append((motifs, bases, widths, np.full(size, env),
-                           np.full(size, PART_CODES[part])))
+                           np.full(size, PART_CODES[part_name])))
         n_id = int(per_env * len(TRAIN_SPURIOUS) * 0.15)
     motifs, bases, widths, envs, part = (np.concatenate(x).astype(np.int64) for x in zip(*blocks))
     train = np.flatnonzero(part == PART_CODES["train"])

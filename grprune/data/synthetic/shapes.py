@@ -103,7 +103,7 @@ def _frozen(a: np.ndarray) -> np.ndarray:
     return a
 
 
-def _edges(pairs: list[tuple[int, int]] | np.ndarray) -> np.ndarray:
+def _edges(pairs: Sequence[tuple[int, int]] | np.ndarray) -> np.ndarray:
     return np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
 
 

@@ -63,7 +63,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -181,7 +181,8 @@ def generate_spmotif(bias: float = BIAS, motifs: int = 1, seed: int = 0,
     """
     _check(bias, motifs, seed, sizes)
     rng = np.random.default_rng(int(seed))
-    plan = plan_spmotif(float(bias), tuple(int(s) for s in sizes), rng)
+    sizes3 = cast("tuple[int, int, int]", tuple(int(s) for s in sizes))  # _check: 3 sizes
+    plan = plan_spmotif(float(bias), sizes3, rng)
     num_nodes, edges, gts, feats = [], [], [], []
     for label, base, size, branching in zip(plan["labels"].tolist(), plan["bases"].tolist(),
                                             plan["sizes"].tolist(), plan["branching"].tolist()):
@@ -247,7 +248,7 @@ def load_spmotif(root: Path, *, bias: float = BIAS, motifs: int = 1, seed: int =
     GrpruneError
         On bad parameters (see :func:`generate_spmotif`).
     """
-    sizes = tuple(int(s) for s in sizes)
+    sizes = cast("tuple[int, int, int]", tuple(int(s) for s in sizes))  # else _check raises
     _check(bias, motifs, seed, sizes)
     directory = cache_dir(root, bias, motifs, seed, sizes)
     key = cache_key(bias, motifs, seed, sizes)
