@@ -3,18 +3,21 @@
 ::
 
     python benchmarks/scale/featurize.py --rows 10000,100000 --out benchmarks/scale/cpu-2core.jsonl
-    python benchmarks/scale/featurize.py --rows 1000000 --methods grprune,grprune-cached \\
-        --out benchmarks/scale/cpu-2core.jsonl                                # the 10^6 row
+    python benchmarks/scale/featurize.py --rows 1000000 --methods grprune,grprune-cached,dataset \\
+        --out benchmarks/scale/cpu-2core.jsonl                                # the 10^6 rows
     python benchmarks/scale/featurize.py --table benchmarks/scale/cpu-2core.jsonl
 
 **Rows.** Unique molecules made offline by :func:`make_molecules`: the BRICS fragments
 (``rdkit.Chem.BRICS.BRICSDecompose``) of the first :data:`SOURCE_ROWS` molecules of each
-bundled MoleculeNet file (BACE, BBBP, HIV), joined in pairs over a BRICS-compatible
-pair of attachment points picked by a seeded ``random.Random`` (other attachment points
-become hydrogens), sanitized, written as canonical SMILES and kept if new. The stream is
-deterministic, so the 10^4-row file is the first 10^4 rows of the 10^5-row one. (RDKit's
-own ``BRICS.BRICSBuild`` gives the same kind of molecules at ~8 ms each here, too slow for
-10^6.) Files are cached under ``benchmarks/scale/data/`` (git-ignored).
+bundled MoleculeNet file (BACE, BBBP, HIV), joined over BRICS-compatible pairs of
+attachment points picked by a seeded ``random.Random`` (other attachment points become
+hydrogens), sanitized, written as canonical SMILES and kept if new. Two recipes
+(``--recipe``): ``pairs`` joins two fragments (the first recipe; its stream runs dry near
+350,000 distinct molecules, too few for 10^6), ``chains`` (the default) joins two or, half
+the time, three fragments in a chain. A stream is deterministic, so the 10^4-row file is
+the first 10^4 rows of the 10^5-row one. (RDKit's own ``BRICS.BRICSBuild`` gives the same
+kind of molecules at ~8 ms each here, too slow for 10^6.) Files are cached under
+``benchmarks/scale/data/`` (git-ignored).
 
 **Methods**, each timed in its own process on the same CSV (``smiles``, ``label``):
 
@@ -108,23 +111,36 @@ def _compatible() -> dict[tuple[str, str], str]:
     return pairs
 
 
-def _join(spec: tuple[int, int, int, int, str]) -> str | None:
-    """Canonical SMILES of fragment ``ia`` joined to ``ib`` at atoms ``da``/``db`` (their
-    attachment dummies), other dummies made hydrogens; None if RDKit rejects it."""
+def _join(spec: tuple) -> str | None:
+    """Canonical SMILES of fragments joined at pairs of attachment dummies, other dummies
+    made hydrogens; None if RDKit rejects it.
+
+    ``spec`` is ``(fragments, joins)``: fragment indices, and per join ``(x, dx, y, dy,
+    bond)``: the ``x``-th fragment's dummy atom ``dx`` bonded to the ``y``-th's ``dy``.
+    """
     from rdkit import Chem
 
-    ia, da, ib, db, bond = spec
-    a, b = _FRAGS[ia], _FRAGS[ib]
-    rw = Chem.RWMol(Chem.CombineMols(a, b))
-    da_, db_ = da, a.GetNumAtoms() + db
-    ua = rw.GetAtomWithIdx(da_).GetNeighbors()[0].GetIdx()
-    ub = rw.GetAtomWithIdx(db_).GetNeighbors()[0].GetIdx()
-    rw.AddBond(ua, ub, Chem.BondType.DOUBLE if bond == "=" else Chem.BondType.SINGLE)
+    frags, joins = spec
+    mols = [_FRAGS[i] for i in frags]
+    combined, starts = mols[0], [0]
+    for m in mols[1:]:
+        starts.append(combined.GetNumAtoms())
+        combined = Chem.CombineMols(combined, m)
+    rw = Chem.RWMol(combined)
+    used = set()
+    for x, dx, y, dy, bond in joins:
+        gx, gy = starts[x] + dx, starts[y] + dy
+        ux = rw.GetAtomWithIdx(gx).GetNeighbors()[0].GetIdx()
+        uy = rw.GetAtomWithIdx(gy).GetNeighbors()[0].GetIdx()
+        if ux == uy or rw.GetBondBetweenAtoms(ux, uy) is not None:
+            return None
+        rw.AddBond(ux, uy, Chem.BondType.DOUBLE if bond == "=" else Chem.BondType.SINGLE)
+        used |= {gx, gy}
     for atom in rw.GetAtoms():
-        if atom.GetAtomicNum() == 0 and atom.GetIdx() not in (da_, db_):
+        if atom.GetAtomicNum() == 0 and atom.GetIdx() not in used:
             atom.SetAtomicNum(1)
             atom.SetIsotope(0)
-    for idx in sorted((da_, db_), reverse=True):
+    for idx in sorted(used, reverse=True):
         rw.RemoveAtom(idx)
     try:
         mol = rw.GetMol()
@@ -141,10 +157,37 @@ def _join_many(specs: list) -> list:
         return [_join(s) for s in specs]
 
 
-def make_molecules(n: int, seed: int = 0, workers: int = 2) -> list[str]:
-    """The first ``n`` unique molecules of the BRICS recombination stream (module docstring).
+#: the recipes: ``pairs`` (two fragments; about 350,000 distinct molecules from these
+#: fragments, too few for 10^6) and ``chains`` (two or, half the time, three fragments)
+RECIPES = ("pairs", "chains")
 
-    Deterministic for a given ``seed`` and RDKit version, whatever ``workers``.
+
+def _spec(rng: random.Random, recipe: str, labels: list, partners: dict, slots: dict,
+          pairs: dict, dummies: list) -> tuple:
+    """One draw of the stream: fragments and joins (:func:`_join`)."""
+    la = rng.choice(labels)
+    lb = rng.choice(partners[la])
+    (ia, da), (ib, db) = rng.choice(slots[la]), rng.choice(slots[lb])
+    if recipe == "pairs":  # the first recipe's stream, draw for draw
+        return (ia, ib), ((0, da, 1, db, pairs[(la, lb)]),)
+    joins = [(0, da, 1, db, pairs[(la, lb)])]
+    frags = [ia, ib]
+    if rng.random() < 0.5:
+        others = [(d, lab) for d, lab in dummies[ib] if d != db and partners.get(lab)]
+        if others:
+            db2, lb2 = rng.choice(others)
+            lc = rng.choice(partners[lb2])
+            ic, dc = rng.choice(slots[lc])
+            frags.append(ic)
+            joins.append((1, db2, 2, dc, pairs[(lb2, lc)]))
+    return tuple(frags), tuple(joins)
+
+
+def make_molecules(n: int, seed: int = 0, workers: int = 2, recipe: str = "chains"
+                   ) -> list[str]:
+    """The first ``n`` unique molecules of a BRICS recombination stream (module docstring).
+
+    Deterministic for a given ``seed``, ``recipe`` and RDKit version, whatever ``workers``.
     """
     import multiprocessing
 
@@ -153,10 +196,13 @@ def make_molecules(n: int, seed: int = 0, workers: int = 2) -> list[str]:
     frags = brics_fragments()
     _FRAGS[:] = [Chem.MolFromSmiles(f) for f in frags]
     slots: dict[str, list[tuple[int, int]]] = {}  # BRICS label -> (fragment, dummy atom)
+    dummies: list[list[tuple[int, str]]] = []  # fragment -> (dummy atom, label)
     for i, mol in enumerate(_FRAGS):
+        dummies.append([])
         for atom in mol.GetAtoms():
             if atom.GetAtomicNum() == 0:
                 slots.setdefault(str(atom.GetIsotope()), []).append((i, atom.GetIdx()))
+                dummies[i].append((atom.GetIdx(), str(atom.GetIsotope())))
     pairs = _compatible()
     labels = sorted(slots)
     partners = {la: [lb for lb in labels if (la, lb) in pairs] for la in labels}
@@ -167,12 +213,8 @@ def make_molecules(n: int, seed: int = 0, workers: int = 2) -> list[str]:
     pool = multiprocessing.get_context("fork").Pool(workers) if workers > 1 else None
     try:
         while len(out) < n:
-            specs = []
-            for _ in range(20000):
-                la = rng.choice(labels)
-                lb = rng.choice(partners[la])
-                (ia, da), (ib, db) = rng.choice(slots[la]), rng.choice(slots[lb])
-                specs.append((ia, da, ib, db, pairs[(la, lb)]))
+            specs = [_spec(rng, recipe, labels, partners, slots, pairs, dummies)
+                     for _ in range(20000)]
             chunks = [specs[i:i + 1000] for i in range(0, len(specs), 1000)]
             results = pool.imap(_join_many, chunks) if pool else map(_join_many, chunks)
             for chunk in results:
@@ -187,22 +229,26 @@ def make_molecules(n: int, seed: int = 0, workers: int = 2) -> list[str]:
     return out
 
 
-def rows_csv(n: int, seed: int = 0) -> Path:
-    """``benchmarks/scale/data/brics-<n>-seed<seed>.csv`` (``smiles,label``; the label is the
-    parity of the SMILES' CRC-32), made once, or cut from a larger file of the same seed."""
+def rows_csv(n: int, seed: int = 0, recipe: str = "chains") -> Path:
+    """``benchmarks/scale/data/brics-[chains-]<n>-seed<seed>.csv`` (``smiles,label``; the
+    label is the parity of the SMILES' CRC-32), made once, or cut from a larger file of the
+    same seed and recipe (``pairs`` files have no recipe in their name)."""
     DATA.mkdir(exist_ok=True)
     (DATA / ".gitignore").write_text("*\n")
-    path = DATA / f"brics-{n}-seed{seed}.csv"
+    stem = "brics-" if recipe == "pairs" else f"brics-{recipe}-"
+    path = DATA / f"{stem}{n}-seed{seed}.csv"
     if path.is_file():
         return path
-    larger = sorted((p for p in DATA.glob(f"brics-*-seed{seed}.csv")
-                     if int(p.name.split("-")[1]) > n), key=lambda p: int(p.name.split("-")[1]))
+    larger = sorted((p for p in DATA.glob(f"{stem}*-seed{seed}.csv")
+                     if p.name[len(stem):].split("-")[0].isdigit()
+                     and int(p.name[len(stem):].split("-")[0]) > n),
+                    key=lambda p: int(p.name[len(stem):].split("-")[0]))
     if larger:
         with larger[0].open() as fh:
             lines = [next(fh) for _ in range(n + 1)]
         body = "".join(lines)
     else:
-        mols = make_molecules(n, seed)
+        mols = make_molecules(n, seed, recipe=recipe)
         body = "smiles,label\n" + "".join(f"{s},{zlib.crc32(s.encode()) % 2}\n" for s in mols)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(body)
@@ -342,20 +388,22 @@ def _run_child_and_report(method: str, csv: str, root: str) -> None:
 
 def table(paths: list[Path]) -> str:
     """A Markdown table of result records."""
-    lines = ["| rows | method | graphs | seconds | molecules/s | CPU s | peak RSS MiB | largest "
-             "worker RSS MiB | second load s | cache |",
-             "|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    lines = ["| rows | recipe | method | graphs | seconds | molecules/s | CPU s | peak RSS MiB | "
+             "largest worker RSS MiB | second load s | cache |",
+             "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for path in paths:
         for line in path.read_text().splitlines():
             r = json.loads(line)
             if "error" in r:
-                lines.append(f"| {r['rows']:,} | {r['method']} | | {r['error']} | | | | | | |")
+                lines.append(f"| {r['rows']:,} | {r.get('recipe', 'pairs')} | {r['method']} | | "
+                             f"{r['error']} | | | | | | |")
                 continue
             rate = r["rows"] / r["seconds"] if r["seconds"] else float("nan")
             second = f"{r['second_load_s']:.1f}" if "second_load_s" in r else ""
             worker = r["worker_peak_rss_mib"]
             cpu = f"{r['cpu_s']:.0f}" if "cpu_s" in r else ""
-            lines.append(f"| {r['rows']:,} | {r['method']} | {r['graphs']:,} | "
+            lines.append(f"| {r['rows']:,} | {r.get('recipe', 'pairs')} | {r['method']} | "
+                         f"{r['graphs']:,} | "
                          f"{r['seconds']:.1f} | {rate:,.0f} | {cpu} | {r['peak_rss_mib']:,.0f} | "
                          f"{worker:,.0f} | {second} | {r.get('cache', '')} |")
     return "\n".join(lines)
@@ -366,6 +414,8 @@ def main() -> None:
     ap.add_argument("--rows", default="10000,100000", help="comma-separated row counts")
     ap.add_argument("--methods", default=",".join(METHODS), help="comma-separated methods")
     ap.add_argument("--seed", type=int, default=0, help="seed of the molecule recipe")
+    ap.add_argument("--recipe", choices=RECIPES, default="chains",
+                    help="the molecules: two fragments (pairs) or two or three (chains)")
     ap.add_argument("--timeout", type=float, default=3600, help="seconds per method")
     ap.add_argument("--out", type=Path, default=None, help="append JSON lines here")
     ap.add_argument("--table", nargs="*", type=Path, help="print the table of these files")
@@ -380,12 +430,13 @@ def main() -> None:
         return
     methods = [m for m in args.methods.split(",") if m]
     for n in (int(x) for x in args.rows.split(",")):
-        csv = rows_csv(n, args.seed)
+        csv = rows_csv(n, args.seed, args.recipe)
         with tempfile.TemporaryDirectory(prefix="grprune-scale-") as tmp:
             for method in methods:
                 root = Path(tmp) / ("grprune" if method.startswith("grprune-c") else method)
                 root.mkdir(exist_ok=True)
-                res = {"rows": n, "method": method, **measure(method, csv, root, args.timeout)}
+                res = {"rows": n, "recipe": args.recipe, "method": method,
+                       **measure(method, csv, root, args.timeout)}
                 print(json.dumps(res), flush=True)
                 if args.out:
                     with args.out.open("a") as fh:
