@@ -241,3 +241,13 @@ def test_a_packed_view_packs_by_gathering_arrays():
         assert torch.equal(torch.stack(g.edges()), torch.stack(ref.edges()))
         assert torch.equal(g.ndata["feat"], ref.ndata["feat"])
         assert torch.equal(g.edata["feat"], ref.edata["feat"])
+
+
+def test_scaffold_envs_are_np_unique_ids_without_a_string_array():
+    """The environment ids of a scaffold split: the sorted rank of each scaffold, as
+    np.unique gave them (runs keep their environments), without a fixed-width array."""
+    from grprune.data.splits import scaffold_envs
+    smiles, _ = read_molecule_csv(FILES / "ogbg_molbbbp" / "bbbp.csv.gz", "smiles", "p_np")
+    scaffolds = murcko_scaffolds(smiles[:400]) + ["", "c1ccccc1", "C1CC1"]
+    ref = np.unique(np.asarray(scaffolds, dtype=object).astype(str), return_inverse=True)[1]
+    assert np.array_equal(scaffold_envs(scaffolds), ref) and scaffold_envs([]).tolist() == []

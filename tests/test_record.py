@@ -197,6 +197,9 @@ def test_a_run_config_is_read_only_at_every_depth(name):
         cfg.hash = "x"  # type: ignore[misc]
     with pytest.raises(AttributeError):
         cfg["reg"].update({})  # a read-only section has no update
+    # a dotted key reads a setting, a plain key the top level
+    assert cfg.get("train.epochs") == stored["train"]["epochs"] == cfg.setting("train.epochs")
+    assert cfg.get("reg.nothing.eta", 3) == 3 and cfg.get("hash") == stored["hash"]
     # what is written is what was read, and a copy changes nothing in it
     plain = cfg.to_dict()
     assert type(plain) is dict and to_json(plain) == to_json(stored)

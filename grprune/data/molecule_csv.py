@@ -71,7 +71,7 @@ from grprune.data.molecules import (file_sha256, lenient_mol, match_columns, rea
 from grprune.data.packed import graph_sizes
 from grprune.data.registry import DATASETS, FileDatasetSource
 from grprune.data.featurize import parallel_scaffolds
-from grprune.data.splits import random_split, scaffold_split, size_split
+from grprune.data.splits import random_split, scaffold_envs, scaffold_split, size_split
 from grprune.errors import DataError, GrpruneError
 from grprune.hparams import Param
 
@@ -375,7 +375,7 @@ def split_and_envs(split: str, split_seed: int, data: dict[str, Any]
     scaffolds = cached_strings(Path(data["cache_dir"]) / "scaffolds.json", key,
                                lambda: parallel_scaffolds(data["smiles"], include_chirality=True),
                                n)[0]
-    envs = np.unique(np.asarray(scaffolds, dtype=object).astype(str), return_inverse=True)[1]
+    envs = scaffold_envs(scaffolds)
     if split == "random":
         return random_split(n, seed=split_seed), envs, "scaffold"
     return scaffold_split(data["smiles"], scaffolds=scaffolds), envs, "scaffold"

@@ -51,6 +51,7 @@ from grprune.data.splits import (
     check_split,
     load_split_files,
     murcko_scaffolds,
+    scaffold_envs,
     scaffold_split,
     size_split,
 )
@@ -125,8 +126,7 @@ class OgbMoleculeSource(DatasetSource):
         else:
             scaffolds = self._scaffolds(data["smiles"], root, info.get("source_sha256"))
             parts = data["official_split"](scaffolds)
-            envs = (np.unique(np.asarray(scaffolds, dtype=object).astype(str),
-                              return_inverse=True)[1] if scaffolds is not None
+            envs = (scaffold_envs(scaffolds) if scaffolds is not None
                     else np.zeros(len(graphs), dtype=np.int64))
         info.update(
             dataset=self.registered_name,

@@ -104,6 +104,23 @@ def murcko_scaffolds(smiles: Sequence[str], include_chirality: bool = True) -> l
     return out
 
 
+def scaffold_envs(scaffolds: Sequence[str]) -> np.ndarray:
+    """Environment id of each molecule: the rank of its scaffold among the distinct
+    scaffolds in sorted order, int64, shape (G,).
+
+    The same ids as ``np.unique(np.asarray(scaffolds).astype(str), return_inverse=True)[1]``
+    without a fixed-width string array (10^6 scaffolds of up to ~200 characters made that
+    a gigabyte).
+
+    Examples
+    --------
+    >>> scaffold_envs(["c1ccccc1", "", "c1ccccc1", "C1CC1"]).tolist()
+    [2, 0, 2, 1]
+    """
+    index = {s: i for i, s in enumerate(sorted(set(scaffolds)))}
+    return np.fromiter((index[s] for s in scaffolds), dtype=np.int64, count=len(scaffolds))
+
+
 def scaffold_split(
     smiles: Sequence[str], frac: Sequence[float] = (0.8, 0.1, 0.1),
     scaffolds: Sequence[str] | None = None,

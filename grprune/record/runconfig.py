@@ -268,6 +268,12 @@ class RunConfig(Mapping[str, Any]):
     def __deepcopy__(self, memo: dict) -> "RunConfig":
         return self
 
+    def get(self, key: str, default: Any = None) -> Any:
+        """A top-level entry (``cfg.get("hash")``), or with a dotted key any setting or
+        record field (``cfg.get("reg.size.eta")``, as :meth:`setting`); ``default``
+        when the configuration lacks it."""
+        return lookup(self, key, default) if "." in key else self._body.get(key, default)
+
     def to_dict(self) -> dict[str, Any]:
         """The plain ``dict`` of ``config.json`` (a new one: changing it changes nothing
         here)."""

@@ -161,13 +161,13 @@ def launch_ray(jobs: Sequence[Job], on_start: OnStart, on_done: OnDone, *,
 
     started_here = False
     if not ray.is_initialized():
-        kwargs = dict(logging_level=logging.ERROR, log_to_driver=False)
         try:
             if address:
-                ray.init(address=address, **kwargs)
+                ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
             else:
                 ray.init(num_cpus=max(1, round(workers * cpus_per_run)),
-                         include_dashboard=False, **kwargs)
+                         include_dashboard=False, logging_level=logging.ERROR,
+                         log_to_driver=False)
         except Exception as exc:
             where = f"the Ray cluster at {address}" if address else "a local Ray instance"
             raise GrpruneError(f"cannot start {where}: {exc}") from None
