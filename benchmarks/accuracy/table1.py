@@ -78,8 +78,8 @@ NOTES = {
     ("drugood-ec50", "scaffold"): "`official` selected an ERM warm-up epoch at all 3 seeds "
         "so far (no PrunE epoch validated higher); the official code gives no EC50 settings "
         "(official.yaml says where each value comes from): prune/README.md, DrugOOD EC50",
-    ("drugood-ec50", "size"): "`official` prunes here (63 % and 86 % of test bonds kept at "
-        "seeds 0 and 1) and sits at ERM's level: prune/README.md, DrugOOD EC50",
+    ("drugood-ec50", "size"): "`official` prunes here (63 %, 86 % and 84 % of test bonds "
+        "kept at seeds 0, 1 and 2) and sits near ERM's level: prune/README.md, DrugOOD EC50",
     ("drugood-ec50", "assay"): "`official` selected an ERM warm-up epoch at all 3 seeds so "
         "far; `paper` PrunE validates higher (z = +3.67 on 3 seeds; test 72.50 ± 2.76), so "
         "with a 4th seed choose.py would make `paper` this split's default: "
