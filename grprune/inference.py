@@ -35,6 +35,7 @@ import numpy as np
 import torch
 
 from grprune import results as R
+from grprune.results.rundir import error_detail
 from grprune.batch import GraphBatch, collate
 from grprune.compat import dgl  # noqa: F401  (DGL import order)
 from grprune.errors import GrpruneError
@@ -440,17 +441,13 @@ def _load_model(run_dir: Path, cfg: RunConfig | Mapping[str, Any], dims: Feature
     """
     from grprune.trainer import build_model_from_dims
     rundir = R.RunDir(run_dir)
-    if not rundir.has_checkpoint():
-        rundir.read_checkpoint()  # raises: no checkpoint.pt, and how to re-run
+    state = rundir.read_checkpoint(device)  # missing or damaged: one message, before building
     model, _ = build_model_from_dims(cfg, dims)
-    state = rundir.read_checkpoint(device)
     try:
         model.load_state_dict(state)
     except Exception as exc:  # a checkpoint of another model
-        detail = (str(exc).strip().splitlines() or [""])[0].split(". ")[0][:160]
-        raise GrpruneError(f"cannot load {rundir.checkpoint_path} ({type(exc).__name__}"
-                           f"{': ' + detail if detail else ''}): it is of another model; "
-                           f"{rundir.rerun_hint()}") from None
+        raise GrpruneError(f"cannot load {rundir.checkpoint_path} ({error_detail(exc)}): it is "
+                           f"of another model; {rundir.rerun_hint()}") from None
     model.to(device)
     model.eval()
     return model
@@ -496,8 +493,7 @@ def load_run(run_dir: str | Path, device: str = "cpu", *, lazy: bool = False) ->
         what = {"corrupt": "holds a corrupt run", "empty": "is empty"}.get(
             status.state, "is not a grprune run directory")
         raise GrpruneError(f"{run_dir} {what} ({status.reason or status.state})")
-    if not rundir.has_checkpoint():
-        rundir.read_checkpoint()  # raises: no checkpoint.pt, and how to re-run
+    rundir.require_checkpoint()
     assert status.config is not None and status.summary is not None  # a finished run has both
     run = Run(run_dir, status.config, status.summary, select_device(device))
     if not lazy:

@@ -319,6 +319,18 @@ class RunDir:
                            f"moved to {aside.name}; run the same command again to start this "
                            f"run over")
 
+    def require_checkpoint(self) -> Path:
+        """``checkpoint.pt``'s path.
+
+        Raises
+        ------
+        GrpruneError
+            If there is none (the message says how to re-run).
+        """
+        if not self.checkpoint_path.is_file():
+            raise GrpruneError(f"{self.path} has no {CHECKPOINT}; {self.rerun_hint()}")
+        return self.checkpoint_path
+
     def read_checkpoint(self, map_location: Any = "cpu") -> dict:
         """``checkpoint.pt``: the selected model's ``state_dict``, read with
         ``weights_only=True`` after its archive's CRC-32 checksums are checked.
@@ -330,9 +342,7 @@ class RunDir:
             how to re-run).
         """
         import torch
-        ckpt = self.checkpoint_path
-        if not ckpt.is_file():
-            raise GrpruneError(f"{self.path} has no {CHECKPOINT}; {self.rerun_hint()}")
+        ckpt = self.require_checkpoint()
         damaged = damaged_zip_member(ckpt)  # torch.load would read changed weights unnoticed
         if damaged is not None:
             raise GrpruneError(f"cannot load {ckpt}: it is damaged ({damaged} does not match "
@@ -340,7 +350,7 @@ class RunDir:
         try:
             return torch.load(ckpt, map_location=map_location, weights_only=True)
         except Exception as exc:  # a torn file
-            raise GrpruneError(f"cannot load {ckpt} ({_first_line(exc)}): it is truncated or "
+            raise GrpruneError(f"cannot load {ckpt} ({error_detail(exc)}): it is truncated or "
                                f"damaged; {self.rerun_hint()}") from None
 
     def edge_arrays(self) -> dict[str, Any] | None:
@@ -470,7 +480,9 @@ def _plain(obj: Any) -> Any:
     return to_dict() if callable(to_dict) else obj
 
 
-def _first_line(exc: BaseException) -> str:
+def error_detail(exc: BaseException) -> str:
+    """``"Type: first sentence of its message"`` (at most 160 characters of it): an
+    exception in one line, for messages that name a file that could not be read."""
     detail = (str(exc).strip().splitlines() or [""])[0].split(". ")[0][:160]
     return f"{type(exc).__name__}{': ' + detail if detail else ''}"
 
