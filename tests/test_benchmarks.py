@@ -204,7 +204,7 @@ def test_table1_build_picks_each_columns_default_preset_and_protocol(tmp_path, m
     for seed in range(4):
         for preset, method, test in (("official", "PrunE", 0.78), ("paper", "PrunE", 0.70),
                                      ("official", "ERM", 0.64), ("good", "ERM", 0.60)):
-            runs.append({"dataset": "drugood-ec50", "split": "assay", "method": method,
+            runs.append({"dataset": "drugood-ec50", "split": "size", "method": method,
                          "preset": preset, "protocol": "paper", "seed": seed,
                          "valid": 0.8, "test": test + 0.01 * seed, "commit": "c2",
                          "hardware": "H"})
@@ -225,13 +225,13 @@ def test_table1_build_picks_each_columns_default_preset_and_protocol(tmp_path, m
     # the shortened table (later, same n) loses to the paper's protocol
     bbbp = got[("ogbg-molbbbp", "scaffold", "PrunE", "paper")]
     assert (bbbp["preset"], bbbp["test_mean"], bbbp["commit"]) == ("paper", 69.0, "c1")
-    ec50 = got[("drugood-ec50", "assay", "PrunE", "paper")]
+    ec50 = got[("drugood-ec50", "size", "PrunE", "paper")]
     assert ec50["preset"] == "official" and round(ec50["test_mean"], 2) == 79.5
-    assert (ec50["paper_mean"], ec50["paper_std"], ec50["n"]) == (78.01, 0.42, 4)
-    assert round(got[("drugood-ec50", "assay", "ERM", "good")]["test_mean"], 2) == 61.5
+    assert (ec50["paper_mean"], ec50["paper_std"], ec50["n"]) == (65.46, 0.88, 4)
+    assert round(got[("drugood-ec50", "size", "ERM", "good")]["test_mean"], 2) == 61.5
     assert len(rows) == 5
     text = table1.markdown(rows)
-    assert "| DrugOOD EC50 assay (ROC-AUC) | `official` | paper | 65.50 ± 1.29 | 79.50 ± 1.29 |" \
+    assert "| DrugOOD EC50 size (ROC-AUC) | `official` | paper | 65.50 ± 1.29 | 79.50 ± 1.29 |" \
         in text
     assert "| GOOD-Motif basis (accuracy) | `–` | – | not run | not run |" in text
     assert "- ogbg-molbbbp scaffold: 69.00 against 70.32" in text
@@ -474,3 +474,41 @@ def test_ablation_summary_writes_the_readme_table_of_one_direction(tmp_path, mon
     assert e.value.code == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "unknown column 'accuracy'" in err
+
+
+def test_good_erm_reports_finished_and_unfinished_good_protocol_runs(tmp_path, capsys):
+    """``good_erm.py`` reads GOOD-protocol runs finished or not: GOOD's selection (the
+    first epoch with the best OOD-valid), the test score there, and the epochs done;
+    runs of other presets are left out, and a missing folder exits with 2."""
+    import pandas as pd
+
+    script = load_script("benchmarks/accuracy/prune/good_erm.py")
+    env = {"commit": "abc1234", "cpu": "AMD EPYC", "cpu_count": 2, "gpu": None}
+    done = fake_run(tmp_path, data="good-motif", reg="none", preset="good", seed=0,
+                    overrides=["data.split=basis"], environment=env)
+    write_epochs(done, [0.5, 0.9, 0.9, 0.7], [0.4, 0.6, 0.8, 0.5], metric="accuracy")
+    going = fake_run(tmp_path, data="good-motif", reg="none", preset="good", seed=1,
+                     overrides=["data.split=basis"])
+    (going / R.SUMMARY).unlink()
+    write_epochs(going, [0.6, 0.8], [0.45, 0.55], metric="accuracy")
+    other = fake_run(tmp_path, data="good-motif", reg="none", preset="official", seed=0,
+                     overrides=["data.split=basis"])
+    write_epochs(other, [0.9], [0.9], metric="accuracy")
+    out = tmp_path / "good.runs.csv"
+    assert script.main([str(tmp_path), "--out", str(out), "--commit", "def5678",
+                        "--hardware", "a laptop"]) == 0
+    df = pd.read_csv(out).set_index("seed")
+    assert list(df.index) == [0, 1]
+    assert df.loc[0, ["finished", "epochs_done", "epochs", "best_epoch"]].tolist() == \
+        [True, 4, 200, 1]
+    assert df.loc[0, ["valid", "test", "test_last", "test_max"]].tolist() == \
+        [90.0, 60.0, 50.0, 80.0]
+    assert (df.loc[0, "commit"], df.loc[0, "hardware"]) == \
+        ("abc1234", "2 cores of an AMD EPYC (CPU)")
+    assert df.loc[1, ["finished", "epochs_done", "best_epoch", "test"]].tolist() == \
+        [False, 2, 1, 55.0]
+    assert (df.loc[1, "commit"], df.loc[1, "hardware"]) == ("def5678", "a laptop")
+    with pytest.raises(SystemExit) as e:
+        script.main([str(tmp_path / "missing")])
+    assert e.value.code == 2
+    assert capsys.readouterr().err.startswith("good_erm.py: no such directory")
