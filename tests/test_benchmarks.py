@@ -494,9 +494,13 @@ def test_good_erm_reports_finished_and_unfinished_good_protocol_runs(tmp_path, c
     other = fake_run(tmp_path, data="good-motif", reg="none", preset="official", seed=0,
                      overrides=["data.split=basis"])
     write_epochs(other, [0.9], [0.9], metric="accuracy")
-    out = tmp_path / "good.runs.csv"
+    out, curves = tmp_path / "good.runs.csv", tmp_path / "good.epochs.csv"
     assert script.main([str(tmp_path), "--out", str(out), "--commit", "def5678",
-                        "--hardware", "a laptop"]) == 0
+                        "--hardware", "a laptop", "--curves", str(curves)]) == 0
+    epochs = pd.read_csv(curves)
+    assert list(zip(epochs["seed"], epochs["epoch"])) == [(0, 0), (0, 1), (0, 2), (0, 3),
+                                                          (1, 0), (1, 1)]
+    assert epochs["test"].tolist() == [40.0, 60.0, 80.0, 50.0, 45.0, 55.0]
     df = pd.read_csv(out).set_index("seed")
     assert list(df.index) == [0, 1]
     assert df.loc[0, ["finished", "epochs_done", "epochs", "best_epoch"]].tolist() == \

@@ -10,7 +10,11 @@ are marked so; ``table1.py runs`` takes a run into Table 1 only once it has fini
 
     python benchmarks/accuracy/prune/good_erm.py runs/motif-good-erm \\
         --commit 85e6955 --hardware "2 cores of an AMD EPYC (CPU)" \\
-        --out benchmarks/accuracy/prune/motif-good-erm.runs.csv
+        --out benchmarks/accuracy/prune/motif-good-erm.runs.csv \\
+        --curves benchmarks/accuracy/prune/motif-good-erm.epochs.csv
+
+``--curves`` also writes every epoch of every run (OOD-valid, OOD-test and ID-valid ×100),
+so the trajectories travel with the table while the runs are unfinished.
 
 Scores are ×100 (accuracy on GOOD-Motif). Exit code 2 on bad input.
 """
@@ -22,6 +26,7 @@ import io
 import sys
 from pathlib import Path
 
+CURVE_FIELDS = ["dataset", "split", "seed", "epoch", "lr", "loss", "valid", "test", "id_valid"]
 FIELDS = ["dataset", "split", "seed", "preset", "finished", "epochs_done", "epochs",
           "best_epoch", "valid", "test", "test_last", "test_max", "epoch_s_median",
           "commit", "hardware"]
@@ -30,6 +35,33 @@ FIELDS = ["dataset", "split", "seed", "preset", "finished", "epochs_done", "epoc
 def fail(message: str) -> None:
     print(f"good_erm.py: {message}", file=sys.stderr)
     raise SystemExit(2)
+
+
+def _pct(scores, metric: str):
+    value = (scores or {}).get(metric)
+    return "" if value is None else round(100 * value, 2)
+
+
+def run_curve(path: Path) -> list[dict]:
+    """One row per epoch of a ``--preset good`` run directory (:data:`CURVE_FIELDS`): the
+    learning rate, the mean training loss per graph and the scores ×100; empty for other
+    runs."""
+    from grprune.record import RunConfig
+    from grprune.results import RunDir
+
+    rd = RunDir(path)
+    raw = rd.read_config()
+    if not isinstance(raw, dict) or RunConfig.from_dict(raw).preset != "good":
+        return []
+    cfg = RunConfig.from_dict(raw)
+    out = []
+    for r in rd.records():
+        m = r.metric
+        out.append({"dataset": cfg.dataset, "split": cfg.split, "seed": cfg.seed,
+                    "epoch": r.epoch, "lr": r.lr, "loss": round(r.loss.get("total", 0.0), 5),
+                    "valid": _pct(r.scores.get("valid"), m), "test": _pct(r.scores.get("test"), m),
+                    "id_valid": _pct(r.scores.get("id-valid"), m)})
+    return out
 
 
 def run_row(path: Path, commit: str = "", hardware: str = "") -> dict | None:
@@ -87,9 +119,9 @@ def rows(dirs: list[Path], commit: str = "", hardware: str = "") -> list[dict]:
     return sorted(out, key=lambda r: (r["dataset"], r["split"], r["seed"]))
 
 
-def to_csv(table: list[dict]) -> str:
+def to_csv(table: list[dict], fields: list[str] = FIELDS) -> str:
     buf = io.StringIO()
-    w = csv.DictWriter(buf, FIELDS, lineterminator="\n")
+    w = csv.DictWriter(buf, fields, lineterminator="\n")
     w.writeheader()
     w.writerows(table)
     return buf.getvalue()
@@ -99,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("dirs", nargs="+", type=Path, help="folders holding run directories")
     p.add_argument("--out", type=Path, help="CSV to write (atomically); stdout without it")
+    p.add_argument("--curves", type=Path, help="CSV of every epoch of every run to write")
     p.add_argument("--commit", default="", help="commit of the tree an unfinished run runs from")
     p.add_argument("--hardware", default="", help="where an unfinished run runs")
     args = p.parse_args(argv)
@@ -112,6 +145,13 @@ def main(argv: list[str] | None = None) -> int:
         from grprune.record.files import atomic_write_bytes
         atomic_write_bytes(args.out, text.encode("utf-8"))
         print(f"good_erm.py: {len(table)} runs -> {args.out}")
+    if args.curves is not None:
+        from grprune.record.files import atomic_write_bytes
+        curves = [row for d in args.dirs for config in sorted(d.rglob("config.json"))
+                  for row in run_curve(config.parent)]
+        curves.sort(key=lambda r: (r["dataset"], r["split"], r["seed"], r["epoch"]))
+        atomic_write_bytes(args.curves, to_csv(curves, CURVE_FIELDS).encode("utf-8"))
+        print(f"good_erm.py: {len(curves)} epochs -> {args.curves}")
     return 0
 
 
