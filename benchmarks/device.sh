@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # What this project's GPU sessions run on the lent machine (Python 3.12 with CUDA torch;
-# dgl/ogb/rdkit wheels carried in .whl/). Usage, from the repository root:
+# dgl/ogb/rdkit wheels carried in .whl/, git-ignored; fetch them on this side with
+#   pip download -d .whl --only-binary=:all: --python-version 3.12 --platform manylinux2014_x86_64 \
+#       --platform manylinux_2_28_x86_64 --no-deps dgl==2.1.0 ogb==1.3.6 outdated littleutils rdkit
+# and name .whl in the device call's carry). Usage, from the repository root:
 #   bash benchmarks/device.sh start [S]  # install, start the accuracy sweep and the CUDA
 #                                        # tests beside it, wait up to S s
 #   bash benchmarks/device.sh wait [S]   # wait up to S seconds more for the sweep
