@@ -42,31 +42,38 @@ def _pct(scores, metric: str):
     return "" if value is None else round(100 * value, 2)
 
 
-def run_curve(path: Path) -> list[dict]:
-    """One row per epoch of a ``--preset good`` run directory (:data:`CURVE_FIELDS`): the
-    learning rate, the mean training loss per graph and the scores ×100; empty for other
-    runs."""
+def good_runs(dirs: list[Path]):
+    """``(run directory, RunConfig, epoch records)`` of every ``--preset good`` run under
+    ``dirs`` (recursively) with at least one epoch; exit code 2 on a missing folder."""
     from grprune.record import RunConfig
     from grprune.results import RunDir
 
-    rd = RunDir(path)
-    raw = rd.read_config()
-    if not isinstance(raw, dict) or RunConfig.from_dict(raw).preset != "good":
-        return []
-    cfg = RunConfig.from_dict(raw)
-    out = []
-    for r in rd.records():
-        m = r.metric
-        out.append({"dataset": cfg.dataset, "split": cfg.split, "seed": cfg.seed,
-                    "epoch": r.epoch, "lr": r.lr, "loss": round(r.loss.get("total", 0.0), 5),
-                    "valid": _pct(r.scores.get("valid"), m), "test": _pct(r.scores.get("test"), m),
-                    "id_valid": _pct(r.scores.get("id-valid"), m)})
-    return out
+    for d in dirs:
+        if not d.is_dir():
+            fail(f"no such directory: {d}")
+        for config in sorted(d.rglob("config.json")):
+            rd = RunDir(config.parent)
+            raw = rd.read_config()
+            if not isinstance(raw, dict):
+                continue
+            cfg = RunConfig.from_dict(raw)
+            records = rd.records() if cfg.preset == "good" else []
+            if records:
+                yield rd, cfg, records
 
 
-def run_row(path: Path, commit: str = "", hardware: str = "") -> dict | None:
-    """The row of one run directory, or None when it is not a ``--preset good`` run or has
-    no epoch yet.
+def run_curve(cfg, records) -> list[dict]:
+    """One row per epoch of a run (:data:`CURVE_FIELDS`): the learning rate, the mean
+    training loss per graph and the scores ×100."""
+    return [{"dataset": cfg.dataset, "split": cfg.split, "seed": cfg.seed, "epoch": r.epoch,
+             "lr": r.lr, "loss": round(r.loss.get("total", 0.0), 5),
+             "valid": _pct(r.scores.get("valid"), r.metric),
+             "test": _pct(r.scores.get("test"), r.metric),
+             "id_valid": _pct(r.scores.get("id-valid"), r.metric)} for r in records]
+
+
+def run_row(rd, cfg, records, commit: str = "", hardware: str = "") -> dict:
+    """The row of one run.
 
     The best epoch is the first with the highest OOD-valid score (``valid``), as GOOD
     selects; ``test`` is the OOD-test score there, ``test_last`` at the last epoch done and
@@ -74,19 +81,6 @@ def run_row(path: Path, commit: str = "", hardware: str = "") -> dict | None:
     ``commit`` and ``hardware`` fill in what an unfinished run has not yet written
     (its ``summary.json`` records both).
     """
-    from grprune.results import RunDir
-    from grprune.record import RunConfig
-
-    rd = RunDir(path)
-    raw = rd.read_config()
-    if not isinstance(raw, dict):
-        return None
-    cfg = RunConfig.from_dict(raw)
-    if cfg.preset != "good":
-        return None
-    records = rd.records()
-    if not records:
-        return None
     metric = records[0].metric
     valid = [r.scores["valid"][metric] for r in records]
     test = [r.scores["test"][metric] for r in records]
@@ -105,20 +99,6 @@ def run_row(path: Path, commit: str = "", hardware: str = "") -> dict | None:
                                            if "cpu" in env else hardware)}
 
 
-def rows(dirs: list[Path], commit: str = "", hardware: str = "") -> list[dict]:
-    """Rows of every ``--preset good`` run directory under ``dirs`` (recursively), sorted by
-    dataset, split and seed."""
-    out = []
-    for d in dirs:
-        if not d.is_dir():
-            fail(f"no such directory: {d}")
-        for config in sorted(d.rglob("config.json")):
-            row = run_row(config.parent, commit, hardware)
-            if row is not None:
-                out.append(row)
-    return sorted(out, key=lambda r: (r["dataset"], r["split"], r["seed"]))
-
-
 def to_csv(table: list[dict], fields: list[str] = FIELDS) -> str:
     buf = io.StringIO()
     w = csv.DictWriter(buf, fields, lineterminator="\n")
@@ -135,20 +115,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--commit", default="", help="commit of the tree an unfinished run runs from")
     p.add_argument("--hardware", default="", help="where an unfinished run runs")
     args = p.parse_args(argv)
-    table = rows(args.dirs, args.commit, args.hardware)
+    from grprune.record.files import atomic_write_bytes
+
+    runs = list(good_runs(args.dirs))
+    table = sorted((run_row(*run, args.commit, args.hardware) for run in runs),
+                   key=lambda r: (r["dataset"], r["split"], r["seed"]))
     if not table:
         fail(f"no --preset good run with an epoch under {', '.join(map(str, args.dirs))}")
     text = to_csv(table)
     if args.out is None:
         sys.stdout.write(text)
     else:
-        from grprune.record.files import atomic_write_bytes
         atomic_write_bytes(args.out, text.encode("utf-8"))
         print(f"good_erm.py: {len(table)} runs -> {args.out}")
     if args.curves is not None:
-        from grprune.record.files import atomic_write_bytes
-        curves = [row for d in args.dirs for config in sorted(d.rglob("config.json"))
-                  for row in run_curve(config.parent)]
+        curves = [row for _, cfg, records in runs for row in run_curve(cfg, records)]
         curves.sort(key=lambda r: (r["dataset"], r["split"], r["seed"], r["epoch"]))
         atomic_write_bytes(args.curves, to_csv(curves, CURVE_FIELDS).encode("utf-8"))
         print(f"good_erm.py: {len(curves)} epochs -> {args.curves}")
