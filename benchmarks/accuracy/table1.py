@@ -6,7 +6,9 @@ size. For each column and each of ERM and PrunE this script takes the preset tha
 ``--preset auto`` uses there (``grprune/presets/defaults.yaml``, chosen on validation by
 ``prune/choose.py``) and, among the committed tables that hold it, one with at least 4 seeds,
 on the paper's protocol where there is one (else the most seeds; the later source on a tie).
-ERM rows of GOOD's own protocol (``--preset good``) are added with ``protocol=good``.
+ERM rows of GOOD's own protocol (``--preset good``) are added with ``protocol=good``, and
+the official PrunE code's own runs on grprune's exported data (``official/results.jsonl``,
+written by ``official/runs.py``) as method ``official code``.
 
 Usage::
 
@@ -59,7 +61,19 @@ SOURCES = [
     ("prune/motif-full.runs.csv", "study", "paper", "a2bbff1", EPYC + ", AVX-512 kernels"),
     ("prune/motif-full-d9fd056.runs.csv", "study", "paper", "d9fd056", EPYC),
     ("prune/drugood-ec50.runs.csv", "runs", None, None, None),
+    ("official/results.jsonl", "official", "official schedule", None, None),
 ]
+#: the ERM warm-up epochs of the ``official`` preset (``train.warmup_epochs``), which its
+#: selection may pick (``train.select_warmup``), as the official code's does
+WARMUP_EPOCHS = 10
+#: seeds whose selected epoch is a warm-up epoch, for the ``official`` PrunE cells of
+#: sources that keep no per-run epoch (collect tables): (dataset, split) -> (seeds, of n),
+#: from the run directories (prune/README.md, GOOD-HIV; molbbbp size seed 3's best epoch);
+#: per-run tables (``runs``, ``study``, ``official``) are counted from ``best_epoch``
+WARMUP_AUDIT = {("good-hiv", "scaffold"): (2, 4), ("good-hiv", "size"): (2, 4),
+                ("ogbg-molbbbp", "size"): (1, 4)}
+#: the method name of the official code's rows
+OFFICIAL_CODE = "official code"
 #: ``ablation.py`` labels of the runs that are a preset as it is
 STUDY_LABELS = {"official": ("PrunE", "official"), "paper": ("PrunE", "paper"),
                 "ERM (official model)": ("ERM", "official"),
@@ -103,7 +117,7 @@ GOOD_PENDING = (
     "and `.epochs.csv` (`prune/good_erm.py`), and prune/README.md, \"ERM on GOOD's own "
     "protocol\", reads them.")
 FIELDS = ["dataset", "split", "method", "preset", "protocol", "n", "test_mean", "test_std",
-          "valid_mean", "paper_mean", "paper_std", "commit", "hardware"]
+          "valid_mean", "paper_mean", "paper_std", "warmup_selected", "commit", "hardware"]
 RUN_FIELDS = ["dataset", "split", "method", "preset", "protocol", "seed", "valid", "test",
               "id_test", "kept", "best_epoch", "commit", "hardware"]
 BEGIN = "<!-- table1: written by benchmarks/accuracy/table1.py build; edit that, not this -->"
@@ -141,6 +155,7 @@ def run_rows(dirs: list[Path]) -> list[dict]:
 def _load(relpath: str):
     import importlib.util
     spec = importlib.util.spec_from_file_location(Path(relpath).stem, HERE / relpath)
+    assert spec is not None and spec.loader is not None, relpath
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -157,6 +172,8 @@ def read_source(path: Path, kind: str, protocol, commit, hardware) -> list[dict]
     """One source's cells: dataset, split, method, preset, protocol, n, test_mean, test_std,
     valid_mean (×100), commit, hardware."""
     import pandas as pd
+    if kind == "official":
+        return _official_cells(path)
     try:
         df = pd.read_csv(path)
     except (OSError, pd.errors.ParserError) as exc:
@@ -168,7 +185,7 @@ def read_source(path: Path, kind: str, protocol, commit, hardware) -> list[dict]
                         "preset": r.preset, "protocol": protocol, "n": int(r.n),
                         "test_mean": 100 * r.test_mean, "test_std": 100 * r.test_std,
                         "valid_mean": 100 * r.valid_mean, "commit": commit,
-                        "hardware": hardware})
+                        "hardware": hardware, "warmup_selected": None})
         return out
     if kind == "study":
         df = df[df["label"].isin(list(STUDY_LABELS))].assign(dataset="good-motif")
@@ -179,9 +196,36 @@ def read_source(path: Path, kind: str, protocol, commit, hardware) -> list[dict]
     for key, g in df.groupby(keys, sort=True):
         cell = _cell(g["test"], **dict(zip(keys, key)))
         cell["valid_mean"] = 100 * g["valid"].mean()
+        cell["warmup_selected"] = (int((g["best_epoch"] < WARMUP_EPOCHS).sum())
+                                   if "best_epoch" in g and key[3] == "official" else None)
         cell["commit"] = "+".join(sorted(set(map(str, g["commit"]))))
         cell["hardware"] = "; ".join(sorted(set(map(str, g["hardware"]))))
         out.append(cell)
+    return out
+
+
+def _official_cells(path: Path) -> list[dict]:
+    """The official code's cells from ``official/results.jsonl`` (``official/common.py``
+    reads it): one per (dataset, split), test and valid already ×100."""
+    import statistics
+    common = _load("official/common.py")
+    try:
+        runs = common.read_results(path)
+    except (OSError, ValueError) as exc:
+        fail(f"cannot read {path}: {exc}")
+    out = []
+    for dataset, split in sorted({(r["dataset"], r["split"]) for r in runs}):
+        by_seed = {r["seed"]: r for r in runs if (r["dataset"], r["split"]) == (dataset, split)}
+        got = [by_seed[s] for s in sorted(by_seed)]
+        mean, std, n = common.summarize(got, dataset, split)
+        out.append({"dataset": dataset, "split": split, "method": OFFICIAL_CODE,
+                    "preset": "official", "protocol": "official schedule", "n": n,
+                    "test_mean": mean, "test_std": std,
+                    "valid_mean": statistics.mean(float(r["valid"]) for r in got),
+                    "warmup_selected": sum(int(r["best_epoch"]) < WARMUP_EPOCHS for r in got),
+                    "commit": "+".join(sorted({f"{r['official_commit'][:7]} (official code), "
+                                               f"grprune {r['grprune_commit']}" for r in got})),
+                    "hardware": "; ".join(sorted({r["hardware"] for r in got}))})
     return out
 
 
@@ -192,6 +236,8 @@ def build(sources=SOURCES, root: Path = HERE) -> list[dict]:
     cells = []
     for order, (rel, kind, protocol, commit, hardware) in enumerate(sources):
         if not (root / rel).is_file():
+            if kind == "official":  # no official-code run yet: the column says "not run"
+                continue
             fail(f"no such file: {root / rel}")
         cells += [{**c, "order": order}
                   for c in read_source(root / rel, kind, protocol, commit, hardware)]
@@ -206,9 +252,20 @@ def build(sources=SOURCES, root: Path = HERE) -> list[dict]:
                                                      c["n"], c["order"])))
         rows += [{**c, "protocol": "good"} for c in cells if c["preset"] == "good"
                  and c["method"] == "ERM" and (c["dataset"], c["split"]) == (dataset, split)]
+        rows += [c for c in cells if c["method"] == OFFICIAL_CODE
+                 and (c["dataset"], c["split"]) == (dataset, split)]
     for r in rows:
-        r["paper_mean"], r["paper_std"] = PAPER[(r["dataset"], r["split"])][r["method"]]
-    return [{k: r[k] for k in FIELDS} for r in rows]
+        method = "PrunE" if r["method"] == OFFICIAL_CODE else r["method"]
+        r["paper_mean"], r["paper_std"] = PAPER[(r["dataset"], r["split"])][method]
+        if r["preset"] == "official" and r["protocol"] == "paper":
+            # the preset's own schedule is the official code's, not the paper text's
+            r["protocol"] = "official schedule"
+        if r.get("warmup_selected") is None and r["preset"] == "official" \
+                and r["method"] == "PrunE" and (r["dataset"], r["split"]) in WARMUP_AUDIT:
+            r["warmup_selected"] = WARMUP_AUDIT[(r["dataset"], r["split"])][0]
+        if r["method"] == "ERM" or r["preset"] != "official":
+            r["warmup_selected"] = None
+    return [{k: r.get(k) for k in FIELDS} for r in rows]
 
 
 def fmt(mean: float, std: float, n: int | None = None) -> str:
@@ -219,25 +276,46 @@ def fmt(mean: float, std: float, n: int | None = None) -> str:
     return text if n is None or n >= 4 else f"{text} (n={n})"
 
 
+def cell_text(r: dict) -> str:
+    """A table cell: :func:`fmt`, and ``(warm-up k/n)`` when the selection picked an ERM
+    warm-up epoch in k of its n seeds."""
+    text = fmt(r["test_mean"], r["test_std"], r["n"])
+    k = r.get("warmup_selected")
+    if k is not None and k == k and int(k) > 0:
+        text += f" (warm-up {int(k)}/{r['n']})"
+    return text
+
+
+#: under the README's table: what its marks mean
+LEGEND = ("`official schedule`: all graphs and the `official` preset's schedule, which is "
+          "the official code's (100 epochs, 10 ERM warm-up epochs that its selection may "
+          "pick), not the paper text's. (warm-up k/n): in k of n seeds the best "
+          "OOD-valid epoch was an ERM warm-up epoch, so those seeds score ERM with PrunE's "
+          "model. *official code*: the official PrunE code (`7b41dae`, patched only to run) on "
+          "grprune's exported data and split "
+          "([benchmarks/accuracy/official](benchmarks/accuracy/official/README.md)).")
+
+
 def readme_table(rows: list[dict]) -> str:
-    """The README's results table: one line per column (and per GOOD-protocol ERM row)."""
-    lines = ["| column | preset | protocol | ERM | PrunE | paper: ERM | paper: PrunE |",
-             "|---|---|---|---|---|---|---|"]
+    """The README's results table: one line per column (and per GOOD-protocol ERM row),
+    with the official code's score beside grprune's, and the legend of its marks."""
+    lines = ["| column | preset | protocol | ERM | PrunE | official code | paper: ERM | "
+             "paper: PrunE |", "|---|---|---|---|---|---|---|---|"]
     for dataset, split, name in COLUMNS:
         got = {r["method"]: r for r in rows if (r["dataset"], r["split"]) == (dataset, split)
                and r["protocol"] != "good"}
         paper = PAPER[(dataset, split)]
-        ours = {m: fmt(r["test_mean"], r["test_std"], r["n"]) if (r := got.get(m)) else "not run"
-                for m in ("ERM", "PrunE")}
+        ours = {m: cell_text(r) if (r := got.get(m)) else "not run"
+                for m in ("ERM", "PrunE", OFFICIAL_CODE)}
         first = got.get("PrunE") or got.get("ERM") or {}
         lines.append(f"| {name} | `{first.get('preset', '–')}` | {first.get('protocol', '–')} | "
-                     f"{ours['ERM']} | {ours['PrunE']} | {fmt(*paper['ERM'])} | "
-                     f"{fmt(*paper['PrunE'])} |")
+                     f"{ours['ERM']} | {ours['PrunE']} | {ours[OFFICIAL_CODE]} | "
+                     f"{fmt(*paper['ERM'])} | {fmt(*paper['PrunE'])} |")
         for r in rows:
             if r["protocol"] == "good" and (r["dataset"], r["split"]) == (dataset, split):
                 lines.append(f"| {name} | `good` | good | {fmt(r['test_mean'], r['test_std'], r['n'])}"
-                             f" | | {fmt(*paper['ERM'])} | |")
-    return "\n".join(lines) + "\n"
+                             f" | | | {fmt(*paper['ERM'])} | |")
+    return "\n".join(lines) + "\n\n" + LEGEND + "\n"
 
 
 def markdown(rows: list[dict]) -> str:
@@ -247,14 +325,17 @@ def markdown(rows: list[dict]) -> str:
            "tables it names (`SOURCES`); do not edit. Test score ×100 (accuracy on GOOD-Motif, "
            "ROC-AUC elsewhere), mean ± sample std over seeds (n shown when under 4), at the "
            "epoch of the best OOD-valid score. The preset is the one `--preset auto` uses "
-           "(`grprune/presets/defaults.yaml`); protocol `paper` is all graphs and the preset's "
-           "own schedule, `shortened` fewer graphs or epochs, `good` GOOD's ERM protocol "
-           "(`--preset good`).", "", readme_table(rows).rstrip("\n"), "",
+           "(`grprune/presets/defaults.yaml`); protocol `paper` is all graphs and the paper "
+           "text's schedule (the `paper` preset), `official schedule` all graphs and the "
+           "official code's schedule (the `official` preset, or the official code itself), "
+           "`shortened` fewer graphs or epochs, `good` GOOD's ERM protocol "
+           "(`--preset good`). Method `official code` is the official PrunE code run by "
+           "`official/runs.py` on grprune's exported data and split (`official/README.md`).", "", readme_table(rows).rstrip("\n"), "",
            "| dataset | split | method | preset | protocol | n | test | valid | paper | commit "
            "| hardware |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         out.append(f"| {r['dataset']} | {r['split']} | {r['method']} | {r['preset']} | "
-                   f"{r['protocol']} | {r['n']} | {fmt(r['test_mean'], r['test_std'], r['n'])} | "
+                   f"{r['protocol']} | {r['n']} | {cell_text(r)} | "
                    f"{r['valid_mean']:.2f} | {fmt(r['paper_mean'], r['paper_std'])} | "
                    f"{r['commit']} | {r['hardware']} |")
     out += ["", "Where PrunE stays under the paper:", ""]
@@ -267,7 +348,39 @@ def markdown(rows: list[dict]) -> str:
                        f"{r['paper_mean']:.2f}; {why}.")
     if not any(r["protocol"] == "good" and r["dataset"] == "good-motif" for r in rows):
         out += ["", GOOD_PENDING]
+    out += official_verdicts(rows)
     return "\n".join(out) + "\n"
+
+
+def official_verdicts(rows: list[dict], results: Path | None = None) -> list[str]:
+    """table1.md's lines on the official code beside grprune's ``official`` preset, per
+    column that has official-code runs (``official/table.py``'s Welch t); "unfinished"
+    and no verdict under 4 seeds."""
+    if not any(r["method"] == OFFICIAL_CODE for r in rows):
+        return []
+    names = {(d, s): name for d, s, name in COLUMNS}
+    table = _load("official/table.py")
+    compared = {r["column"]: r for r in table.rows(results or table.common.RESULTS)}
+    out = ["", "The official code beside grprune's `official` preset, same data, split and "
+           "seeds (official/README.md; Welch's t, two-sided p):", ""]
+    for r in rows:
+        if r["method"] != OFFICIAL_CODE:
+            continue
+        name = names[(r["dataset"], r["split"])]
+        c = compared.get(name)
+        if c is None:
+            continue
+        t, _, p = c["welch"]
+        mean, std, n = c["grprune_official"]
+        head = (f"- {r['dataset']} {r['split']}: official code {cell_text(r)}, grprune "
+                f"`official` {fmt(mean, std, n)}")
+        if r["n"] < 4 or t != t:
+            out.append(f"{head}; unfinished ({r['n']} of 4 seeds), no verdict yet.")
+        else:
+            verdict = ("a gap beyond seed noise" if p < 0.05 else
+                       "no difference beyond seed noise")
+            out.append(f"{head}; t = {t:+.2f}, p = {p:.3f}: {verdict}.")
+    return out
 
 
 def splice(readme: str, table: str) -> str:
@@ -308,7 +421,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {args.out}: {len(both)} runs ({len(both) - len(old)} new)")
         return 0
     rows = build()
-    csv = pd.DataFrame(rows, columns=FIELDS).to_csv(index=False, float_format="%.2f")
+    table = pd.DataFrame(rows, columns=FIELDS)
+    table["warmup_selected"] = table["warmup_selected"].astype("Int64")
+    csv = table.to_csv(index=False, float_format="%.2f")
     atomic_write_bytes(args.out.with_suffix(".csv"), csv.encode())
     atomic_write_bytes(args.out.with_suffix(".md"), markdown(rows).encode())
     if args.readme:

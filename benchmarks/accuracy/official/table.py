@@ -1,0 +1,176 @@
+"""The comparison table of ``README.md`` beside this file: the official PrunE code against
+grprune on the same exported data, one row per Table-1 column.
+
+Run with grprune's venv::
+
+    .venv/bin/python benchmarks/accuracy/official/table.py            # print it
+    .venv/bin/python benchmarks/accuracy/official/table.py --readme benchmarks/accuracy/official/README.md
+
+The official code's runs come from ``results.jsonl`` (``runs.py``); grprune's from the
+committed collect table ``../prune/molbbbp.csv`` (4 seeds per preset, at ``2820ba7``).
+Welch's t compares the official code with grprune's ``official`` preset (the same recipe):
+
+.. math::
+    t = \\frac{\\bar x_1 - \\bar x_2}{\\sqrt{s_1^2/n_1 + s_2^2/n_2}}, \\qquad
+    \\nu = \\frac{(s_1^2/n_1 + s_2^2/n_2)^2}{\\frac{(s_1^2/n_1)^2}{n_1 - 1}
+           + \\frac{(s_2^2/n_2)^2}{n_2 - 1}}
+
+with the two-sided p from Student's t with ν degrees of freedom (Welch, 1947).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import common  # noqa: E402
+
+#: (dataset, split, Table-1 column name) with official-code runs
+COLUMNS = [("ogbg-molbbbp", "scaffold", "ogbg-molbbbp scaffold (ROC-AUC)"),
+           ("ogbg-molbbbp", "size", "ogbg-molbbbp size (ROC-AUC)")]
+#: grprune's committed runs per dataset: (collect table under benchmarks/accuracy, commit,
+#: hardware)
+GRPRUNE = {"ogbg-molbbbp": ("prune/molbbbp.csv", "2820ba7", "2 cores of an AMD EPYC (CPU)")}
+#: the paper's PrunE (mean, std), Table 1
+PAPER = {("ogbg-molbbbp", "scaffold"): (70.32, 1.73), ("ogbg-molbbbp", "size"): (81.59, 5.35)}
+BEGIN = "<!-- official-table: written by official/table.py --readme; edit that, not this -->"
+END = "<!-- /official-table -->"
+
+
+def welch(m1: float, s1: float, n1: int, m2: float, s2: float, n2: int
+          ) -> tuple[float, float, float]:
+    """Welch's t, its degrees of freedom and the two-sided p (the module's equation).
+
+    Returns ``(nan, nan, nan)`` when a side has fewer than 2 runs or both stds are 0.
+
+    Examples
+    --------
+    >>> [round(x, 3) for x in welch(1.0, 1.0, 4, 0.0, 1.0, 4)]
+    [1.414, 6.0, 0.207]
+    """
+    if n1 < 2 or n2 < 2:
+        return math.nan, math.nan, math.nan
+    v1, v2 = s1 * s1 / n1, s2 * s2 / n2
+    if v1 + v2 == 0:
+        return math.nan, math.nan, math.nan
+    t = (m1 - m2) / math.sqrt(v1 + v2)
+    df = (v1 + v2) ** 2 / (v1 * v1 / (n1 - 1) + v2 * v2 / (n2 - 1))
+    from scipy import stats
+    return t, df, float(2 * stats.t.sf(abs(t), df))
+
+
+def fmt(mean: float, std: float, n: int) -> str:
+    """``mean ± std (n=N)``; ``not run`` for no runs."""
+    if n == 0:
+        return "not run"
+    return f"{mean:.2f} ± {std:.2f} (n={n})" if n > 1 else f"{mean:.2f} (n=1)"
+
+
+def grprune_cells(path: Path) -> dict[tuple[str, str, str, str], tuple[float, float, int]]:
+    """``(dataset, split, method, preset) -> (mean, std, n)`` ×100 from a collect table."""
+    import pandas as pd
+    out = {}
+    for r in pd.read_csv(path).itertuples():
+        out[(r.dataset, r.split, r.method.split(" (")[0], r.preset)] = (
+            100 * r.test_mean, 100 * r.test_std, int(r.n))
+    return out
+
+
+def rows(results: Path = common.RESULTS, root: Path = HERE.parent) -> list[dict]:
+    """One dict per column: the official code, grprune's presets, ERM, the paper, Welch."""
+    from grprune.presets import default_for
+    runs = common.read_results(results)
+    out = []
+    for dataset, split, name in COLUMNS:
+        rel, commit, hardware = GRPRUNE[dataset]
+        cells = grprune_cells(root / rel)
+        mine = [r for r in runs if (r["dataset"], r["split"]) == (dataset, split)]
+        off = common.summarize(mine, dataset, split)
+        default = default_for(dataset, split)
+        g_off = cells.get((dataset, split, "PrunE", "official"), (math.nan, math.nan, 0))
+        out.append({
+            "column": name, "official": off,
+            "official_warmup": sum(int(r["best_epoch"]) < 10 for r in mine),
+            "official_commit": "; ".join(sorted({f"{r['official_commit'][:7]} (official "
+                                                 f"code), harness at grprune "
+                                                 f"{r['grprune_commit']}" for r in mine})),
+            "official_hardware": "; ".join(sorted({r["hardware"] for r in mine})),
+            "grprune_official": g_off, "default_preset": default,
+            "grprune_default": cells.get((dataset, split, "PrunE", default),
+                                         (math.nan, math.nan, 0)),
+            "erm": cells.get((dataset, split, "ERM", default), (math.nan, math.nan, 0)),
+            "paper": PAPER[(dataset, split)],
+            "welch": welch(off[0], off[1], off[2], g_off[0], g_off[1], g_off[2]),
+            "grprune_commit": commit, "grprune_hardware": hardware})
+    return out
+
+
+def markdown(table: list[dict]) -> str:
+    """The README's comparison table and the commit/hardware of each side."""
+    lines = ["| column | official code | grprune `official` | grprune default | ERM (default "
+             "preset) | paper: PrunE | Welch's t (official code − grprune `official`) |",
+             "|---|---|---|---|---|---|---|"]
+    for r in table:
+        t, df, p = r["welch"]
+        welch_text = "–" if math.isnan(t) else f"t = {t:+.2f}, ν = {df:.1f}, p = {p:.3f}"
+        warm = f" (warm-up {r['official_warmup']}/{r['official'][2]})" \
+            if r["official_warmup"] else ""
+        lines.append(f"| {r['column']} | {fmt(*r['official'])}{warm} | "
+                     f"{fmt(*r['grprune_official'])} | {fmt(*r['grprune_default'])} "
+                     f"(`{r['default_preset']}`) | {fmt(*r['erm'])} | "
+                     f"{r['paper'][0]:.2f} ± {r['paper'][1]:.2f} | {welch_text} |")
+    lines += ["", "| column | side | commit | hardware |", "|---|---|---|---|"]
+    for r in table:
+        lines.append(f"| {r['column']} | official code | {r['official_commit'] or '–'} | "
+                     f"{r['official_hardware'] or '–'} |")
+        lines.append(f"| {r['column']} | grprune | {r['grprune_commit']} | "
+                     f"{r['grprune_hardware']} |")
+    return "\n".join(lines) + "\n"
+
+
+def splice(text: str, table: str) -> str:
+    """``text`` with its block between :data:`BEGIN` and :data:`END` replaced by ``table``.
+
+    Raises
+    ------
+    ValueError
+        If the markers are missing.
+    """
+    if BEGIN not in text or END not in text:
+        raise ValueError(f"no '{BEGIN}' ... '{END}' block")
+    head, rest = text.split(BEGIN, 1)
+    return head + BEGIN + "\n" + table + rest[rest.index(END):]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--readme", type=Path, help="a README whose official-table block is "
+                    "rewritten")
+    ap.add_argument("--results", type=Path, default=common.RESULTS)
+    a = ap.parse_args(argv)
+    try:
+        table = markdown(rows(a.results))
+    except (OSError, ValueError) as err:
+        print(f"table.py: {err}", file=sys.stderr)
+        return 2
+    if a.readme is None:
+        print(table, end="")
+        return 0
+    try:
+        new = splice(a.readme.read_text(encoding="utf-8"), table)
+    except (OSError, ValueError) as err:
+        print(f"table.py: {a.readme}: {err}", file=sys.stderr)
+        return 2
+    tmp = a.readme.with_name(a.readme.name + ".tmp")
+    tmp.write_text(new, encoding="utf-8")
+    tmp.replace(a.readme)
+    print(f"wrote {a.readme}'s comparison table")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
