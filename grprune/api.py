@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from grprune.errors import GrpruneError
-from grprune.record.epoch import EpochRecord
+from grprune.progress import epoch_progress
 from grprune.record.settings import SECTIONS  # what keyword hyperparameters may name
 
 
@@ -177,25 +177,6 @@ def _in_memory(dataset, hparams: dict[str, Any], split: str | None,
     return out
 
 
-def _epoch_callback(plan, on_epoch: Callable[[dict], None] | None):
-    """``(close, callback)``: the CLI's progress printer (``train.progress``) and the
-    user's ``on_epoch`` in one epoch callback, and what ends the printer."""
-    from grprune.cli import EpochPrinter
-    printer, train = None, plan.cfg.train
-    if train.progress != "none":
-        printer = EpochPrinter(train.progress, "?", train.epochs, plan.title)
-        _log(f"{plan.title} -> {plan.run_dir}")
-
-    def callback(rec: dict) -> None:
-        if printer is not None:
-            printer.metric = EpochRecord.from_dict(rec).metric or printer.metric
-            printer(rec)
-        if on_epoch is not None:
-            on_epoch(rec)
-
-    return (printer.close if printer is not None else lambda: None), callback
-
-
 def train(data: Any = None, reg: str | None = None, *, selector: str | None = None,
           encoder: str | None = None, split: str | None = None, shift: str | None = None,
           preset: str | None = None, epochs: int | None = None, seed: int | None = None,
@@ -263,12 +244,11 @@ def train(data: Any = None, reg: str | None = None, *, selector: str | None = No
                     config_file=config, split=split, shift=shift, epochs=epochs, seed=seed,
                     device=device, root=root, download=download, progress=progress,
                     deterministic=deterministic, hparams=values, out=out)
-    close, callback = _epoch_callback(plan, on_epoch)
-    try:
+    train_cfg = plan.cfg.train
+    with epoch_progress(train_cfg.progress, train_cfg.epochs, plan.title, plan.run_dir,
+                        log=_log, on_epoch=on_epoch) as callback:
         status, _ = execute(plan.cfg, plan.run_dir, force=force, on_epoch=callback, log=_log,
                             dataset=dataset)
-    finally:
-        close()
     if status == "finished":
         _log(f"{plan.run_dir} already holds this finished run; nothing to do "
              f"(force=True re-runs it)")

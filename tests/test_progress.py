@@ -1,17 +1,20 @@
-"""``grprune run``'s rich progress line, rendered into consoles of set widths: the epoch
-counter, the new-best ``*`` and the ETA stay on one line that fits, from 60 columns up;
-the other fields and the bar give way first."""
+"""The progress of ``grprune run`` and :func:`grprune.train` (:mod:`grprune.progress`).
+
+The rich line, rendered into consoles of set widths: the epoch counter, the new-best
+``*`` and the ETA stay on one line that fits, from 60 columns up; the other fields and the
+bar give way first."""
 
 from __future__ import annotations
 
 import io
 import re
+from pathlib import Path
 
 import pytest
 from rich.cells import cell_len
 from rich.console import Console
 
-from grprune.cli import EpochPrinter
+from grprune.progress import EpochPrinter, epoch_progress
 
 EPOCHS = 100
 
@@ -87,10 +90,43 @@ def test_plain_lines_keep_every_field(capsys):
 
 
 def test_the_lines_in_docs_cli_md_are_what_the_terminal_shows():
-    from pathlib import Path
     text = (Path(__file__).resolve().parents[1] / "docs" / "cli.md").read_text(encoding="utf-8")
     shown = [x for x in text.splitlines() if x.startswith("epoch  82 (83/100)") and "ETA" in x]
     assert len(shown) == 2, shown
     records = [_record(e, improved=e == 82) for e in range(83)]
     for line, width in zip(shown, (120, 80)):
         assert _frames(width, records)[-1] == line
+
+
+def test_epoch_progress_says_where_the_run_goes_then_prints_and_passes_each_epoch_on(capsys):
+    """What the CLI and the API share: the title line through ``log``, each record to the
+    printer and then to the caller's ``on_epoch``; nothing at all with progress ``none``."""
+    logged: list[str] = []
+    seen: list[dict] = []
+    records = [_record(e, improved=e == 0) for e in range(2)]
+    with epoch_progress("plain", EPOCHS, "t", Path("runs/x"), log=logged.append,
+                        on_epoch=seen.append) as on_epoch:
+        for rec in records:
+            on_epoch(rec)
+    assert logged == [f"t -> {Path('runs/x')}"] and seen == records
+    lines = capsys.readouterr().err.splitlines()
+    assert [x[:18] for x in lines] == ["epoch   0 (1/100) ", "epoch   1 (2/100) "], lines
+    assert "valid 0.9568" in lines[0], lines  # the records' own metric, rocauc
+
+    logged.clear()
+    seen.clear()
+    with epoch_progress("none", EPOCHS, "t", Path("runs/x"), log=logged.append,
+                        on_epoch=seen.append) as on_epoch:
+        on_epoch(records[0])
+    assert logged == [] and seen == records[:1] and capsys.readouterr().err == ""
+
+
+def test_epoch_progress_closes_the_printer_when_the_run_stops(monkeypatch):
+    from grprune import progress
+    closed = []
+    monkeypatch.setattr(progress.EpochPrinter, "close", lambda self: closed.append(self.mode))
+    with pytest.raises(KeyboardInterrupt):
+        with epoch_progress("plain", EPOCHS, "t", Path("runs/x"), log=lambda msg: None) as cb:
+            cb(_record(0, improved=True))
+            raise KeyboardInterrupt
+    assert closed == ["plain"]

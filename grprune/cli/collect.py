@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from grprune.cli import option
+from grprune.cli.options import option
 from grprune.errors import GrpruneError
 from grprune.results import atomic_write_bytes
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from grprune.cli import _names, option
+from grprune.cli.options import _names, option
 
 
 def _load(name: str, split: str | None, shift: str | None, overrides: tuple[str, ...],
@@ -135,6 +135,9 @@ def info(name, split, shift, overrides, root, download, as_json) -> None:
             lines.append(f"  ... and {len(bad) - 12} more (grprune data info --json lists all)")
     if facts["unassigned"]:
         lines.append(f"graphs in no part: {facts['unassigned']}")
+    from grprune.data.info import duplicate_ids_note  # issue 50: duplicate IDs
+    if duplicate_ids_note(dataset):
+        lines.append(f"duplicate IDs: {duplicate_ids_note(dataset)}")
     if "split_source" in inf:
         lines.append(f"split source: {inf['split_source']}")
     lines.append(f"cache: {inf.get('cache', '-')}   load time: {facts['load_s']:.2f} s")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from grprune.cli import option
+from grprune.cli.options import option
 from grprune.errors import GrpruneError
 
 
@@ -126,6 +126,12 @@ def _with_csv_columns(molecules, csv_file: Path, keep_columns: str | None):
     return with_input_columns(molecules, read_text_csv(csv_file, "--csv"), keep)
 
 
+def _short(smiles: str, width: int = 120) -> str:
+    """A SMILES for the printed table: cut to ``width`` characters (a 20,000-atom chain
+    would fill the screen)."""
+    return smiles if len(smiles) <= width else smiles[:width - 1] + "…"
+
+
 def _prediction_table(run, pred, ids: list[str] | None, shown: int):
     """The printed table of predict: the first ``shown`` molecules."""
     from rich.table import Table
@@ -144,7 +150,7 @@ def _prediction_table(run, pred, ids: list[str] | None, shown: int):
         r = rec._asdict()
         ok = r["status"] == OK
         table.add_row(str(r["row"]), *((ids[r["row"]],) if ids else ()),
-                      r["canonical_smiles"] or r["smiles"], r["status"],
+                      _short(r["canonical_smiles"] or r["smiles"]), r["status"],
                       *((f"{r[c]:.4f}" if ok else "-") for c in prob_cols),
                       str(r["pred_label"]) if ok else "-",
                       f"{r['bonds_kept']}/{r['num_bonds']}" if ok else "-")
@@ -156,52 +162,65 @@ def _prediction_table(run, pred, ids: list[str] | None, shown: int):
 @option("--smiles", "smiles", multiple=True, metavar="SMILES",
         help="a molecule to score (repeatable)")
 @option("--csv", "csv_file", type=click.Path(path_type=Path), default=None,
-        envvar="GRPRUNE_PREDICT_CSV", help="CSV file with a SMILES column (read with pandas)")
+        envvar="GRPRUNE_PREDICT_CSV", help="CSV file with a SMILES column (plain or compressed; "
+                                           "read and scored in chunks)")
 @option("--smiles-column", default=None, metavar="NAME",
         help="SMILES column of --csv [default: smiles, matched case-insensitively]")
 @option("--id-column", default=None, metavar="NAME",
-        help="with --csv: column of compound IDs, shown in the table and in --draw's "
-             "picture names (mol-<row>_id-<ID>.png) [default: the run's data.id_column "
-             "when the CSV has it]")
+        help="with --csv: column of compound IDs, shown in the table, checked for duplicates, "
+             "carried by --out and --bonds and in --draw's picture names "
+             "(mol-<row>_id-<ID>.png) [default: the run's data.id_column when the CSV has it]")
 @option("--keep-columns", default=None, metavar="A,B",
         help="with --csv: the input columns --out carries beside the scores [default: "
              "every column of the CSV, e.g. your compound IDs]")
 @option("--out", type=click.Path(path_type=Path), default=None,
-        help="write the per-molecule table to this CSV and the per-bond table to "
-             "<stem>.bonds.csv next to it")
+        help="write one row per input molecule to this file (.csv, or .parquet with "
+             "pyarrow), written as OUT.partial and renamed when complete; a rerun after an "
+             "interruption resumes it")
+@option("--bonds", is_flag=True, default=False, envvar="GRPRUNE_PREDICT_BONDS",
+        help="with --out: also write one row per bond (row, id, RDKit bond, atoms, bond "
+             "type, edge_prob, edge_weight, kept) to <stem>.bonds.csv")
 @option("--draw", "draw_dir", type=click.Path(path_type=Path), default=None, metavar="DIR",
-        envvar="GRPRUNE_PREDICT_DRAW", help="write one picture per molecule to DIR (mol-<row>.png): kept bonds "
-             "highlighted, atoms indexed")
+        envvar="GRPRUNE_PREDICT_DRAW", help="write one picture per molecule to DIR (mol-<row>.png): "
+             "kept bonds highlighted, atoms indexed (holds every molecule in memory: for "
+             "small sets)")
 @option("--top-k", "top_k", type=int, default=None, metavar="K",
         help="with --draw: mark the K bonds of highest keep probability instead of "
              "the kept bonds")
 @option("--format", "fmt", type=click.Choice(["png", "svg"]), default="png", show_default=True,
         envvar="GRPRUNE_PREDICT_FORMAT", help="picture format of --draw")
-@option("--batch-size", type=int, default=256, show_default=True, help="molecules per batch")
+@option("--batch-size", type=int, default=2048, show_default=True,
+        help="molecules per batch (scores do not depend on it)")
+@option("--progress", type=click.Choice(["auto", "plain", "none"]), default="auto",
+        show_default=True, envvar="GRPRUNE_PREDICT_PROGRESS",
+        help="progress on stderr: auto (a live line on a terminal, else plain lines at every "
+             "10 %% or 30 s), plain or none")
 @option("--device", default="auto", show_default=True,
         help="auto (CUDA when present), cpu, cuda or cuda:N")
-def predict(run_dir, smiles, csv_file, smiles_column, id_column, keep_columns, out, draw_dir,
-            top_k, fmt, batch_size, device) -> None:
+def predict(run_dir, smiles, csv_file, smiles_column, id_column, keep_columns, out, bonds,
+            draw_dir, top_k, fmt, batch_size, progress, device) -> None:
     """Score new molecules with a finished molecule run.
 
     Featurizes each SMILES like the training data (OGB features; RDKit's valence
-    check relaxed if it fails), evaluates the model exactly as the trainer did
-    and prints, per molecule: row (0-based input position), canonical SMILES,
-    status (ok, empty SMILES, unparsable SMILES), class-1 probability (all class
-    probabilities beyond two classes), predicted label and bonds kept. --out also
-    writes every bond: RDKit bond index, atoms and symbols, bond type, edge_prob,
-    edge_weight, kept. With --csv, --out carries the CSV's own columns (compound IDs
-    and the like) beside the scores, so that each row joins back to its input.
-    Exit status 0 if at least one molecule was scored, 1 if none.
+    check relaxed if it fails) and evaluates the model as the trainer did, each
+    molecule's evaluation noise keyed by its canonical SMILES, so that its score
+    depends on the molecule alone (not on the other rows, their order or the batch
+    size). Prints the first rows: row (0-based input position), canonical SMILES,
+    status (ok, empty SMILES, unparsable SMILES, too large), class-1 probability
+    (all class probabilities beyond two classes), predicted label and bonds kept;
+    then one summary line. --csv is read, scored and written in chunks, with
+    progress on stderr, in bounded memory (a library of 10^6 SMILES is fine).
+    With --csv, --out carries the CSV's own columns (compound IDs and the like)
+    beside the scores. Exit status 0 if at least one molecule was scored, 1 if none.
 
     \b
     Examples:
       grprune predict RUN --smiles 'CN1C=NC2=C1C(=O)N(C(=O)N2C)C' --smiles 'CC(=O)Oc1ccccc1C(=O)O'
-      grprune predict RUN --csv drugs.csv --smiles-column SMILES --out preds.csv --draw pics
+      grprune predict RUN --csv library.csv.gz --id-column ID --out preds.csv
+      grprune predict RUN --csv drugs.csv --smiles-column SMILES --out preds.parquet --bonds
     """
     from grprune.inference import load_run
-    from grprune.predict import (OK, check_molecule_run, draw_prediction, predict_smiles,
-                                 read_smiles_csv, write_prediction)
+    from grprune.predict import check_molecule_run
 
     if bool(smiles) == (csv_file is not None):
         raise GrpruneError("give either --smiles (repeatable) or --csv FILE")
@@ -213,22 +232,118 @@ def predict(run_dir, smiles, csv_file, smiles_column, id_column, keep_columns, o
         raise GrpruneError(f"--top-k must be at least 1, got {top_k}")
     if batch_size < 1:
         raise GrpruneError(f"--batch-size must be at least 1, got {batch_size}")
-    inputs = list(smiles) if smiles else read_smiles_csv(csv_file, smiles_column)
+    if bonds and out is None:
+        raise GrpruneError("--bonds needs --out FILE")
+    if out is not None and out.suffix.lower() == ".parquet" and csv_file is None:
+        raise GrpruneError("--out .parquet applies to --csv; write --smiles results to a .csv")
+    if csv_file is not None and not csv_file.is_file():
+        raise GrpruneError(f"--csv not found: {csv_file}")
     run = load_run(run_dir, device)
     check_molecule_run(run)
+    if csv_file is not None and draw_dir is None and _streams(run):
+        n_ok = _predict_stream(run, csv_file, smiles_column, id_column, keep_columns, out,
+                               bonds, batch_size, progress)
+    else:
+        n_ok = _predict_in_memory(run, smiles, csv_file, smiles_column, id_column,
+                                  keep_columns, out, bonds, draw_dir, top_k, fmt, batch_size)
+    scored, too_large = n_ok
+    if scored == 0 and not too_large:  # a molecule over the size limit was read: exit 0
+        _note("no molecule could be scored")
+        click.get_current_context().exit(1)
+
+
+def _streams(run) -> bool:
+    """Whether the run's featurizer is OGB's (the one the streaming path computes)."""
+    from grprune.data.molecules import smiles_to_graph
+    from grprune.predict import molecule_featurizer
+    return molecule_featurizer(run) is smiles_to_graph
+
+
+def _predict_stream(run, csv_file, smiles_column, id_column, keep_columns, out, bonds,
+                    batch_size, progress) -> tuple[int, int]:
+    """``predict --csv`` through :func:`grprune.screen.screen_csv`; the molecules scored
+    and those too large to score."""
+    import tempfile
+
+    from grprune.screen import ScreenOptions, screen_csv
+    keep = [c.strip() for c in keep_columns.split(",") if c.strip()] if keep_columns else None
+    opts = ScreenOptions(smiles_column=smiles_column, id_column=id_column, keep_columns=keep,
+                         batch_size=batch_size, bonds=bonds, progress=progress)
+    with tempfile.TemporaryDirectory(prefix="grprune-predict-") as tmp:
+        target = out if out is not None else Path(tmp) / "preds.csv"
+        summary = screen_csv(run, csv_file, target, opts, log=_note)
+    shown = 50
+    _console().print(_stream_table(run, summary, shown))
+    if summary.rows > shown:
+        click.echo(f"... {summary.rows - shown:,} more rows" + (
+            "" if out else "; use --out FILE for all of them"))
+    _report_duplicates(summary.duplicate_ids, summary.duplicate_rows)
+    _note(summary.line())
+    if out is not None:
+        _note("wrote " + " and ".join(str(f) for f in summary.files))
+    from grprune.predict import TOO_LARGE
+    return summary.scored, summary.skipped.get(TOO_LARGE, 0)
+
+
+def _report_duplicates(count: int, first: list) -> None:
+    """One note on repeated compound IDs: how many rows, and the first ones."""
+    if count:
+        shown = "; ".join(f"row {r} has ID {i!r} of row {f}" for r, i, f in first[:5])
+        _note(f"{count} row{'s' if count > 1 else ''} repeat{'' if count > 1 else 's'} an "
+              f"earlier row's ID ({shown}{' ...' if count > 5 else ''}); scores are per "
+              f"row, but lookups by ID are ambiguous")
+
+
+def _stream_table(run, summary, shown: int):
+    """The printed table of a streamed predict: its first ``shown`` rows."""
+    from rich.table import Table
+
+    from grprune.predict import OK
+    df = summary.head
+    prob_cols = [c for c in df.columns if c.startswith("prob_")]
+    table = Table(title=f"{run.dataset_name} model {run.run_dir.name}: "
+                        f"{summary.scored:,}/{summary.rows:,} molecules scored")
+    for col in ("row", "canonical SMILES", "status", *prob_cols, "label", "kept bonds"):
+        table.add_column(col, justify="left" if col in ("canonical SMILES", "status")
+                         else "right", overflow="fold")
+    for r in df.head(shown).to_dict("records"):
+        ok = r["status"] == OK
+        table.add_row(str(r["row"]), _short(r["canonical_smiles"] or r["smiles"]), r["status"],
+                      *((f"{r[c]:.4f}" if ok else "-") for c in prob_cols),
+                      str(r["pred_label"]) if ok else "-",
+                      f"{r['bonds_kept']}/{r['num_bonds']}" if ok else "-")
+    return table
+
+
+def _predict_in_memory(run, smiles, csv_file, smiles_column, id_column, keep_columns, out,
+                       bonds, draw_dir, top_k, fmt, batch_size) -> tuple[int, int]:
+    """``predict --smiles``, ``--draw`` and runs with other featurizers: every molecule in
+    memory (:func:`grprune.predict.predict_smiles`); the molecules scored and those too
+    large to score."""
+    from grprune.predict import (OK, TOO_LARGE, draw_prediction, predict_smiles,
+                                 read_smiles_csv, write_prediction)
+    inputs = list(smiles) if smiles else read_smiles_csv(csv_file, smiles_column)
     ids = _csv_ids(run, csv_file, id_column) if csv_file is not None else None
     pred = predict_smiles(run, inputs, batch_size=batch_size)
     if csv_file is not None:  # the input's own columns (IDs, names) go beside the scores
         pred.molecules = _with_csv_columns(pred.molecules, csv_file, keep_columns)
-
+    if ids is not None:
+        seen: dict[str, int] = {}
+        dups = []
+        for r, i in enumerate(ids):
+            if i != "" and i in seen:
+                dups.append((r, i, seen[i]))
+            seen.setdefault(i, r)
+        _report_duplicates(len(dups), dups[:10])
+        pred.bonds.insert(1, "id", [ids[r] for r in pred.bonds["row"]])
     df, shown = pred.molecules, 50
     _console().print(_prediction_table(run, pred, ids, shown))
     if len(df) > shown:
         click.echo(f"... {len(df) - shown} more rows" + ("" if out else "; use --out FILE "
                                                           "for all of them"))
     if out is not None:
-        files = write_prediction(pred, out)
-        _note(f"wrote {files[0]} and {files[1]}")
+        files = write_prediction(pred, out, bonds=bonds)
+        _note("wrote " + " and ".join(str(f) for f in files))
     if draw_dir is not None:
         from grprune.draw import rdkit_drawing_error
         if rdkit_drawing_error():
@@ -243,6 +358,4 @@ def predict(run_dir, smiles, csv_file, smiles_column, id_column, keep_columns, o
                  f"{', '.join(map(str, rows[:10]))}{' ...' if len(rows) > 10 else ''}"
                  for status, rows in by.items()]
         _note(f"{len(failed)} of {len(df)} molecules not scored ({'; '.join(parts)})")
-    if pred.n_ok == 0:
-        _note("no molecule could be scored")
-        click.get_current_context().exit(1)
+    return pred.n_ok, int((df["status"] == TOO_LARGE).sum())

@@ -22,6 +22,8 @@ import sys
 from pathlib import Path
 from typing import Iterable
 
+import click
+
 from grprune.errors import GrpruneError, did_you_mean
 
 #: environment variable with the plugins of a command and of a sweep's child runs
@@ -123,6 +125,15 @@ def load(specs: Iterable[str]) -> list[str]:
                                f"{text}") from None
         done.append(spec)
     return done
+
+
+def loaded_plugins(ctx: click.Context | None = None) -> list[str]:
+    """The plugins this command imported (``--plugin`` and ``$GRPRUNE_PLUGINS``), for
+    child processes; from the environment when the command runs outside ``main``."""
+    ctx = ctx or click.get_current_context(silent=True)
+    if ctx is not None and ENV in ctx.meta:
+        return list(ctx.meta[ENV])
+    return [_canonical(p) for p in from_env()]
 
 
 def child_env(plugins: Iterable[str]) -> dict[str, str]:

@@ -15,8 +15,8 @@ from typing import Sequence
 import click
 
 from grprune import results as R
-from grprune.cli import loaded_plugins
 from grprune.cli.options import model_options, option, progress_option, training_options
+from grprune.cli.plugins import child_env, loaded_plugins
 from grprune.errors import GrpruneError
 
 _STATUS_STYLE = {"finished": "green", "failed": "red", "interrupted": "yellow",
@@ -396,7 +396,6 @@ def _announce(expansion, root: Path, params: dict) -> int:
 def _launcher(params: dict, plugins: list[str]):
     """The launcher (``launch(jobs, on_start, on_done)``) and the environment variables
     of every child: thread counts, and the plugins to import (``GRPRUNE_PLUGINS``)."""
-    from grprune.cli.plugins import child_env
     from grprune.sweep.launchers import launch_local, launch_ray
     from grprune.sweep.plan import thread_env
     workers = params["workers"] or 1
