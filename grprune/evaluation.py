@@ -13,8 +13,8 @@ on the selected checkpoint, whose test edges it saves as ``edge_probs.npz``
 The evaluation rule: the model is in eval mode, the selector is used unless
 ``use_selector=False`` (ERM warm-up), and the selector's ``eval_mode`` decides
 the mask (``threshold``: :math:`p > 0.5`; ``soft``: :math:`p`; ``sample``: a
-fresh hard sample, class probabilities averaged over ``selector.eval_samples``
-draws). Without a selector (or with it off) every edge has logit ``+inf`` and
+hard sample from noise keyed by the graph's identity, class probabilities averaged
+over ``selector.eval_samples`` draws; ``budget``: each graph's top bonds). Without a selector (or with it off) every edge has logit ``+inf`` and
 probability and weight 1.
 
 Shapes: ``G`` graphs, ``E`` directed edges, ``U`` undirected bonds, ``C`` classes.
@@ -23,6 +23,7 @@ Shapes: ``G`` graphs, ``E`` directed edges, ``U`` undirected bonds, ``C`` classe
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
@@ -254,6 +255,23 @@ class Evaluation:
     edges: EdgeScores | None = None
 
 
+@contextmanager
+def _graph_keyed_noise(selector, seed: int):
+    """Give a selector its evaluation seed (:attr:`~grprune.selectors.base.Selector.eval_seed`)
+    for one evaluation, and forget its draw counter after it."""
+    if selector is None or not hasattr(selector, "reset_eval_draws"):
+        yield
+        return
+    before = selector.eval_seed
+    selector.eval_seed = int(seed)
+    selector.reset_eval_draws()
+    try:
+        yield
+    finally:
+        selector.eval_seed = before
+        selector.reset_eval_draws()
+
+
 @torch.no_grad()
 def evaluate_batches(model, batches: Iterable[GraphBatch], *, num_classes: int = 0,
                      use_selector: bool = True, metric: str | None = None,
@@ -261,10 +279,13 @@ def evaluate_batches(model, batches: Iterable[GraphBatch], *, num_classes: int =
                      seed: int = 0) -> Evaluation:
     """Evaluate a model on batches, as the trainer does.
 
-    What evaluation draws at random (a Gumbel or Bernoulli edge mask with
-    ``selector.eval_mode=sample``) comes from a stream of its own, seeded with ``seed``
-    inside :func:`torch.random.fork_rng`: the caller's RNG (a training run's) is left as it
-    was, and the same model scores the same batches the same on every call.
+    What evaluation draws at random comes from ``seed``, and the caller's RNG (a training
+    run's) is left as it was. A Gumbel selector's ``eval_mode=sample`` mask draws its noise
+    from :func:`grprune.selectors.base.graph_noise`, a hash of (``seed``, the graph's
+    ``batch.index``, the edge's local node pair, draw): each graph's mask and score depend
+    on that graph alone, not on the batch size, the order or the other graphs. Any other
+    random draw (e.g. a ``drop-edge`` selector's ``eval_mode=sample``) comes from a torch
+    stream seeded with ``seed`` inside :func:`torch.random.fork_rng`.
 
     Parameters
     ----------
@@ -291,7 +312,9 @@ def evaluate_batches(model, batches: Iterable[GraphBatch], *, num_classes: int =
     """
     model.eval()
     device = next(model.parameters()).device
-    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+    selector = getattr(model, "selector", None)
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []), \
+            _graph_keyed_noise(selector, seed):
         torch.manual_seed(seed)
         probs, labels, edges = [], [], 0
         kept = torch.zeros((), device=device)
@@ -320,31 +343,75 @@ def evaluate_batches(model, batches: Iterable[GraphBatch], *, num_classes: int =
                           edges=collector.result(num_classes) if collector is not None else None)
 
 
-def edge_probs_arrays(edges: EdgeScores, smiles=None) -> dict[str, np.ndarray]:
+def edge_probs_arrays(edges: EdgeScores, smiles=None, source_rows=None,
+                      ids=None) -> dict[str, np.ndarray]:
     """The arrays of ``edge_probs.npz``.
 
     ``graph_index``, ``edge_ptr`` (CSR offsets), ``src``, ``dst`` (local node ids),
     ``edge_prob`` (:math:`\\sigma(w)`), ``edge_weight`` (the evaluation mask),
     ``edge_logits`` (:math:`w`, ``+inf`` without a selector), ``prob`` (class
     probabilities, shape (G, C)), ``num_nodes``; ``smiles`` for molecules (taken
-    from ``smiles[graph_index]``) and ``edge_gt`` (int8) on synthetic data.
+    from ``smiles[graph_index]``), ``row`` (the graph's 0-based source row, from
+    ``source_rows[graph_index]``), ``id`` (its compound ID, ``ids[graph_index]``, where the
+    data has IDs) and ``edge_gt`` (int8) on synthetic data.
     """
     arrays = {"graph_index": edges.graph_index, "edge_ptr": edges.edge_ptr,
               "src": edges.src, "dst": edges.dst, "edge_prob": edges.edge_prob,
               "edge_weight": edges.edge_weight}
     if smiles is not None:
         arrays["smiles"] = np.asarray([smiles[i] for i in arrays["graph_index"]])
+    if source_rows is not None:
+        arrays["row"] = np.asarray(source_rows, dtype=np.int64)[edges.graph_index]
+    if ids is not None:
+        arrays["id"] = np.asarray([str(ids[i]) for i in arrays["graph_index"]], dtype=str)
     if edges.edge_gt is not None:
         arrays["edge_gt"] = edges.edge_gt.astype(np.int8)
     arrays.update(edge_logits=edges.edge_logits, prob=edges.prob, num_nodes=edges.num_nodes)
     return arrays
 
 
+def edge_arrays_problem(a: Mapping[str, np.ndarray]) -> str | None:
+    """What is wrong with ``edge_probs.npz``'s arrays as a whole, or None.
+
+    Checks that the CSR arrays agree: ``edge_ptr`` has G + 1 entries, starts at 0, never
+    decreases and ends at E; every per-edge array has E entries and every per-graph array
+    G (``prob`` G rows); local node ids lie in ``[0, num_nodes)`` of their graph; graph
+    indices are non-negative. A file that passes can be indexed without error.
+    """
+    try:
+        g = len(a["graph_index"])
+        ptr = np.asarray(a["edge_ptr"])
+        e = len(a["src"])
+        if ptr.ndim != 1 or len(ptr) != g + 1:
+            return f"edge_ptr has {len(ptr)} entries for {g} graphs"
+        if len(ptr) and (ptr[0] != 0 or ptr[-1] != e or (np.diff(ptr) < 0).any()):
+            return "edge_ptr is not a monotone pointer array from 0 to the edge count"
+        for k in ("dst", "edge_prob", "edge_weight", "edge_logits", "edge_gt"):
+            if k in a and len(a[k]) != e:
+                return f"{k} has {len(a[k])} entries, src {e}"
+        for k in ("prob", "num_nodes", "smiles", "row", "id"):
+            if k in a and len(a[k]) != g:
+                return f"{k} has {len(a[k])} entries for {g} graphs"
+        if g and (np.asarray(a["graph_index"]) < 0).any():
+            return "graph_index holds negative indices"
+        if e:
+            nodes = np.repeat(np.asarray(a["num_nodes"], dtype=np.int64), np.diff(ptr))
+            for k in ("src", "dst"):
+                v = np.asarray(a[k], dtype=np.int64)
+                if (v < 0).any() or (v >= nodes).any():
+                    return f"{k} holds node ids outside their graph"
+    except (KeyError, TypeError, ValueError) as exc:
+        return f"unreadable arrays ({type(exc).__name__}: {exc})"
+    return None
+
+
 def edge_scores_from_arrays(a: Mapping[str, np.ndarray] | None) -> EdgeScores | None:
     """The :class:`EdgeScores` of ``edge_probs.npz``'s arrays
-    (:meth:`grprune.results.RunDir.edge_arrays`); None without arrays, or when they lack
-    :data:`SCORE_ARRAYS` (a file written before they were saved)."""
-    if a is None or any(k not in a for k in SCORE_ARRAYS):
+    (:meth:`grprune.results.RunDir.edge_arrays`); None without arrays, when they lack
+    :data:`SCORE_ARRAYS` (a file written before they were saved), or when they do not agree
+    as a whole (:func:`edge_arrays_problem`): the caller recomputes the scores from the
+    checkpoint, as for a damaged file."""
+    if a is None or any(k not in a for k in SCORE_ARRAYS) or edge_arrays_problem(a):
         return None
     return EdgeScores(
         graph_index=a["graph_index"].astype(np.int64), prob=a["prob"],

@@ -99,23 +99,29 @@ def parse_graph_ids(text: str) -> list[int | str]:
     return list(dict.fromkeys(out))
 
 
-def resolve_graph_ids(dataset, items: Sequence[int | str]) -> list[int]:
+def resolve_graph_ids(dataset, items: Sequence[int | str], part_members=None,
+                      notes: list[str] | None = None) -> list[int]:
     """Dataset indices of :func:`parse_graph_ids`' items (ints pass through; ``"row:N"``
     is a source row, ``"id:TEXT"`` or any other string an ID).
+
+    An ID that several graphs share (duplicate IDs in the source) names every one of them;
+    with ``part_members`` (the part's dataset indices) those in the part, and ``notes``
+    receives a line listing all matches.
 
     Raises
     ------
     GrpruneError
         For a source row that is not in the dataset (the message says why a
-        skipped row was skipped) or an ID the dataset does not have (or a dataset
-        without IDs).
+        skipped row was skipped), an ID of a skipped row (its skip reason), an ID
+        the dataset does not have (or a dataset without IDs), or a duplicate ID none
+        of whose graphs is in the part (the message lists them).
     """
     if all(isinstance(i, (int, np.integer)) for i in items):
         return [int(i) for i in items]
     row_of = {int(r): i for i, r in enumerate(dataset.source_rows)}
-    id_of: dict[str, int] = {}
+    id_of: dict[str, list[int]] = {}
     for i, x in enumerate(dataset.ids or ()):
-        id_of.setdefault(x, i)
+        id_of.setdefault(x, []).append(i)
     skipped = {int(r["row"]): r["reason"] for r in dataset.info.get("bad_rows", ())
                if isinstance(r, dict) and "row" in r}
     out = []
@@ -140,10 +146,54 @@ def resolve_graph_ids(dataset, items: Sequence[int | str]) -> list[int]:
                                    f"the dgl-graphs file an 'id' tensor; or pass indices "
                                    f"or row:N")
             if key not in id_of:
+                why = skipped_id_reason(dataset, key, skipped)
+                if why:
+                    raise GrpruneError(f"ID {key!r} is not in {dataset.name}: {why}")
                 raise GrpruneError(f"no graph of {dataset.name} has ID {key!r}."
                                    f"{did_you_mean(key, list(id_of))}")
-            out.append(id_of[key])
+            out.extend(_id_matches(dataset, key, id_of[key], part_members, notes))
     return list(dict.fromkeys(out))
+
+
+def _id_matches(dataset, key: str, matches: list[int], part_members, notes) -> list[int]:
+    """The graphs an ID names: all of them, or those in the part (a note lists every one)."""
+    if len(matches) == 1:
+        return matches
+    listed = ", ".join(graph_label(dataset, i) for i in matches)
+    if part_members is None:
+        inside = matches
+    else:
+        inside = [i for i in matches if i in part_members]
+        if not inside:
+            where = {p for p, idx in dataset.splits.items()
+                     for i in matches if i in set(np.asarray(idx).tolist())}
+            raise GrpruneError(f"ID {key!r} names {len(matches)} graphs of {dataset.name} "
+                               f"(duplicate IDs: {listed}), none of them in this part; "
+                               f"they are in {', '.join(sorted(where)) or 'no part'}")
+    if notes is not None:
+        notes.append(f"ID {key!r} names {len(matches)} graphs (duplicate IDs): {listed}; "
+                     f"drawing {len(inside)}")
+    return inside
+
+
+def skipped_id_reason(dataset, key: str, skipped: dict | None = None) -> str:
+    """Why the source rows with ID ``key`` were skipped at loading (``""`` if no skipped
+    row has it): read from the source CSV's ID column (``info["source"]``,
+    ``info["id_column"]``) and the skip reasons (``info["bad_rows"]``)."""
+    info = dataset.info
+    if skipped is None:
+        skipped = {int(r["row"]): r["reason"] for r in info.get("bad_rows", ())
+                   if isinstance(r, dict) and "row" in r}
+    if not skipped or not info.get("source") or not info.get("id_column"):
+        return ""
+    from grprune.data.molecules import match_columns, read_text_csv
+    try:
+        df = read_text_csv(info["source"], "data file")
+        col = match_columns(df.columns, {"id": info["id_column"]}, "data file")["id"]
+    except Exception:
+        return ""
+    rows = [r for r in np.flatnonzero(df[col].to_numpy() == key).tolist() if r in skipped]
+    return "; ".join(f"source row {r} was skipped: {skipped[r]}" for r in rows[:5])
 
 
 def graph_label(dataset, i: int) -> str:
@@ -270,8 +320,13 @@ def explain_run(run, *, part: str = "test", graph_ids: Sequence[int | str] | Non
     if graph_ids is None:
         ids = [int(i) for i in part_idx[:DEFAULT_GRAPHS]]
     else:
-        ids = resolve_graph_ids(dataset, graph_ids)
+        notes: list[str] = []
+        members = set(np.asarray(dataset.splits[part]).tolist()) if part in dataset.splits \
+            else None
+        ids = resolve_graph_ids(dataset, graph_ids, members, notes)
         check_graph_ids(dataset, part, ids)
+        for note in notes:
+            log(note)
     res = ExplainResult(out_dir=out, graphs=ids)
     metrics_wanted = _metrics_wanted(run, dataset, res.notes)
     # the whole part for the metrics, or just the chosen graphs
@@ -322,13 +377,15 @@ def _metrics_wanted(run, dataset, notes: list[str]) -> bool:
 def _scores(run, dataset, part: str, todo: list[int], log: Callable[[str], None]) -> dict:
     """Dataset index -> GraphScore for ``todo``: the run's ``edge_probs.npz`` when it
     holds them all, else re-scored with the model (older runs, other parts)."""
-    stored = run.stored_scores(todo)
+    stored = run.stored_scores(todo, num_graphs=len(dataset))
     if stored is not None:
         log(f"reading {len(todo)} graphs of {dataset.name} ({part}) from "
             f"{run.run_dir.name}/edge_probs.npz")
         return stored
     log(f"scoring {len(todo)} graphs of {dataset.name} ({part}) on {run.device}")
-    return dict(zip(todo, run.score([dataset.graphs[i] for i in todo])))
+    from grprune.trainer import eval_seed
+    return dict(zip(todo, run.score([dataset.graphs[i] for i in todo], keys=todo,
+                                    seed=eval_seed(int(run.cfg.train.seed or 0), part))))
 
 
 def _molecules(dataset, ids: list[int], scores: dict, notes: list[str]) -> dict:

@@ -98,7 +98,8 @@ def score_batch(model: GraphClassifier, batch: GraphBatch, *, use_selector: bool
 
 
 def score_graphs(model: GraphClassifier, graphs: Sequence | GraphBatch, *,
-                 use_selector: bool = True, batch_size: int = BATCH_SIZE) -> list[GraphScore]:
+                 use_selector: bool = True, batch_size: int = BATCH_SIZE,
+                 keys: Sequence[int] | None = None, seed: int = 0) -> list[GraphScore]:
     """Score graphs with a model, as the trainer evaluates it.
 
     Parameters
@@ -114,6 +115,12 @@ def score_graphs(model: GraphClassifier, graphs: Sequence | GraphBatch, *,
     batch_size : int
         Graphs per batch. In eval mode the result does not depend on it (batch
         norm uses its running statistics) up to float rounding.
+    keys : sequence of int, optional
+        Each graph's identity (its dataset index, or :func:`grprune.predict.smiles_key`):
+        the key of its evaluation noise (``batch.index``,
+        :func:`grprune.selectors.base.graph_noise`); default its position in ``graphs``.
+    seed : int
+        The evaluation seed (:func:`grprune.evaluation.evaluate_batches`).
 
     Returns
     -------
@@ -121,11 +128,13 @@ def score_graphs(model: GraphClassifier, graphs: Sequence | GraphBatch, *,
         One per graph, in input order.
     """
     if isinstance(graphs, GraphBatch):
-        return score_batch(model, graphs, use_selector=use_selector)
+        return score_batches(model, [graphs], use_selector=use_selector, seed=seed)
     graphs = list(graphs)
-    batches = (collate([(g, 0, 0, start + i) for i, g in enumerate(graphs[start:start + batch_size])])
+    key = list(range(len(graphs))) if keys is None else [int(k) for k in keys]
+    batches = (collate([(g, 0, 0, key[start + i])
+                        for i, g in enumerate(graphs[start:start + batch_size])])
                for start in range(0, len(graphs), batch_size))
-    return score_batches(model, batches, use_selector=use_selector)
+    return score_batches(model, batches, use_selector=use_selector, seed=seed)
 
 
 def evaluation_uses_selector(summary: RunSummary | dict,
@@ -318,13 +327,15 @@ class Run:
         limit = int(self.cfg.data.limit or 0)
         return idx[:limit] if limit else idx
 
-    def score(self, graphs: Sequence | GraphBatch, batch_size: int = BATCH_SIZE
-              ) -> list[GraphScore]:
-        """:func:`score_graphs` with this run's model and evaluation rule."""
+    def score(self, graphs: Sequence | GraphBatch, batch_size: int = BATCH_SIZE, *,
+              keys: Sequence[int] | None = None, seed: int = 0) -> list[GraphScore]:
+        """:func:`score_graphs` with this run's model and evaluation rule (``keys``: each
+        graph's identity, e.g. its dataset index; ``seed``: the evaluation seed)."""
         return score_graphs(self.model, graphs, use_selector=self.use_selector,
-                            batch_size=batch_size)
+                            batch_size=batch_size, keys=keys, seed=seed)
 
-    def stored_scores(self, indices: Sequence[int]) -> dict[int, GraphScore] | None:
+    def stored_scores(self, indices: Sequence[int], num_graphs: int | None = None
+                      ) -> dict[int, GraphScore] | None:
         """The trainer's own scores of dataset graphs, read from ``edge_probs.npz``.
 
         The trainer writes that file from the evaluation of the selected checkpoint
@@ -335,15 +346,23 @@ class Run:
         ----------
         indices : sequence of int
             Dataset indices.
+        num_graphs : int, optional
+            The dataset's size: a file naming a graph index at or beyond it is refused.
 
         Returns
         -------
         dict of int to GraphScore, or None
-            None when the file is absent, was written before it saved logits and
+            None when the file is absent, damaged, inconsistent as a whole
+            (:func:`grprune.evaluation.edge_arrays_problem`: lengths, pointers, node ids;
+            graph indices outside the dataset), was written before it saved logits and
             class probabilities, or lacks one of the graphs: score them instead.
         """
         edges = edge_scores_from_arrays(self.rundir.edge_arrays())
-        return edges.by_index(indices) if edges is not None else None
+        if edges is None:
+            return None
+        if num_graphs is not None and len(edges) and int(edges.graph_index.max()) >= num_graphs:
+            return None
+        return edges.by_index(indices)
 
 
     def explain(self, part: str = "test", graphs: Sequence[int] | None = None, *,

@@ -36,6 +36,50 @@ from grprune.errors import GrpruneError
 
 EMPTY, UNPARSABLE, OK = "empty SMILES", "unparsable SMILES", "ok"
 MISMATCH = "RDKit molecule does not match the featurized graph"
+TOO_LARGE = "too large"
+
+
+def _max_heavy_atoms() -> int:
+    """The shared featurizer's limit (:data:`grprune.data.molecules.MAX_ATOMS`) where it
+    defines one, else 500."""
+    from grprune.data import molecules
+    return int(getattr(molecules, "MAX_ATOMS", 500))
+
+
+#: molecules with more heavy atoms are not scored (status ``too large``) and never
+#: canonicalized (RDKit's ``MolToSmiles`` recurses per atom and can overflow the stack)
+MAX_HEAVY_ATOMS = _max_heavy_atoms()
+#: the per-molecule columns of predict's output, after the input's own
+MOLECULE_COLUMNS = ("row", "smiles", "canonical_smiles", "status", "parse")
+
+
+def smiles_key(text: str) -> int:
+    """A molecule's identity for its evaluation noise: the first 8 bytes of the BLAKE2b
+    hash of its canonical SMILES, as a non-negative int64 (the same in every process).
+
+    >>> smiles_key("CCO") == smiles_key("CCO"), 0 <= smiles_key("CCO") < 2**63
+    (True, True)
+    """
+    import hashlib
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(),
+                          "little") >> 1
+
+
+def too_large(smiles: str) -> bool:
+    """Whether a SMILES has more than :data:`MAX_HEAVY_ATOMS` heavy atoms, decided from its
+    text before RDKit sees it (:func:`grprune.data.molecules.heavy_atom_count` where the
+    featurizer has it, else an unsanitized parse); a string no longer than the limit
+    cannot exceed it."""
+    if len(smiles) <= MAX_HEAVY_ATOMS:
+        return False
+    from grprune.data import molecules
+    count = getattr(molecules, "heavy_atom_count", None)
+    if count is not None:
+        return count(smiles) > MAX_HEAVY_ATOMS
+    from rdkit import Chem, rdBase
+    with rdBase.BlockLogs():
+        mol = Chem.MolFromSmiles(smiles, sanitize=False)
+    return mol is not None and mol.GetNumHeavyAtoms() > MAX_HEAVY_ATOMS
 
 
 def read_smiles_csv(path: str | Path, column: str | None = None) -> list[str]:
@@ -159,6 +203,9 @@ def featurize(smiles: Sequence[str], to_graph=None) -> list[Molecule]:
         if not s:
             out.append(Molecule(row, s, EMPTY))
             continue
+        if too_large(s):
+            out.append(Molecule(row, s, TOO_LARGE))
+            continue
         try:
             graph = to_graph(s)
             parse = "strict"
@@ -255,7 +302,10 @@ def predict_smiles(run, smiles: Sequence[str], batch_size: int = 256) -> Predict
     Returns
     -------
     Prediction
-        ``molecules`` has S rows; failed rows have a status and empty values.
+        ``molecules`` has S rows; failed rows have a status and empty values. A
+        molecule's scores depend on it alone: its evaluation noise (``eval_mode=sample``)
+        is keyed by :func:`smiles_key` of its canonical SMILES and the run's seed
+        (:func:`prediction_seed`), not by its position or batch.
 
     Raises
     ------
@@ -268,7 +318,9 @@ def predict_smiles(run, smiles: Sequence[str], batch_size: int = 256) -> Predict
 
     items = featurize(smiles, molecule_featurizer(run))
     ok = [m for m in items if m.status == OK]
-    scored = run.score([m.graph for m in ok], batch_size=batch_size)
+    scored = run.score([m.graph for m in ok], batch_size=batch_size,
+                       keys=[smiles_key(m.canonical or m.smiles) for m in ok],
+                       seed=prediction_seed(run))
     scores = {m.row: s for m, s in zip(ok, scored)}
     c = run.num_classes
     prob_cols = ["prob_1"] if c == 2 else [f"prob_{k}" for k in range(c)]
@@ -319,17 +371,20 @@ def bonds_path(out: str | Path) -> Path:
     return out.with_name(f"{out.stem}.bonds.csv")
 
 
-def write_prediction(pred: Prediction, out: str | Path) -> list[Path]:
-    """Write the molecule table to ``out`` and the bond table next to it, atomically.
+def write_prediction(pred: Prediction, out: str | Path, bonds: bool = True) -> list[Path]:
+    """Write the molecule table to ``out`` and (``bonds``) the bond table next to it,
+    atomically.
 
     Returns
     -------
     list of Path
-        ``[out, bonds_path(out)]``.
+        ``[out, bonds_path(out)]`` (``[out]`` without ``bonds``).
     """
     from grprune import results as R
     out = Path(out)
     R.atomic_write_bytes(out, pred.molecules.to_csv(index=False, float_format="%.6g").encode())
+    if not bonds:
+        return [out]
     bp = bonds_path(out)
     R.atomic_write_bytes(bp, pred.bonds.to_csv(index=False, float_format="%.6g").encode())
     return [out, bp]
@@ -383,3 +438,10 @@ def draw_prediction(pred: Prediction, out_dir: str | Path, fmt: str = "png",
         R.atomic_write_bytes(path, data)
         written.append(path)
     return written
+
+
+def prediction_seed(run) -> int:
+    """The evaluation seed of predict: :func:`grprune.trainer.eval_seed` of the run's seed
+    and ``"predict"`` (keys of the noise are the molecules' own, :func:`smiles_key`)."""
+    from grprune.trainer import eval_seed
+    return eval_seed(int(run.cfg.train.seed or 0), "predict")

@@ -155,10 +155,11 @@ def test_drawn_highlights_are_the_marked_bonds():
     prob = np.linspace(0.1, 0.9, len(u))
     marked = highlighted_bonds(prob, np.zeros(len(u)), top_k=3)  # graph bonds 10, 11, 12
     assert np.flatnonzero(marked).tolist() == [10, 11, 12]
-    svg = draw_molecule(mol, ids, prob, marked, fmt="svg")
+    svg = draw_molecule(mol, ids, prob, marked, fmt="svg")  # type: ignore[arg-type]  # ndarray of ints
     assert svg_highlighted_bonds(svg) == {int(ids[k]) for k in (10, 11, 12)} == {0, 1, 2}
     ET.fromstring(svg)
-    assert draw_molecule(mol, ids, prob, marked, fmt="png").startswith(PNG)
+    assert draw_molecule(mol, ids, prob, marked,  # type: ignore[arg-type]  # as above
+                         fmt="png").startswith(PNG)
     with pytest.raises(ValueError):
         rdkit_bond_ids(mol, np.array([0] * len(u)), np.array([5] * len(u)))
 
@@ -355,7 +356,7 @@ def test_explain_reads_edge_probs_not_the_model(motif_run, tmp_path, monkeypatch
 
     # the reference: re-scored with the model, as for a run without the saved scores
     with monkeypatch.context() as m:
-        m.setattr(Run, "stored_scores", lambda self, indices: None)
+        m.setattr(Run, "stored_scores", lambda self, indices, num_graphs=None: None)
         assert _cli("explain", motif_run, "--out", tmp_path / "ref", "--top-k", "4").exit_code == 0
 
     # the model weights made unusable, and any forward an error
@@ -385,6 +386,7 @@ def test_explain_reads_edge_probs_not_the_model(motif_run, tmp_path, monkeypatch
         _assert_close(m_got[key], m_ref[key])
     # the scores are the file's, to the bit
     edges = edge_scores_from_arrays(R.RunDir(run_dir).edge_arrays())
+    assert edges is not None
     gi = int(got["graph_index"].iloc[0])
     k = edges.graph_index.tolist().index(gi)
     rows = got[got["graph_index"] == gi]
@@ -436,7 +438,8 @@ def test_edges_of_a_model_without_selector_are_collected_on_the_host():
                             src=torch.empty(3, dtype=torch.int64, device="meta"),
                             edge_gt=None, local_edges=lambda: (local_src, local_dst))
     collector = _EdgeCollector()
-    collector.add(batch, torch.tensor([[0.3, 0.7], [0.9, 0.1]]), None)
+    collector.add(batch, torch.tensor([[0.3, 0.7], [0.9, 0.1]]),  # type: ignore[arg-type]
+                  None)  # a stand-in batch: only the fields the collector reads
     edges = collector.result(num_classes=2)
     assert edges.edge_prob.tolist() == [1.0, 1.0, 1.0]
     assert edges.edge_weight.tolist() == [1.0, 1.0, 1.0]

@@ -55,7 +55,7 @@ def test_predict_csv(bbbp_run, test_graphs, tmp_path):
                   "SMILES": known + ["C1CC(", "", "C"]}).to_csv(csv, index=False)
     out = tmp_path / "p.csv"
     res = _cli("predict", bbbp_run, "--csv", csv, "--out", out, "--draw", tmp_path / "pics",
-               "--device", "cpu")
+               "--device", "cpu", "--bonds")
     assert res.exit_code == 0, res.output
     assert "2 of 6 molecules not scored" in res.output
     mols = pd.read_csv(out, keep_default_na=False)

@@ -47,7 +47,7 @@ def describe(dataset: GraphDataset) -> dict[str, Any]:
         ``parts`` ({part: {label, graphs, mean_nodes, mean_edges, label_counts,
         label_fraction, n_envs}}; edges count undirected edges, i.e. directed
         edges / 2), ``unassigned`` (graphs in no part) and ``info`` (the
-        loader's own facts).
+        loader's own facts), ``duplicate_ids`` (:func:`duplicate_ids`).
     """
     nodes, edges = graph_sizes(dataset.graphs)
     edges = edges / 2.0
@@ -85,8 +85,41 @@ def describe(dataset: GraphDataset) -> dict[str, Any]:
         "splits": {p: v["graphs"] for p, v in parts.items()},
         "parts": parts,
         "unassigned": int((~assigned).sum()),
+        "duplicate_ids": duplicate_ids(dataset),
         "info": info,
     }
+
+
+def duplicate_ids(dataset: GraphDataset, first: int = 5) -> dict[str, Any]:
+    """Compound IDs that more than one graph has (duplicate IDs in the source).
+
+    Returns
+    -------
+    dict
+        ``count``: graphs whose ID an earlier graph has (0 without IDs); ``first``: up to
+        ``first`` repeated IDs, each ``{"id", "rows"}`` (0-based source rows having it).
+    """
+    if dataset.ids is None:
+        return {"count": 0, "first": []}
+    rows: dict[str, list[int]] = {}
+    for i, x in enumerate(dataset.ids):
+        if x != "":
+            rows.setdefault(x, []).append(int(dataset.source_rows[i]))
+    repeated = [(x, r) for x, r in rows.items() if len(r) > 1]
+    return {"count": sum(len(r) - 1 for _, r in repeated),
+            "first": [{"id": x, "rows": r[:10]} for x, r in repeated[:first]]}
+
+
+def duplicate_ids_note(dataset: GraphDataset) -> str | None:
+    """One line on duplicate IDs (:func:`duplicate_ids`), or None when every ID is unique."""
+    dup = duplicate_ids(dataset)
+    if not dup["count"]:
+        return None
+    shown = "; ".join(f"{d['id']!r} at rows {', '.join(map(str, d['rows']))}"
+                      for d in dup["first"])
+    return (f"{dup['count']} graph{'s' if dup['count'] > 1 else ''} of {dataset.name} repeat "
+            f"an earlier graph's ID ({shown}{' ...' if dup['count'] > len(dup['first']) else ''})"
+            f"; explain --graphs id:X lists every match")
 
 
 def _index_file_bytes(rows: np.ndarray) -> bytes:
