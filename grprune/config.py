@@ -89,18 +89,18 @@ def load_config_file(path: str | Path) -> dict:
     GrpruneError
         If the file is missing or not a mapping.
     """
-    p = Path(path)
+    from grprune.record.userfiles import expand_user, load_yaml, read_config_text
+    p = expand_user(path, "--config")
     if not p.is_file():
         raise GrpruneError(f"config file not found: {p}")
-    text = p.read_text()
-    try:
-        if p.suffix in (".yaml", ".yml"):
-            import yaml
-            data = yaml.safe_load(text)
-        else:
+    text = read_config_text(p, "config file")  # UTF-8, bounded size
+    if p.suffix in (".yaml", ".yml"):
+        data = load_yaml(text, f"config file {p}")  # aliases refused
+    else:
+        try:
             data = json.loads(text)
-    except Exception as exc:
-        raise GrpruneError(f"cannot parse config file {p}: {exc}") from None
+        except ValueError as exc:
+            raise GrpruneError(f"cannot parse config file {p}: {exc}") from None
     if not isinstance(data, dict):
         raise GrpruneError(f"config file {p} must hold a mapping of sections")
     return data

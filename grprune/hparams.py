@@ -32,6 +32,39 @@ from grprune.errors import GrpruneError
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
+#: the most characters of a given value that a message shows (:func:`short_repr`)
+MAX_SHOWN = 200
+#: the largest integer a hyperparameter without its own upper bound takes: counts and
+#: sizes beyond it (2**31 - 1) fit no machine's memory or time
+INT_CEILING = 2**31 - 1
+
+
+def short_repr(value: Any, limit: int = MAX_SHOWN) -> str:
+    """``repr(value)`` for messages, at most ``limit`` characters, without expanding it.
+
+    Nested containers are walked only a few levels and items deep (:mod:`reprlib`), so a
+    YAML alias bomb (a 1 KB file that names a billion-element list) costs microseconds;
+    a long string keeps its head and tail and says how long it is.
+
+    Examples
+    --------
+    >>> short_repr("C" * 20000)[:24], len(short_repr("C" * 20000)) <= 200
+    ("'CCCCCCCCCCCCCCCCCCCCCCC", True)
+    >>> short_repr([[1] * 9] * 9)
+    '[[1, 1, 1, 1, 1, 1, ...], [1, 1, 1, 1, 1, 1, ...], ...] (a list of 9 items)'
+    """
+    import reprlib
+    r = reprlib.Repr()
+    r.maxlevel, r.maxlist, r.maxtuple, r.maxdict, r.maxset = 3, 6, 6, 4, 6
+    r.maxstring, r.maxother, r.maxlong = limit, limit, 40
+    if isinstance(value, str) and len(value) > limit:
+        half = (limit - 40) // 2
+        return f"{value[:half]!r}...{value[-half:]!r} ({len(value):,} characters)"
+    text = r.repr(value)
+    tail = (f" (a {type(value).__name__} of {len(value):,} items)"
+            if isinstance(value, (list, tuple, dict, set, frozenset)) and len(value) > 2 else "")
+    room = max(limit - len(tail), 20)
+    return (text if len(text) <= room else text[:room - 3] + "...") + tail
 
 
 def coerce(key: str, value: Any, default: Any, choices: tuple | None = None,
@@ -54,8 +87,14 @@ def coerce(key: str, value: Any, default: Any, choices: tuple | None = None,
     Raises
     ------
     GrpruneError
-        If the value cannot be converted or is not among ``choices``.
+        If the value cannot be converted or is not among ``choices`` (a list or a
+        mapping given for a scalar is refused before anything converts it).
     """
+    if isinstance(value, (list, tuple, dict, set, frozenset)) and not isinstance(
+            default, (list, tuple, dict, set, frozenset)):
+        raise GrpruneError(f"bad value {short_repr(value)} for {key}: expected "
+                           f"{type(default).__name__} like the default {default!r}, not a "
+                           f"{type(value).__name__}")
     try:
         if parser is not None and isinstance(value, str):
             out = parser(value)
@@ -71,7 +110,10 @@ def coerce(key: str, value: Any, default: Any, choices: tuple | None = None,
         elif isinstance(default, int):
             if isinstance(value, float) and not value.is_integer():
                 raise ValueError("expected an integer")
-            out = int(value) if not isinstance(value, str) else int(value.strip())
+            text = value.strip() if isinstance(value, str) else value
+            if isinstance(text, str) and len(text) > 40:  # int() of 10**6 digits is slow
+                raise ValueError("more than 40 digits")
+            out = int(text)
         elif isinstance(default, float):
             out = float(value)
         elif isinstance(default, str):
@@ -80,12 +122,12 @@ def coerce(key: str, value: Any, default: Any, choices: tuple | None = None,
             out = value
     except (TypeError, ValueError) as exc:
         raise GrpruneError(
-            f"bad value {value!r} for {key}: expected {type(default).__name__} "
-            f"like the default {default!r} ({exc})"
+            f"bad value {short_repr(value)} for {key}: expected {type(default).__name__} "
+            f"like the default {default!r} ({short_repr(str(exc))[1:-1]})"
         ) from None
     if choices is not None and out not in choices:
         raise GrpruneError(
-            f"bad value {value!r} for {key}. Choices: {', '.join(map(str, choices))}"
+            f"bad value {short_repr(value)} for {key}. Choices: {', '.join(map(str, choices))}"
         )
     return out
 
@@ -128,6 +170,15 @@ class Param:
     parser: Callable[[str], Any] | None = None
     search: tuple = ()
 
+    @property
+    def upper(self) -> float | None:
+        """The upper bound in force: ``high``, or :data:`INT_CEILING` for an integer
+        without one (so that every integer has a bound)."""
+        if self.high is None and isinstance(self.default, int) and not isinstance(
+                self.default, bool) and not self.choices:
+            return INT_CEILING
+        return self.high
+
     def domain(self) -> str:
         """The domain in words: ``a number in (0, 1]``, ``an integer >= 1``, ``one of
         sum, mean``.
@@ -135,7 +186,7 @@ class Param:
         Examples
         --------
         >>> Param(1, low=1).domain(), Param(0.5, low=0.0, high=1.0, high_open=True).domain()
-        ('an integer >= 1', 'a number in [0, 1)')
+        ('an integer in [1, 2147483647]', 'a number in [0, 1)')
         """
         if self.choices:
             return "one of " + ", ".join(map(str, self.choices))
@@ -143,7 +194,7 @@ class Param:
             return "true or false"
         kind = "an integer" if isinstance(self.default, int) else "a number"
         if isinstance(self.default, (int, float)):
-            lo, hi = self.low, self.high
+            lo, hi = self.low, self.upper
             if lo is not None and hi is not None:
                 return (f"{kind} in {'(' if self.low_open else '['}{_num(lo)}, {_num(hi)}"
                         f"{')' if self.high_open else ']'}")
@@ -163,8 +214,8 @@ class Param:
             return False
         if self.low is not None and (value < self.low or (self.low_open and value == self.low)):
             return False
-        if self.high is not None and (value > self.high
-                                      or (self.high_open and value == self.high)):
+        high = self.upper
+        if high is not None and (value > high or (self.high_open and value == high)):
             return False
         return True
 
@@ -230,8 +281,8 @@ class Configurable:
             param = cls.params[key]
             out[key] = coerce(prefix + key, value, param.default, param.choices, param.parser)
             if not param.contains(out[key]):
-                raise GrpruneError(f"bad value {value!r} for {prefix}{key}: expected "
-                                   f"{param.domain()}")
+                raise GrpruneError(f"bad value {short_repr(value)} for {prefix}{key}: "
+                                   f"expected {param.domain()}")
         return out
 
     @classmethod

@@ -158,7 +158,7 @@ def prepare_run_dir(cfg: RunConfig | Mapping[str, Any], run_dir: Path, force: bo
     if state == "finished" and not force:
         return "finished", status.summary
     if state in ("interrupted", "failed") and rundir.has_state() and not force:
-        return "resume", rundir.read_state()
+        return "resume", rundir.read_state(epochs=RunConfig.from_dict(cfg).train.epochs)
     rundir.clear()
     return "fresh", None
 
@@ -211,6 +211,7 @@ def _execute_locked(cfg: RunConfig | Mapping[str, Any], run_dir: Path, force: bo
     known: nothing before that needs it on disk (the lock keeps other processes out, and a
     run that dies loading its data has trained nothing to resume)."""
     from grprune.trainer import Trainer
+    from grprune.trainstate import model_problem
 
     status, payload = prepare_run_dir(cfg, run_dir, force, held=True)
     if status == "finished":
@@ -219,15 +220,21 @@ def _execute_locked(cfg: RunConfig | Mapping[str, Any], run_dir: Path, force: bo
     if dataset is None:
         dataset = load_config_dataset(cfg)
     load_s = time.perf_counter() - t0
+    from grprune.data.info import duplicate_ids_note  # issue 50: duplicate IDs
+    if getattr(dataset, "ids", None) is not None and duplicate_ids_note(dataset):
+        log(f"note: {duplicate_ids_note(dataset)}")
     # the data's sizes, so that a checkpoint can be rebuilt without loading the data
     cfg = RunConfig.from_dict(cfg).with_features(FeatureSpec.of(dataset))
     rundir = R.RunDir(run_dir)
     rundir.write_config(cfg)
+    trainer = Trainer(cfg, dataset, run_dir, on_epoch=on_epoch)
     if status == "resume":
         # read (and a damaged line refused) before the note; the trainer takes them as read
         payload = {**payload, "records": rundir.resumed_records(payload["n_records"])}
+        problem = model_problem(trainer, payload)  # another model's weights: refused whole
+        if problem:
+            rundir.reject_state(problem, loaded=True)
         log(f"resuming {run_dir} after epoch {payload['epoch']}")
-    trainer = Trainer(cfg, dataset, run_dir, on_epoch=on_epoch)
     try:
         summary = trainer.fit(resume=payload, data_load_s=load_s, started=t0)
     except DivergedError as exc:  # the run can't go on: its directory says so

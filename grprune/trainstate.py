@@ -21,6 +21,10 @@ from typing import Any, Mapping
 import numpy as np
 import torch
 
+#: the keys of a state.pt (:func:`state_of`) and their types
+STATE_KEYS: dict[str, type | tuple[type, ...]] = {
+    "epoch": int, "model": dict, "regs": dict, "optimizer": dict, "best": dict, "rng": dict,
+    "n_records": int, "stopped": bool}
 
 
 @dataclass
@@ -90,3 +94,125 @@ def restore_state(trainer: Any, state: dict[str, Any]) -> None:
         torch.cuda.set_rng_state(rng["cuda"], trainer.device)
     if "loader_device" in rng and trainer.device_gen is not None:
         trainer.device_gen.set_state(rng["loader_device"])
+
+
+def _kind(value: Any) -> str:
+    return "a bool" if isinstance(value, bool) else f"a {type(value).__name__}"
+
+
+def state_problem(state: Any, epochs: int | None = None) -> str | None:
+    """What is wrong with a ``state.pt``'s contents as a whole, in words; None when sound.
+
+    Checked before anything of it is loaded: every key of :func:`state_of` with its type,
+    ``epoch`` in ``[0, epochs - 1]`` (an epoch of this run), ``n_records`` equal to
+    ``epoch + 1`` (one ``results.jsonl`` line per epoch from 0), the selected epoch
+    ``best.epoch`` in ``[-1, epoch]`` with numeric scores, and random streams of the form
+    :func:`restore_state` sets. The model's shapes need the model:
+    :func:`model_problem`.
+
+    Parameters
+    ----------
+    state : Any
+        What :func:`torch.load` returned.
+    epochs : int, optional
+        The run's ``train.epochs``.
+
+    Examples
+    --------
+    >>> state_problem({"epoch": 1})
+    'it lacks model, regs, optimizer, best, rng, n_records, stopped'
+    """
+    if not isinstance(state, dict):
+        return f"it holds {_kind(state)}, not a training state"
+    missing = [k for k in STATE_KEYS if k not in state]
+    if missing:
+        return f"it lacks {', '.join(missing)}"
+    for key, kind in STATE_KEYS.items():
+        value = state[key]
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            want = kind.__name__ if isinstance(kind, type) else "the right type"
+            return f"its {key} is {_kind(value)}, not {'an' if want == 'int' else 'a'} {want}"
+    epoch, n = state["epoch"], state["n_records"]
+    if epoch < 0 or (epochs is not None and epoch >= epochs):
+        top = f"{epochs - 1}" if epochs is not None else "the last"
+        return f"its epoch is {epoch}, outside this run's epochs 0..{top}"
+    if n != epoch + 1:
+        return f"it counts {n} epoch records after epoch {epoch} (expected {epoch + 1})"
+    best = state["best"]
+    fields = {f.name for f in dataclasses.fields(Best)}
+    if set(best) != fields:
+        return f"its best holds {sorted(map(str, best))}, not {sorted(fields)}"
+    chosen = Best(**best)
+    if (not isinstance(chosen.epoch, int) or isinstance(chosen.epoch, bool)
+            or not -1 <= chosen.epoch <= epoch):
+        return f"its selected epoch best.epoch is {chosen.epoch!r:.40}, outside -1..{epoch}"
+    for name in ("valid", "test", "train", "kept_test"):
+        value = getattr(chosen, name)
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            return f"its best.{name} is {_kind(value)}, not a number"
+    rng = state["rng"]
+    for name in ("torch", "loader"):
+        if not (isinstance(rng.get(name), torch.Tensor) and rng[name].dtype == torch.uint8):
+            return f"its random stream rng.{name} is not a byte tensor"
+    numpy_state, python_state = rng.get("numpy"), rng.get("python")
+    if not (isinstance(numpy_state, (list, tuple)) and len(numpy_state) == 5
+            and isinstance(numpy_state[1], torch.Tensor) and numpy_state[1].numel() == 624):
+        return "its random stream rng.numpy is not NumPy's (5 fields, 624 keys)"
+    if not (isinstance(python_state, (list, tuple)) and len(python_state) == 3
+            and isinstance(python_state[1], (list, tuple)) and len(python_state[1]) == 625):
+        return "its random stream rng.python is not Python's (3 fields, 625 words)"
+    return None
+
+
+def _shape_problem(what: str, saved: Any, live: Mapping[str, Any]) -> str | None:
+    """How the tensors ``saved`` differ from the ``state_dict`` ``live``; None if they don't."""
+    if not isinstance(saved, Mapping):
+        return f"its {what} is {_kind(saved)}, not a state_dict"
+    extra, lacking = sorted(set(saved) - set(live)), sorted(set(live) - set(saved))
+    if extra or lacking:
+        name = (extra or lacking)[0]
+        return (f"its {what} {'has' if extra else 'lacks'} {name!r} "
+                f"({len(extra)} unknown, {len(lacking)} missing): another model's state")
+    for key, value in live.items():
+        if isinstance(value, torch.Tensor):
+            other = saved[key]
+            if not isinstance(other, torch.Tensor) or other.shape != value.shape:
+                shape = tuple(other.shape) if isinstance(other, torch.Tensor) else _kind(other)
+                return (f"its {what} {key!r} has shape {shape}, this run's model "
+                        f"{tuple(value.shape)}: another configuration's state")
+    return None
+
+
+def model_problem(trainer: Any, state: Mapping[str, Any]) -> str | None:
+    """Whether a sound :func:`state_problem` state fits ``trainer``'s model, regularizers and
+    optimizer (names and shapes); in words, None when it does."""
+    problem = _shape_problem("model", state["model"], trainer.model.state_dict())
+    if problem:
+        return problem
+    regs = state["regs"]
+    if set(regs) != set(trainer.regs):
+        return (f"its regularizers are {sorted(regs) or 'none'}, this run's "
+                f"{sorted(trainer.regs) or 'none'}")
+    for name, reg in trainer.regs.items():
+        problem = _shape_problem(f"regularizer {name}", regs[name], reg.state_dict())
+        if problem:
+            return problem
+    opt, live = state["optimizer"], trainer.optimizer.state_dict()
+    groups = opt.get("param_groups")
+    if (not isinstance(groups, list) or not isinstance(opt.get("state"), Mapping)
+            or len(groups) != len(live["param_groups"])
+            or any(not isinstance(g, Mapping) or len(g.get("params", ())) != len(h["params"])
+                   for g, h in zip(groups, live["param_groups"]))):
+        return "its optimizer state does not match this run's parameters"
+    params = [p for group in trainer.optimizer.param_groups for p in group["params"]]
+    ids = [i for group in live["param_groups"] for i in group["params"]]
+    shapes = dict(zip(ids, (p.shape for p in params)))
+    for pid, entry in opt["state"].items():
+        if pid not in shapes or not isinstance(entry, Mapping):
+            return f"its optimizer state names parameter {pid!r}, which this run lacks"
+        for key, value in entry.items():
+            if (isinstance(value, torch.Tensor) and value.dim() > 0
+                    and value.shape != shapes[pid]):
+                return (f"its optimizer's {key} of parameter {pid} has shape "
+                        f"{tuple(value.shape)}, the parameter {tuple(shapes[pid])}")
+    return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from typing import Any
 import json
 import subprocess
 import sys
@@ -26,7 +27,7 @@ def _run(args, out):
 
 def _metrics(run_dir):
     """Per-epoch numbers without timings, flattened to ``key -> value``."""
-    flat = {}
+    flat: dict[tuple, Any] = {}
     for rec in R.read_records(run_dir / R.RESULTS):
         for key, value in rec.items():
             if isinstance(value, dict):
@@ -302,12 +303,12 @@ def test_file_system_errors_and_a_corrupt_config_get_one_line_each(tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--epochs", "-1"], "bad value -1 for train.epochs: expected an integer >= 1"),
-    (["-H", "data.limit=-5"], "for data.limit: expected an integer >= 0"),
+    (["--epochs", "-1"], "bad value -1 for train.epochs: expected an integer in [1, 100000]"),
+    (["-H", "data.limit=-5"], "for data.limit: expected an integer in [0, 2147483647]"),
     (["-H", "reg.size.eta=1.5"], "for reg.size.eta: expected a number in [0, 1]"),
     (["-H", "encoder.layers=0"], "for encoder.layers: expected an integer in [1, 64]"),
     (["-H", "train.lr=-1"], "for train.lr: expected a number > 0"),
-    (["-H", "train.batch_size=0"], "for train.batch_size: expected an integer >= 1"),
+    (["-H", "train.batch_size=0"], "for train.batch_size: expected an integer in [1, 1048576]"),
     (["-H", "encoder.hidden=-3"], "for encoder.hidden: expected an integer in [1, 8192]"),
     (["-H", "encoder.dropout=2"], "for encoder.dropout: expected a number in [0, 1)"),
     (["--out", "/proc/forbidden/run"], "/proc/forbidden"),

@@ -7,6 +7,7 @@ import gzip
 import hashlib
 import json
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -54,7 +55,7 @@ def copy_cache(src_root: Path, dst_root: Path) -> Path:
     return cache_dir(dst_root)
 
 
-def same_graphs(a: list, b: list) -> bool:
+def same_graphs(a: Sequence, b: Sequence) -> bool:
     for ga, gb in zip(a, b, strict=True):
         if ga.num_nodes() != gb.num_nodes():
             return False

@@ -125,7 +125,7 @@ def test_repeated_smiles_are_computed_once(monkeypatch):
 def test_take_and_concat_keep_graphs():
     smiles = ["CCO", "C", "c1ccccc1O"]
     flat = FlatGraphs.concat([featurize_chunk(smiles[:1])[0], featurize_chunk(smiles[1:])[0]])
-    picked = flat.take([2, 1, 2, 0])
+    picked = flat.take(np.array([2, 1, 2, 0]))
     for g, p in zip(picked.to_packed(), [2, 1, 2, 0]):
         _same_graph(g, smiles_to_graph(smiles[p]))
     assert len(FlatGraphs.concat([])) == 0
@@ -153,7 +153,8 @@ def test_progress_plain_lines_every_tenth_and_quiet_when_small():
     for _ in range(20):
         bar.advance(1000)
     bar.close()
-    lines = out.getvalue().splitlines()
+    start, *lines = out.getvalue().splitlines()  # a start line, then one per tenth
+    assert start == "featurizing mols.csv: 20,000 molecules"
     assert len(lines) == 10 and lines[-1].startswith("featurizing mols.csv: 20,000/20,000 "
                                                      "molecules (100%)")
     assert "molecules/s" in lines[0] and "ETA" in lines[0]

@@ -42,7 +42,7 @@ RUN_ARGS = ["--data", "ogbg-molbbbp", "--preset", "paper", "--epochs", "2", "-H"
 DATA_RUN_ARGS = ["--preset", "paper", "--epochs", "1", "-H", "train.batch_size=32",
                  "--progress", "none", "--device", "cpu"]
 #: ``grprune predict RUN ...``: an atom alone, and a molecule with bonds to keep or prune
-PREDICT_ARGS = ["--smiles", "C", "--smiles", "CCO", "--device", "cpu"]
+PREDICT_ARGS = ["--smiles", "C", "--smiles", "CCO", "--device", "cpu", "--bonds"]
 #: (run, file) kinds damaged in a run directory, each with its own seed
 RUN_FILES = [("finished", R.CONFIG), ("finished", R.SUMMARY), ("finished", R.RESULTS),
              ("finished", R.CHECKPOINT), ("finished", R.EDGE_PROBS),
@@ -368,3 +368,90 @@ def test_a_state_file_with_damaged_tensor_bytes_is_not_resumed_silently(
     losses = [[r["loss"]["total"] for r in R.read_records(d / R.RESULTS)]
               for d in (run, finished_run)]
     assert losses[0] == pytest.approx(losses[1], rel=1e-4, abs=1e-5)
+
+
+# ------------------------------------------------------------------ structured mutations
+
+def state_mutations(state: dict) -> list[tuple[str, object]]:
+    """Valid containers with wrong contents: a ``state.pt`` of the right form whose keys,
+    types, ranges or shapes are not this run's (issue 52, rows 8-10)."""
+    import copy
+
+    import torch
+
+    def changed(path: str, value) -> dict:
+        out = copy.copy(state)
+        *heads, last = path.split(".")
+        node = out
+        for head in heads:
+            node[head] = copy.copy(node[head])
+            node = node[head]
+        if value is KeyError:
+            del node[last]
+        else:
+            node[last] = value
+        return out
+
+    first = next(iter(state["model"]))
+    weight = state["model"][first]
+    pid, moments = next(iter(state["optimizer"]["state"].items()))
+    return [
+        ("a list", [1, 2]),
+        ("epoch only", {"epoch": state["epoch"]}),
+        ("no rng", changed("rng", KeyError)),
+        ("epoch -5", changed("epoch", -5)),
+        ("epoch past the last", changed("epoch", 2)),
+        ("epoch a float", changed("epoch", 0.0)),
+        ("epoch a bool", changed("epoch", True)),
+        ("n_records 5", changed("n_records", 5)),
+        ("best.epoch 7", changed("best.epoch", 7)),
+        ("best.valid a string", changed("best.valid", "0.9")),
+        ("best without since", changed("best.since", KeyError)),
+        ("stopped a string", changed("stopped", "no")),
+        ("a weight of another shape", changed("model", {**state["model"],
+                                                        first: torch.zeros(3, 3)})),
+        ("a weight of one more row", changed("model", {**state["model"], first: torch.cat(
+            [weight, weight[:1]])})),
+        ("a weight missing", changed("model", {k: v for k, v in state["model"].items()
+                                              if k != first})),
+        ("an unknown weight", changed("model", {**state["model"], "extra.weight":
+                                                torch.zeros(1)})),
+        ("a regularizer of another run", changed("regs", {**state["regs"], "ciga": {}})),
+        ("an optimizer moment of another shape", changed("optimizer", {
+            **state["optimizer"], "state": {**state["optimizer"]["state"], pid: {
+                **moments, "exp_avg": torch.zeros(2, 2)}}})),
+        ("optimizer without groups", changed("optimizer", {"state": {}})),
+        ("numpy's stream cut short", changed("rng.numpy", state["rng"]["numpy"][:3])),
+        ("torch's stream a float tensor", changed("rng.torch", torch.zeros(5))),
+    ]
+
+
+def test_a_state_of_the_right_form_but_wrong_contents_is_refused_then_starts_over(
+        interrupted_run, tmp_path):
+    """Each structured mutation: ``run`` refuses it in one line and moves it aside (nothing
+    of it used); the same command then trains the run from epoch 0 to the end (checked for
+    every fifth case, to keep the test short)."""
+    import torch
+    state = torch.load(interrupted_run / R.STATE, weights_only=True)
+    assert state["epoch"] == 0 and state["n_records"] == 1
+    problems = []
+    for k, (name, mutated) in enumerate(state_mutations(state)):
+        run = tmp_path / str(k) / "run"
+        shutil.copytree(interrupted_run, run)
+        torch.save(mutated, run / R.STATE)
+        res = CliRunner().invoke(main, ["run", *RUN_ARGS, "--out", str(run)])
+        why = _not_clean(res.exit_code, res.stderr)
+        if res.exit_code != 2 or why or "state.pt was not loaded" not in res.stderr:
+            problems.append(f"{name}: exit {res.exit_code}, not refused in one line: "
+                            f"{why or res.stderr[-2000:]}")
+            continue
+        if not (run / "state.rejected.pt").is_file():
+            problems.append(f"{name}: the refused state.pt was not kept aside")
+        if k % 5:  # the run again, for every fifth case (each trains two epochs)
+            continue
+        res = CliRunner().invoke(main, ["run", *RUN_ARGS, "--out", str(run)])
+        why = _not_clean(res.exit_code, res.stderr) or (
+            _gap(run) if res.exit_code == 0 else f"exit {res.exit_code}")
+        if why:
+            problems.append(f"{name}: the run again: {why}")
+    assert not problems, "\n\n".join(problems)

@@ -167,7 +167,7 @@ def test_a_damaged_epoch_record_is_refused_not_resumed_with_a_gap(tmp_path, data
     errors = [x for x in res.output.splitlines() if x.startswith("grprune: error: ")]
     assert len(errors) == 1
     line = errors[0]
-    assert "holds 2 sound epoch records where state.pt counts 3" in line and "--force" in line
+    assert "does not hold the 3 epoch records state.pt counts" in line and "--force" in line
     assert "grprune: resuming" not in res.output  # no note that it resumes, then a refusal
     assert not (run / R.SUMMARY).exists()
     res = CliRunner().invoke(main, ["run", "--reg", "none", "--preset", "paper", "--epochs", "4",
@@ -212,7 +212,7 @@ def test_a_planner_never_writes_into_a_run_another_process_holds(tmp_path):
     run_dir = run_dir_of(conf, tmp_path)
     run_dir.mkdir(parents=True)
     (run_dir / R.CONFIG).write_text('{"the other child": "its config, features and all"}')
-    ends = []
+    ends: list = []
     with R.RunDir(run_dir).lock():  # another sweep's child took it after this plan was made
         launch_local([Job(conf, run_dir, {})], on_start=lambda job: ends.append("started"),
                      on_done=lambda job, code, error: ends.append((code, error)))

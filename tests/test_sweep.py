@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from typing import Any
 import json
 import os
 import signal
@@ -313,7 +314,7 @@ def test_a_run_another_sweep_took_after_the_plan_is_not_a_failure(tmp_path, caps
     from grprune.sweep.plan import Outcome, run_sweep
 
     ex = configs(seeds="0", data="ogbg-molbbbp", epochs="2")
-    seen = []
+    seen: list[tuple[str, Any]] = []
 
     def launch(jobs, started, done):
         for job in jobs:
@@ -340,7 +341,11 @@ def test_a_run_another_sweep_took_after_the_plan_is_not_a_failure(tmp_path, caps
     assert f"not run {run_dir.relative_to(tmp_path).as_posix()}: another process" in (
         capsys.readouterr().err)
     # a child that fails on its own, with no lock held, is still a failure
-    outcome = run_sweep(ex, tmp_path, lambda jobs, s, d: [d(j, 1) for j in jobs], env={})
+    def fail_all(jobs, started, done) -> None:
+        for j in jobs:
+            done(j, 1)
+
+    outcome = run_sweep(ex, tmp_path, fail_all, env={})
     assert [d for d, _ in outcome.failed] == [run_dir] and outcome.foreign == []
 
 

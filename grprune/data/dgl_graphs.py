@@ -425,7 +425,8 @@ class DglGraphs(FileDatasetSource):
         if not str(path).strip():
             raise GrpruneError("dataset dgl-graphs needs a file written by dgl.save_graphs: "
                                "-H data.path=FILE")
-        file = Path(path).expanduser()
+        from grprune.record.userfiles import expand_user
+        file = expand_user(path, "data.path")
         if not file.is_file():
             raise DataError(f"data file (data.path) not found: {file}")
         digest = file_sha256(file)

@@ -137,7 +137,8 @@ def find_curation_file(split: str, path: str | Path = "") -> Path:
         if not bundled.is_file():
             raise DataError(f"bundled data file is missing: {bundled} (reinstall grprune)")
         return bundled
-    given = Path(path).expanduser()
+    from grprune.record.userfiles import expand_user
+    given = expand_user(path, "data.path")
     if given.is_dir():
         candidates = [given / curation_file_name(split),
                       given / curation_file_name(split)[: -len(".gz")]]

@@ -27,12 +27,17 @@ graph cache (:mod:`grprune.data.cache`) and of training's
   (``multiprocessing`` ``imap``: results come back in input order, so the output
   does not depend on timing); below it, serially in this process.
 * **Progress.** From :data:`PROGRESS_MIN_ROWS` SMILES up: a rich bar with rate and
-  ETA when stderr is a terminal, else a plain line on stderr at every 10 %.
+  ETA when stderr is a terminal, else plain lines on stderr (a batch job's log): one at
+  the start, then at every 10 % and at least every :data:`PLAIN_INTERVAL_S` seconds.
   ``GRPRUNE_FEATURIZE_PROGRESS`` (``auto``, ``rich``, ``plain``, ``none``) overrides.
+* **Bounded work.** A SMILES over :data:`grprune.data.molecules.MAX_ATOMS` heavy atoms
+  is rejected (``too large``) from its text, before RDKit parses it. Workers leave Ctrl-C
+  to the parent and end quietly on SIGTERM; the parent ends them when it stops.
 """
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
 import os
 import sys
@@ -48,6 +53,8 @@ PARALLEL_MIN_ROWS = 5000
 CHUNK_SIZE = 1000
 #: SMILES from which progress is shown
 PROGRESS_MIN_ROWS = 5000
+#: the most seconds between two plain progress lines (stderr not a terminal)
+PLAIN_INTERVAL_S = 30.0
 #: dtype of OGB's categorical atom and bond features in flat arrays and the cache
 OGB_FEAT_DTYPE = np.uint8
 NUM_ATOM_FEATURES, NUM_BOND_FEATURES = 9, 3
@@ -132,7 +139,8 @@ class FlatGraphs:
 
 
 # -- one chunk: OGB's smiles2graph, in a worker or in this process ------------------------
-def featurize_chunk(smiles: Sequence[str]) -> tuple[FlatGraphs, dict[int, str]]:
+def featurize_chunk(smiles: Sequence[str], max_atoms: int | None = None
+                    ) -> tuple[FlatGraphs, dict[int, str]]:
     """OGB arrays of a list of SMILES (one worker task), by :func:`ogb.utils.smiles2graph`.
 
     The features are OGB's own (the library featurizes; this only concatenates), so
@@ -142,6 +150,9 @@ def featurize_chunk(smiles: Sequence[str]) -> tuple[FlatGraphs, dict[int, str]]:
     Parameters
     ----------
     smiles : sequence of str, length S
+    max_atoms : int, optional
+        Molecules with more heavy atoms are rejected (``too large``) before RDKit parses
+        them; default :data:`grprune.data.molecules.MAX_ATOMS`, 0 = no limit.
 
     Returns
     -------
@@ -154,21 +165,26 @@ def featurize_chunk(smiles: Sequence[str]) -> tuple[FlatGraphs, dict[int, str]]:
     from ogb.utils import smiles2graph
     from rdkit import rdBase
 
-    from grprune.data.molecules import smiles_to_graph
+    from grprune.data.molecules import MAX_ATOMS, smiles_to_graph, too_large_reason
     from grprune.errors import DataError
 
+    limit = MAX_ATOMS if max_atoms is None else int(max_atoms)
     atoms, bonds, edges, num_nodes, num_edges = [], [], [], [], []
     failed: dict[int, str] = {}
     with rdBase.BlockLogs():
         for pos, s in enumerate(smiles):
+            large = too_large_reason(s, limit)
+            if large:
+                failed[pos] = large
+                continue
             try:
                 d = smiles2graph(s) if isinstance(s, str) and s.strip() else None
             except Exception:  # RDKit gave no molecule: smiles_to_graph says why in words
                 d = None
             if d is None or d["num_nodes"] == 0:
                 try:
-                    smiles_to_graph(s)
-                    failed[pos] = f"SMILES {s!r} could not be featurized"
+                    smiles_to_graph(s, max_atoms=limit)
+                    failed[pos] = "the SMILES could not be featurized"
                 except DataError as exc:
                     failed[pos] = str(exc)
                 continue
@@ -194,7 +210,8 @@ def featurize_chunk(smiles: Sequence[str]) -> tuple[FlatGraphs, dict[int, str]]:
 # -- many chunks ----------------------------------------------------------------------
 def featurize_ogb(smiles: Sequence[str], *, workers: int | None = None,
                   chunk_size: int = CHUNK_SIZE, progress: str | None = None,
-                  what: str = "molecules") -> tuple[FlatGraphs, np.ndarray, dict[int, str]]:
+                  what: str = "molecules", max_atoms: int | None = None
+                  ) -> tuple[FlatGraphs, np.ndarray, dict[int, str]]:
     """OGB's featurization of many SMILES into flat arrays, each distinct SMILES once.
 
     Parameters
@@ -211,6 +228,8 @@ def featurize_ogb(smiles: Sequence[str], *, workers: int | None = None,
         ``plain`` or ``none`` (see the module docstring).
     what : str
         How the progress display names the input (e.g. the file name).
+    max_atoms : int, optional
+        See :func:`featurize_chunk`.
 
     Returns
     -------
@@ -233,17 +252,18 @@ def featurize_ogb(smiles: Sequence[str], *, workers: int | None = None,
     parts: list[FlatGraphs] = []
     failed_unique: dict[int, str] = {}
     pool = _pool(workers) if workers > 1 and len(chunks) > 1 else None  # fork before the bar's thread
-    bar = Progress(len(unique), what, progress)
+    bar = Progress(len(unique), what, progress,
+                   note=f"the distinct SMILES of {len(smiles):,} rows")
+    task = (featurize_chunk if max_atoms is None
+            else functools.partial(featurize_chunk, max_atoms=max_atoms))
     try:
-        results = map(featurize_chunk, chunks) if pool is None else pool.imap(featurize_chunk, chunks)
+        results = map(task, chunks) if pool is None else pool.imap(task, chunks)
         for k, (part, failed) in enumerate(results):
             parts.append(part)
             failed_unique.update({k * chunk_size + p: why for p, why in failed.items()})
             bar.advance(len(chunks[k]))
     finally:
-        if pool is not None:
-            pool.terminate()
-            pool.join()
+        _end_pool(pool)
         bar.close()
     del chunks
     flat = FlatGraphs.concat(parts)
@@ -264,48 +284,97 @@ def _scaffold_chunk(task: tuple[list[str], bool]) -> list[str]:
 
 
 def parallel_scaffolds(smiles: Sequence[str], include_chirality: bool = True, *,
-                       workers: int | None = None, chunk_size: int = CHUNK_SIZE) -> list[str]:
+                       workers: int | None = None, chunk_size: int = CHUNK_SIZE,
+                       progress: str | None = None, what: str = "molecules") -> list[str]:
     """:func:`grprune.data.splits.murcko_scaffolds` over worker processes, in input order:
     the same list of scaffold SMILES (length n, ``""`` for acyclic molecules) and the same
     :class:`~grprune.errors.DataError` naming the molecule's index in ``smiles``.
 
-    ``workers`` defaults to ``min(2, os.cpu_count())`` from :data:`PARALLEL_MIN_ROWS`
-    molecules, else serial; ``chunk_size`` molecules go to a worker at a time.
+    Each distinct SMILES string is computed once (a file that repeats molecules costs what
+    its distinct ones cost). ``workers`` defaults to ``min(2, os.cpu_count())`` from
+    :data:`PARALLEL_MIN_ROWS` distinct molecules, else serial; ``chunk_size`` molecules
+    go to a worker at a time. From :data:`PROGRESS_MIN_ROWS` distinct molecules, progress
+    goes to stderr as :class:`Progress` shows it (``progress``, ``what``).
     """
     from grprune.data.splits import murcko_scaffolds
     from grprune.errors import DataError
 
     smiles = list(smiles)
+    first: dict[str, int] = {}
+    distinct = [first.setdefault(s, len(first)) for s in smiles]
+    unique = list(first)
+    del first
     if workers is None:
-        workers = min(2, os.cpu_count() or 1) if len(smiles) >= PARALLEL_MIN_ROWS else 0
+        workers = min(2, os.cpu_count() or 1) if len(unique) >= PARALLEL_MIN_ROWS else 0
     step = max(1, chunk_size)
-    tasks = [(smiles[i:i + step], include_chirality) for i in range(0, len(smiles), step)]
-    if workers <= 1 or len(tasks) <= 1:
-        return murcko_scaffolds(smiles, include_chirality)
-    pool = _pool(workers)
+    tasks = [(unique[i:i + step], include_chirality) for i in range(0, len(unique), step)]
+    pool = _pool(workers) if workers > 1 and len(tasks) > 1 else None
+    bar = Progress(len(unique), what, progress, verb="scaffolds of",
+                   note=f"the distinct ones of {len(smiles):,}")
     try:
         out: list[str] = []
-        for part in pool.imap(_scaffold_chunk, tasks):
+        results = map(_scaffold_chunk, tasks) if pool is None else pool.imap(_scaffold_chunk,
+                                                                              tasks)
+        for k, part in enumerate(results):
             out.extend(part)
+            bar.advance(len(tasks[k][0]))
     except DataError:
-        out = murcko_scaffolds(smiles, include_chirality)  # raises naming the right index
+        _end_pool(pool)
+        pool = None
+        murcko_scaffolds(smiles, include_chirality)  # raises naming the row's own index
+        raise
     finally:
-        pool.terminate()
-        pool.join()
-    return out
+        _end_pool(pool)
+        bar.close()
+    return [out[i] for i in distinct]
+
+
+def _worker_signals() -> None:
+    """A worker's signals: Ctrl-C (SIGINT, sent to the whole process group) is the parent's
+    to handle, and SIGTERM ends the worker at once and quietly (the default action), not
+    through the ``Terminated`` handler it inherited from ``grprune``'s command (which would
+    print a traceback per worker). The parent ends its workers itself (:func:`_end_pool`)."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _pool(workers: int):
-    """A process pool; fork where the platform has it (workers inherit the imports)."""
+    """A process pool; fork where the platform has it (workers inherit the imports), each
+    worker's signals set by :func:`_worker_signals`."""
     methods = multiprocessing.get_all_start_methods()
     ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
-    return ctx.Pool(workers)
+    return ctx.Pool(workers, initializer=_worker_signals)
+
+
+def _end_pool(pool) -> None:
+    """End a pool's workers (SIGTERM: they end quietly) and wait for them; None is none."""
+    if pool is not None:
+        pool.terminate()
+        pool.join()
 
 
 # -- progress -------------------------------------------------------------------------
+#: a data file from this size (bytes) up says when it is being read (``announce``)
+ANNOUNCE_MIN_BYTES = 1 << 20
+
+
+def announce(text: str, size: int = ANNOUNCE_MIN_BYTES, mode: str | None = None,
+             stream=None) -> None:
+    """One plain progress line on stderr (``text``) before a long step that has no count
+    of its own (reading a large file), so a batch job's log speaks from its first seconds;
+    nothing for a file under :data:`ANNOUNCE_MIN_BYTES` bytes (``size``), or with
+    ``$GRPRUNE_FEATURIZE_PROGRESS`` (or ``mode``) ``none``."""
+    mode = (mode or os.environ.get("GRPRUNE_FEATURIZE_PROGRESS") or "auto").strip().lower()
+    if mode != "none" and size >= ANNOUNCE_MIN_BYTES:
+        print(text, file=stream if stream is not None else sys.stderr, flush=True)
+
+
 class Progress:
-    """Featurization progress on stderr: a rich bar with rate and ETA on a terminal, a plain
-    line at every 10 % otherwise, nothing below :data:`PROGRESS_MIN_ROWS` molecules.
+    """Featurization progress on stderr: a rich bar with rate and ETA on a terminal; plain
+    lines otherwise (a batch job's log): one when the work starts, then at every 10 % and
+    at least every :data:`PLAIN_INTERVAL_S` seconds; nothing below
+    :data:`PROGRESS_MIN_ROWS` molecules.
 
     Parameters
     ----------
@@ -318,10 +387,30 @@ class Progress:
         or ``auto``.
     stream : file, optional
         Default ``sys.stderr``.
+    verb : str
+        What is done to the molecules, as the lines begin (``"featurizing"``,
+        ``"scaffolds of"``).
+    unit : str
+        What is counted (``"molecules"``, ``"configurations"``).
+    note : str
+        Added to the first plain line (e.g. rows and distinct SMILES).
+    interval_s : float, optional
+        Seconds between plain lines at most; default :data:`PLAIN_INTERVAL_S`
+        (``$GRPRUNE_PROGRESS_INTERVAL`` overrides).
     """
 
-    def __init__(self, total: int, what: str, mode: str | None = None, stream=None) -> None:
-        self.total, self.what, self.done = int(total), what, 0
+    def __init__(self, total: int, what: str, mode: str | None = None, stream=None, *,
+                 verb: str = "featurizing", unit: str = "molecules", note: str = "",
+                 interval_s: float | None = None) -> None:
+        self.total, self.what, self.done, self.verb = int(total), what, 0, verb
+        self.unit = unit
+        if interval_s is None:
+            try:
+                interval_s = float(os.environ.get("GRPRUNE_PROGRESS_INTERVAL") or
+                                   PLAIN_INTERVAL_S)
+            except ValueError:
+                interval_s = PLAIN_INTERVAL_S
+        self.interval_s = interval_s
         self.stream = stream if stream is not None else sys.stderr
         mode = (mode or os.environ.get("GRPRUNE_FEATURIZE_PROGRESS") or "auto").strip().lower()
         if mode == "auto":
@@ -329,8 +418,12 @@ class Progress:
                     "rich" if getattr(self.stream, "isatty", lambda: False)() else "plain")
         self.mode = mode if mode in ("rich", "plain") else "none"
         self.t0 = time.perf_counter()
+        self._last_line = self.t0
         self._next_tenth = 1
         self._rich = None
+        if self.mode == "plain":
+            print(f"{verb} {what}: {self.total:,} {unit}{f' ({note})' if note else ''}",
+                  file=self.stream, flush=True)
         if self.mode == "rich":
             from rich.console import Console
             from rich.progress import (BarColumn, MofNCompleteColumn, TextColumn,
@@ -338,8 +431,8 @@ class Progress:
             from rich.progress import Progress as RichProgress
 
             self._rich = RichProgress(
-                TextColumn("featurizing {task.description}"), BarColumn(),
-                MofNCompleteColumn(), TextColumn("{task.fields[rate]} molecules/s"),
+                TextColumn(f"{verb} {{task.description}}"), BarColumn(),
+                MofNCompleteColumn(), TextColumn(f"{{task.fields[rate]}} {unit}/s"),
                 TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
                 console=Console(file=self.stream), transient=False)
             self._task = self._rich.add_task(what, total=self.total, rate="-")
@@ -356,12 +449,14 @@ class Progress:
             self._rich.update(self._task, completed=self.done, rate=f"{self.rate():,.0f}")
         elif self.mode == "plain" and self.total:
             tenth = self.done * 10 // self.total
-            if tenth >= self._next_tenth:
-                self._next_tenth = tenth + 1
+            now = time.perf_counter()
+            if tenth >= self._next_tenth or now - self._last_line >= self.interval_s:
+                self._next_tenth = max(self._next_tenth, tenth + 1)
+                self._last_line = now
                 rate = self.rate()
                 eta = (self.total - self.done) / rate if rate > 0 else 0.0
-                print(f"featurizing {self.what}: {self.done:,}/{self.total:,} molecules "
-                      f"({100 * self.done // self.total}%), {rate:,.0f} molecules/s, "
+                print(f"{self.verb} {self.what}: {self.done:,}/{self.total:,} {self.unit} "
+                      f"({100 * self.done // self.total}%), {rate:,.0f} {self.unit}/s, "
                       f"ETA {time.strftime('%H:%M:%S', time.gmtime(eta))}",
                       file=self.stream, flush=True)
 

@@ -17,6 +17,7 @@ valence check, then featurized with OGB's ``atom_to_feature_vector`` and
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping, Sequence
@@ -28,12 +29,51 @@ import torch
 from grprune.record.files import file_sha256  # noqa: F401  (re-exported)
 from grprune.compat import dgl
 from grprune.errors import DataError
+from grprune.hparams import short_repr
 
 if TYPE_CHECKING:  # RDKit and OGB are imported where used, so that importing is cheap
     from rdkit import Chem
 
 NUM_ATOM_FEATURES = 9
 NUM_BOND_FEATURES = 3
+#: the most heavy atoms a molecule may have (``data.max_atoms`` of ``molecule-csv``): a
+#: larger one is skipped with the reason ``too large`` before RDKit sees it (RDKit's
+#: scaffold and canonical-SMILES code is superlinear: 2 s at 1,000 atoms, over 100 s at
+#: 4,000, and cannot be interrupted). Drug-like sets stay far below it (ogbg-molhiv's
+#: largest molecule has 222 heavy atoms).
+MAX_ATOMS = 500
+#: the reason of a molecule over :data:`MAX_ATOMS`, as it begins in skip reasons
+TOO_LARGE = "too large"
+# one heavy atom of a SMILES: a bracket atom that is not hydrogen, or an organic-subset atom
+_ATOM_TOKEN = re.compile(r"\[(?!\d*H[^a-z])[^\]]*\]|Br|Cl|[BCNOPSFIbcnops]")
+
+
+def heavy_atom_count(smiles: str) -> int:
+    """The heavy (non-hydrogen) atoms of a SMILES string, counted from its text alone.
+
+    Linear in the length and independent of RDKit, so it bounds a molecule before any
+    parsing: bracket atoms (``[nH]``, ``[Na+]``; not ``[H]`` or ``[2H]``) and the organic
+    subset (``B C N O P S F Cl Br I`` and aromatic ``b c n o p s``). Exact for valid
+    SMILES; for invalid text it is an estimate (RDKit then rejects the string anyway).
+
+    Examples
+    --------
+    >>> heavy_atom_count("c1ccccc1O"), heavy_atom_count("[Na+].[Cl-]"), heavy_atom_count("[2H]C")
+    (7, 2, 1)
+    """
+    return len(_ATOM_TOKEN.findall(smiles)) if isinstance(smiles, str) else 0
+
+
+def too_large_reason(smiles: str, max_atoms: int = MAX_ATOMS) -> str | None:
+    """``"too large: 20,000 heavy atoms (the limit is 500, data.max_atoms)"`` for a SMILES
+    over ``max_atoms`` heavy atoms (:func:`heavy_atom_count`), else None; ``max_atoms`` 0
+    means no limit."""
+    if not max_atoms or not isinstance(smiles, str) or len(smiles) <= max_atoms:
+        return None  # a SMILES has at least one character per heavy atom
+    n = heavy_atom_count(smiles)
+    if n <= max_atoms:
+        return None
+    return f"{TOO_LARGE}: {n:,} heavy atoms (the limit is {max_atoms:,}, data.max_atoms)"
 
 
 def graph_from_arrays(
@@ -110,7 +150,8 @@ def _lenient_arrays(smiles: str) -> dict | None:
             "num_nodes": len(node_feat)}
 
 
-def smiles_to_graph(smiles: str, lenient: bool = False) -> dgl.DGLGraph:
+def smiles_to_graph(smiles: str, lenient: bool = False,
+                    max_atoms: int = MAX_ATOMS) -> dgl.DGLGraph:
     """Featurize one SMILES string with :func:`ogb.utils.smiles2graph`.
 
     Parameters
@@ -120,6 +161,9 @@ def smiles_to_graph(smiles: str, lenient: bool = False) -> dgl.DGLGraph:
     lenient : bool
         If RDKit rejects the molecule, retry without the valence check (see
         the module docstring).
+    max_atoms : int
+        Refuse a molecule with more heavy atoms than this (:data:`MAX_ATOMS`; 0: no limit)
+        before RDKit parses it.
 
     Returns
     -------
@@ -130,23 +174,27 @@ def smiles_to_graph(smiles: str, lenient: bool = False) -> dgl.DGLGraph:
     Raises
     ------
     DataError
-        If RDKit cannot parse ``smiles`` or the molecule has no atoms.
+        If RDKit cannot parse ``smiles``, the molecule has no atoms, or it has more than
+        ``max_atoms`` heavy atoms (the message begins ``too large``).
     """
     from ogb.utils import smiles2graph
     from rdkit import rdBase
 
     if not isinstance(smiles, str) or not smiles.strip():
         raise DataError(f"empty or missing SMILES {smiles!r}")
+    large = too_large_reason(smiles, max_atoms)
+    if large:
+        raise DataError(large)
     with rdBase.BlockLogs():
         try:
             d = smiles2graph(smiles)
         except Exception:  # MolFromSmiles gave None (AttributeError) or RDKit failed
             d = _lenient_arrays(smiles) if lenient else None
             if d is None:
-                raise DataError(f"RDKit cannot parse SMILES {smiles!r}: "
+                raise DataError(f"RDKit cannot parse SMILES {short_repr(smiles)}: "
                                 f"{unparsable_reason(smiles)}") from None
     if d["num_nodes"] == 0:
-        raise DataError(f"SMILES {smiles!r} has no atoms")
+        raise DataError(f"SMILES {short_repr(smiles)} has no atoms")
     return graph_from_arrays(d["edge_index"], d["node_feat"], d["edge_feat"], d["num_nodes"])
 
 

@@ -36,8 +36,10 @@ DATASETS = Registry("dataset", entry_point_group="grprune.datasets")
 
 def default_root() -> Path:
     """Data root: ``$GRPRUNE_DATA_ROOT`` if set and non-empty, else ``~/.cache/grprune/data``."""
+    from grprune.record.userfiles import expand_user
     env = os.environ.get("GRPRUNE_DATA_ROOT", "").strip()
-    return Path(env).expanduser() if env else Path("~/.cache/grprune/data").expanduser()
+    return expand_user(env or "~/.cache/grprune/data",
+                       "GRPRUNE_DATA_ROOT" if env else "the default data root")
 
 
 class DatasetSource(Configurable):
@@ -177,7 +179,8 @@ class FileDatasetSource(DatasetSource):
     def resolve_params(cls, params: dict[str, Any] | None = None) -> dict[str, Any]:
         out = super().resolve_params(params)
         if out.get("path"):
-            path = Path(out["path"]).expanduser().resolve()
+            from grprune.record.userfiles import expand_user
+            path = expand_user(out["path"], "data.path").resolve()
             out["path"] = str(path)
             if path.is_file():
                 out["source_sha256"] = file_digest(path)
@@ -225,5 +228,6 @@ def load_dataset(
     if split is not None:
         params["split"] = split
     resolved = cls.resolve_params(params)
-    root = Path(root).expanduser() if root is not None else default_root()
+    from grprune.record.userfiles import expand_user
+    root = expand_user(root, "--root") if root is not None else default_root()
     return cls().load(root=root, download=download, **resolved)

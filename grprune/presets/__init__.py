@@ -101,15 +101,12 @@ def available() -> dict[str, Path]:
 
 
 def _read(path: Path) -> Any:
+    from grprune.record.userfiles import load_yaml, read_config_text
+    text = read_config_text(path, "preset file")  # UTF-8, bounded size
+    if path.suffix != ".json":
+        return load_yaml(text, f"preset file {path}")  # aliases refused
     try:
-        text = path.read_text()
-    except OSError as exc:
-        raise GrpruneError(f"cannot read preset file {path}: {exc.strerror}") from None
-    try:
-        if path.suffix == ".json":
-            return json.loads(text)
-        import yaml
-        return yaml.safe_load(text)
+        return json.loads(text)
     except Exception as exc:
         raise GrpruneError(f"cannot parse preset file {path}: "
                            f"{str(exc).splitlines()[0]}") from None

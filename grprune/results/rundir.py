@@ -41,7 +41,7 @@ import zipfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, NoReturn
 
 from grprune.errors import GrpruneError
 
@@ -283,28 +283,43 @@ class RunDir:
             resuming would leave a gap in the run's epochs.
         """
         records = self.records()[:n]
-        if [r.epoch for r in records] != list(range(n)):
+        epochs = [r.epoch for r in records]
+        if epochs != list(range(n)):
+            k = next((i for i, e in enumerate(epochs) if e != i), len(epochs))
+            found = (f"line {k + 1} is epoch {epochs[k]}" if k < len(epochs) else
+                     f"it ends after {k} sound line{'s' if k != 1 else ''}")
             raise GrpruneError(
-                f"{self.path / RESULTS} holds {len(records)} sound epoch records where "
-                f"{STATE} counts {n} (a damaged line); resuming would leave a gap, so run "
-                f"it again with --force to start over")
+                f"{self.path / RESULTS} does not hold the {n} epoch records {STATE} counts "
+                f"(epochs 0..{n - 1}): {found}, where epoch {k} belongs (a damaged or "
+                f"missing line). Resuming would leave a gap: restore the file from a copy, "
+                f"or run the same command with --force to start this run over")
         return records
 
-    def read_state(self) -> dict:
-        """``state.pt`` (:mod:`grprune.trainstate`), read without running code from it.
+    def read_state(self, epochs: int | None = None) -> dict:
+        """``state.pt`` (:mod:`grprune.trainstate`), read without running code from it, and
+        checked as a whole before anything of it is used.
 
         :func:`torch.load` with ``weights_only=True`` accepts tensors and plain Python
         values only, so a pickle that would run code (a run directory copied from
-        someone else) is refused before anything of it runs.
+        someone else) is refused before anything of it runs. What loads is then checked
+        by :func:`grprune.trainstate.state_problem`: every key and its type, ``epoch``
+        in ``[0, epochs - 1]``, the record count, the selected epoch, the random streams
+        (the model's shapes are checked against the model by the trainer,
+        :func:`grprune.trainstate.model_problem`, through :meth:`reject_state`).
+
+        Parameters
+        ----------
+        epochs : int, optional
+            The run's ``train.epochs``.
 
         Raises
         ------
         GrpruneError
             If the file cannot be read that way (corrupt, its archive's CRC-32 checksums
-            do not match, or not what grprune writes). The file is moved aside to
-            ``state.rejected.pt`` first, so that running the same command again starts
-            the run over and nothing is silently discarded.
+            do not match, or not what grprune writes) or its contents are not a state of
+            this run (:meth:`reject_state`).
         """
+        from grprune.trainstate import state_problem
         path = self.path / STATE
         bad = damaged_zip_member(path)  # torch.load does not check the archive's checksums
         reason = None if bad is None else f"it is damaged ({bad} does not match its checksum)"
@@ -312,12 +327,35 @@ class RunDir:
         if reason is None:
             reason, state = _torch_state(path)
         if state is not None:
-            return state
+            problem = state_problem(state, epochs)
+            if problem is None:
+                return state
+            self.reject_state(problem, loaded=True)
+        self.reject_state(reason or "it is not a grprune training state")
+
+    def reject_state(self, reason: str, loaded: bool = False) -> NoReturn:
+        """Move ``state.pt`` aside to ``state.rejected.pt`` (nothing is silently
+        discarded) and say why, so that the same command starts the run over.
+
+        Parameters
+        ----------
+        reason : str
+            What is wrong with it, in words (``"its epoch is -5, outside ..."``).
+        loaded : bool
+            It was read (tensors and plain values only) but its contents are refused.
+
+        Raises
+        ------
+        GrpruneError
+            Always: the message names the file, the reason and what to do.
+        """
+        path = self.path / STATE
         aside = path.with_name(REJECTED_STATE)
-        path.replace(aside)
-        raise GrpruneError(f"{path} was not loaded, so no code in it ran: {reason}. It was "
-                           f"moved to {aside.name}; run the same command again to start this "
-                           f"run over")
+        if path.exists():
+            path.replace(aside)
+        done = ("nothing of it was used" if loaded else "so no code in it ran")
+        raise GrpruneError(f"{path} was not loaded, {done}: {reason}. It was moved to "
+                           f"{aside.name}; run the same command again to start this run over")
 
     def require_checkpoint(self) -> Path:
         """``checkpoint.pt``'s path.
@@ -463,7 +501,16 @@ class RunDir:
             If another process holds it.
         """
         from filelock import Timeout
+        if self.path.is_symlink() and not self.path.exists():
+            raise GrpruneError(f"{self.path} is a symbolic link to {os.readlink(self.path)}, "
+                               f"which does not exist; create that folder, remove the link, "
+                               f"or choose another --out")
         self.path.mkdir(parents=True, exist_ok=True)
+        lock_path = self.path / LOCK
+        if lock_path.is_symlink():  # never follow a link to lock (or create) another file
+            raise GrpruneError(f"{lock_path} is a symbolic link (to {os.readlink(lock_path)}), "
+                               f"not the plain file grprune locks; remove it (rm "
+                               f"'{lock_path}') and run the same command again")
         lock = self._lock()
         try:
             lock.acquire(timeout=0)

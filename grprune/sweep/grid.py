@@ -22,17 +22,22 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from grprune.errors import GrpruneError, did_you_mean
+from grprune.hparams import short_repr
 from grprune.record.runconfig import RunConfig
 from grprune.record.settings import OPTION_KEYS, PART_KEYS, lookup
 from grprune.sweep.parsing import (parse_hparams, parse_ints, parse_reg, parse_seeds,
                                    split_list)
 from grprune.sweep.parsing import parse_seeds_items  # noqa: F401  (importable from here too)
 
+#: the most grid points one sweep expands (``--seeds`` alone takes at most
+#: :data:`grprune.sweep.parsing.MAX_SEEDS`)
+MAX_POINTS = 10_000
 #: grid axes besides the ``-H`` keys, in expansion order (the seed varies fastest)
 AXES = ("data", "split", "shift", "encoder", "preset", "selector", "reg", "epochs", "seed")
 #: settings that are the same for every configuration of a grid
@@ -74,6 +79,12 @@ class Grid:
         names = [a for a in AXES if a in self.axes and a != "seed"]
         names += list(self.hparams) + (["seed"] if "seed" in self.axes else [])
         lists = [self.hparams[n] if n in self.hparams else self.axes[n] for n in names]
+        count = math.prod(len(v) for v in lists)
+        if count > MAX_POINTS:  # counted before the product is built
+            sizes = " x ".join(f"{len(v):,} {n}" for n, v in zip(names, lists) if len(v) > 1)
+            raise GrpruneError(f"{self.origin}: the grid has {count:,} points ({sizes}); a "
+                               f"sweep runs at most {MAX_POINTS:,} (split it into several "
+                               f"sweeps)")
         return [dict(zip(names, combo)) for combo in itertools.product(*lists)]
 
 
@@ -133,7 +144,7 @@ def _text(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if value is None or isinstance(value, (dict, list)):
-        raise GrpruneError(f"expected a number or a string, got {value!r}")
+        raise GrpruneError(f"expected a number or a string, got {short_repr(value)}")
     return str(value)
 
 
@@ -170,7 +181,7 @@ def grid_from_mapping(spec: Mapping[str, Any], origin: str) -> Grid:
     for key in spec:
         if key not in SPEC_KEYS:
             hint = did_you_mean(key, SPEC_KEYS)
-            raise GrpruneError(f"unknown key {key!r} in {origin}.{hint} "
+            raise GrpruneError(f"unknown key {short_repr(key)} in {origin}.{hint} "
                                f"Keys: {', '.join(k for k in SPEC_KEYS if k != 'seed')}")
     grid = Grid(origin=origin)
     try:
@@ -237,15 +248,11 @@ def load_spec(path: str | Path) -> list[Grid]:
         If the file is missing or unreadable, not YAML, empty, or holds anything but
         a mapping or a list of mappings, or a grid is malformed.
     """
-    import yaml
-    p = Path(path)
+    from grprune.record.userfiles import expand_user, load_yaml, read_config_text
+    p = expand_user(path, "sweep spec")
     if not p.is_file():
         raise GrpruneError(f"sweep spec not found: {p}")
-    try:
-        data = yaml.safe_load(p.read_text())
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise GrpruneError(f"cannot parse sweep spec {p}: {first}") from None
+    data = load_yaml(read_config_text(p, "sweep spec"), f"sweep spec {p}")  # no aliases
     if isinstance(data, Mapping):
         return [grid_from_mapping(data, f"sweep spec {p}")]
     if isinstance(data, list) and data:
@@ -452,22 +459,36 @@ def _resolve_points(todo: Sequence[tuple], grids: Sequence[Grid]) -> tuple[list,
     resolved: list[tuple[RunConfig | None, list[str], GrpruneError | None]] = []
     applicable: set[str] = set()
     bases: dict[int, RunConfig | None] = {}
-    for i, (gi, point, overrides) in enumerate(todo):
-        try:
-            cfg = _resolve(point, grids[gi].fixed, overrides)
-            resolved.append((cfg, [], None))
-            applicable.update(o.split("=", 1)[0] for o in overrides)
-        except GrpruneError as exc:
-            resolved.append((None, [], exc))
-            try:
-                bases[i] = _resolve(point, grids[gi].fixed, [])
-            except GrpruneError:
-                bases[i] = None
-            base = bases[i]
-            if base is not None:
-                applicable.update(k for k in (o.split("=", 1)[0] for o in overrides)
-                                  if applies(k, base))
+    from grprune.data.featurize import Progress
+    bar = Progress(len(todo), "the sweep's grid points", verb="resolving",
+                   unit="configurations")  # from 5,000 points: plain lines without a terminal
+    try:
+        for i, (gi, point, overrides) in enumerate(todo):
+            _resolve_point(i, gi, point, overrides, grids, resolved, bases, applicable)
+            bar.advance(1)
+    finally:
+        bar.close()
     return resolved, bases, applicable
+
+
+def _resolve_point(i: int, gi: int, point: dict, overrides: list[str], grids: Sequence[Grid],
+                   resolved: list, bases: dict, applicable: set) -> None:
+    """:func:`_resolve_points` for grid point ``i``: appends to ``resolved`` and fills
+    ``bases`` and ``applicable``."""
+    try:
+        cfg = _resolve(point, grids[gi].fixed, overrides)
+        resolved.append((cfg, [], None))
+        applicable.update(o.split("=", 1)[0] for o in overrides)
+    except GrpruneError as exc:
+        resolved.append((None, [], exc))
+        try:
+            bases[i] = _resolve(point, grids[gi].fixed, [])
+        except GrpruneError:
+            bases[i] = None
+        base = bases[i]
+        if base is not None:
+            applicable.update(k for k in (o.split("=", 1)[0] for o in overrides)
+                              if applies(k, base))
 
 
 def _drop_inapplicable(todo: Sequence[tuple], grids: Sequence[Grid], resolved: list,

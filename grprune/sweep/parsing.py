@@ -19,6 +19,10 @@ import re
 from typing import Any, Iterable
 
 from grprune.errors import GrpruneError
+from grprune.hparams import short_repr
+
+#: the most seeds one sweep takes (``--seeds 0-100000`` is refused, not expanded)
+MAX_SEEDS = 10_000
 
 _COMMA = re.compile(r"(?<!\\),")
 
@@ -45,7 +49,8 @@ def split_list(text: str, what: str) -> list[str]:
     """
     items = [p.strip().replace("\\,", ",") for p in _COMMA.split(str(text))]
     if not all(items):
-        raise GrpruneError(f"bad {what} value {text!r}: empty item in the comma list")
+        raise GrpruneError(f"bad {what} value {short_repr(text)}: empty item in the comma "
+                           f"list")
     return items
 
 
@@ -68,7 +73,8 @@ def parse_seeds(text: str | int | Iterable) -> list[int]:
     ([0, 1, 2, 5], [3], [1, 4, 5])
     """
     if isinstance(text, bool):
-        raise GrpruneError(f"bad seeds value {text!r}: expected integers or ranges like 1-4")
+        raise GrpruneError(f"bad seeds value {short_repr(text)}: expected integers or ranges "
+                           f"like 1-4")
     if isinstance(text, int):
         return [text]
     items: list[str] = []
@@ -77,25 +83,30 @@ def parse_seeds(text: str | int | Iterable) -> list[int]:
     else:
         for item in text:
             items += parse_seeds_items(item)
-    out: list[int] = []
+    out: dict[int, None] = {}  # ordered, without repeats
     for item in items:
-        m = re.fullmatch(r"\s*(\d+)\s*-\s*(\d+)\s*", item)
+        m = re.fullmatch(r"\s*(\d{1,19})\s*-\s*(\d{1,19})\s*", item)
         try:
-            seeds = (list(range(int(m.group(1)), int(m.group(2)) + 1)) if m
-                     else [int(item)])
+            seeds = (range(int(m.group(1)), int(m.group(2)) + 1) if m
+                     else range(int(item), int(item) + 1) if len(item) <= 40 else range(0))
         except ValueError:
-            seeds = []
+            seeds = range(0)
         if not seeds:
-            raise GrpruneError(f"bad seeds value {item!r}: expected integers and ranges "
-                               f"like --seeds 1-4 or --seeds 0,2,5")
-        out += [s for s in seeds if s not in out]
-    return out
+            raise GrpruneError(f"bad seeds value {short_repr(item)}: expected integers and "
+                               f"ranges like --seeds 1-4 or --seeds 0,2,5")
+        if len(out) + len(seeds) > MAX_SEEDS:  # counted before any list is built
+            raise GrpruneError(f"--seeds {short_repr(str(text))} asks for more than "
+                               f"{MAX_SEEDS:,} seeds; a sweep takes at most {MAX_SEEDS:,} "
+                               f"(split it into several sweeps)")
+        out.update(dict.fromkeys(seeds))
+    return list(out)
 
 
 def parse_seeds_items(item: Any) -> list[str]:
     """One element of a YAML seeds list as comma items (``3`` -> ``["3"]``)."""
     if isinstance(item, bool) or not isinstance(item, (int, str)):
-        raise GrpruneError(f"bad seeds value {item!r}: expected integers or ranges like 1-4")
+        raise GrpruneError(f"bad seeds value {short_repr(item)}: expected integers or ranges "
+                           f"like 1-4")
     return split_list(str(item), "seeds")
 
 
@@ -114,7 +125,7 @@ def parse_ints(text: str | int | Iterable, what: str) -> list[int]:
     try:
         return [int(v) for v in items]
     except ValueError:
-        raise GrpruneError(f"bad {what} value {text!r}: expected integers, "
+        raise GrpruneError(f"bad {what} value {short_repr(text)}: expected integers, "
                            f"e.g. {what} 5,10") from None
 
 
@@ -135,7 +146,7 @@ def parse_reg(values: Iterable[str]) -> list[str]:
         for item in str(value).split(";"):
             item = item.strip()
             if not item:
-                raise GrpruneError(f"bad --reg value {value!r}: empty regularizer set "
+                raise GrpruneError(f"bad --reg value {short_repr(value)}: empty regularizer set "
                                    f"(write none for plain ERM)")
             out.append(item)
     return out
