@@ -9,15 +9,19 @@
 #   bash benchmarks/device.sh wait [S]   # wait up to S seconds more for the sweep
 #   bash benchmarks/device.sh bench      # CUDA speed benchmark (after the sweep: timings
 #                                        # taken beside 16 training runs would be meaningless)
-#   bash benchmarks/device.sh speed [S]  # issue 43's targets in one call of at most S s
+#   bash benchmarks/device.sh speed [S]  # issues 43 and 49 in one call of at most S s
 #                                        # (default 450): benchmarks/speed/targets.py, the
-#                                        # fast path on and off, profiles; the CUDA tests
+#                                        # fast path on and off, deterministic on and off,
+#                                        # profiles, the padding A/B, op counts, the device
+#                                        # tests, then the drift of one seed
+#                                        # (GRPRUNE_DEVICE=cpu: the same on a CPU, --quick)
 # GRPRUNE_SPEC names the sweep: a name under benchmarks/accuracy (default good-motif:
 # benchmarks/accuracy/good-motif.yaml; good-hiv is the other one that needs a GPU) or the path
 # of a spec file (e.g. benchmarks/accuracy/prune/motif-paper-gpu.yaml). Results land in $OUT:
 # acc-<spec name>.tgz (run folders without checkpoints; edge_probs.npz kept), sweep.out,
-# speed-cuda.jsonl; speed: cuda-targets.jsonl, profile-*.txt, targets-runs.tgz, speed.log,
-# cuda-tests*.txt (benchmarks/speed/README.md, "Prepared for the next GPU session").
+# speed-cuda.jsonl; speed: cuda-targets.jsonl (padding A/B rows labelled pad-false/pad-true),
+# profile-*.txt, targets-runs*.tgz, opcount-cuda.jsonl, drift.jsonl, speed.log, cuda-tests*.txt
+# (benchmarks/speed/README.md, "Prepared for the next GPU session" and "Ops per step").
 # Each call must follow the last within the machine's 30 s idle release.
 #
 # The 16 sweep workers share one GPU. Without help the GPU time-slices between their CUDA
@@ -58,11 +62,16 @@ start_mps() {
     echo quit | nvidia-cuda-mps-control 2>/dev/null; sleep 2; echo "mps: off (failed)"
   fi
 }
-# speed: install (above), GOOD-Motif generated on the CPU while the fast path's CUDA tests run,
-# then the timings alone on the machine, then the other CUDA tests with the time left.
+# speed: install (above), GOOD-Motif generated on the CPU while the fast path's device tests
+# run, then the timings alone on the machine (with the padding A/B where the tree has the
+# switch), the op counts, the other device tests, and with the time left the drift of one seed
+# without deterministic kernels (issue 49, item 6).
 speed() {
-  local budget=${1:-450} left
-  export GRPRUNE_TEST_DATA_ROOT=$GRPRUNE_DATA_ROOT  # the CUDA tests read the data prepared here
+  local budget=${1:-450} left k quick="" steps=8 pad="" main
+  export GRPRUNE_TEST_DATA_ROOT=$GRPRUNE_DATA_ROOT  # the device tests read the data prepared here
+  # tests/test_device.py takes the device as a parameter: the cuda ones here (CI runs the cpu
+  # ones); a CPU try runs the cpu ones, the plan --quick and fewer counted steps
+  if [ "${DEVICE%%:*}" = cpu ]; then k="not cuda"; quick=--quick; steps=4; else k=cuda; fi
   nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader \
     2>/dev/null || echo "no nvidia-smi"
   echo quit | nvidia-cuda-mps-control 2>/dev/null  # one process on the GPU at a time
@@ -72,23 +81,65 @@ torch.cuda.is_available(), 'dgl', grprune.compat.dgl.__version__, 'cpus', torch.
   $PY -m grprune data info ogbg-molbbbp >/dev/null || exit 1
   $PY -m grprune data info good-motif --split basis >/tmp/motif-data.out 2>&1 &
   local motif=$!
+  # the padding switch (issue 49, item 2): an A/B only where this tree knows both settings
+  local pad_on=${GRPRUNE_PAD_ON:-train.pad_buckets=true}
+  local pad_off=${GRPRUNE_PAD_OFF:-train.pad_buckets=false}
+  if $PY -c "import sys; from grprune.resolve import resolve_config
+for o in sys.argv[1:]: resolve_config(overrides=[o])" "$pad_on" "$pad_off" >/dev/null 2>&1; then
+    pad=1; echo "padding: A/B with $pad_off and $pad_on"
+  else
+    echo "padding: $pad_on or $pad_off unknown to this tree: no padding A/B"
+  fi
   if [ "${GRPRUNE_CUDA_TESTS:-1}" = 1 ]; then
-    timeout 150 $PY -m pytest -q -p no:cacheprovider -k fast_path tests/test_device.py \
-      >"$OUT/cuda-tests-fast.txt" 2>&1
-    echo "pytest rc $?" >>"$OUT/cuda-tests-fast.txt"; tail -1 "$OUT/cuda-tests-fast.txt"
+    timeout 150 $PY -m pytest -q -p no:cacheprovider -k "fast_path and ($k)" \
+      tests/test_device.py >"$OUT/cuda-tests-fast.txt" 2>&1
+    echo "pytest rc $?" >>"$OUT/cuda-tests-fast.txt"; tail -2 "$OUT/cuda-tests-fast.txt"
   fi
   wait $motif || { tail -5 /tmp/motif-data.out; exit 1; }
   echo "data ready, fast-path tests done after $(( $(date +%s) - t0 )) s"
-  left=$(( budget - ($(date +%s) - t0) - ${GRPRUNE_TESTS_RESERVE:-40} ))
-  # shellcheck disable=SC2086  # GRPRUNE_TARGETS_ARGS: more flags, e.g. --only motif --quick
-  $PY benchmarks/speed/targets.py --device "$DEVICE" --out "$OUT" --budget "$left" \
+  # GRPRUNE_TESTS_RESERVE: seconds kept for the op counts and the other device tests
+  left=$(( budget - ($(date +%s) - t0) - ${GRPRUNE_TESTS_RESERVE:-120} ))
+  main=$(( pad ? left * 2 / 3 : left ))
+  # shellcheck disable=SC2086  # GRPRUNE_TARGETS_ARGS: more flags, e.g. --only motif
+  $PY benchmarks/speed/targets.py --device "$DEVICE" --out "$OUT" --budget "$main" $quick \
     ${GRPRUNE_TARGETS_ARGS:-}
   echo "targets done after $(( $(date +%s) - t0 )) s"
+  if [ -n "$pad" ]; then
+    for setting in "$pad_off" "$pad_on"; do
+      left=$(( (budget - ($(date +%s) - t0) - ${GRPRUNE_TESTS_RESERVE:-120}) / 2 ))
+      [ "$setting" = "$pad_on" ] && left=$(( left * 2 ))
+      [ "$left" -gt 20 ] || { echo "padding: no time left for $setting"; break; }
+      # shellcheck disable=SC2086
+      $PY benchmarks/speed/targets.py --device "$DEVICE" --out "$OUT" --budget "$left" $quick \
+        --only molbbbp-prune-run-100:fast,motif-prune-epoch:fast -H "$setting" \
+        --label "pad-${setting##*=}"
+    done
+    echo "padding A/B done after $(( $(date +%s) - t0 )) s"
+  fi
+  # ATen ops per training step (the launches' proxy; on CUDA the profiler's launches too)
+  timeout 120 $PY benchmarks/speed/opcount.py --device "$DEVICE" --steps "$steps" \
+    --out "$OUT/opcount-${DEVICE%%:*}.jsonl" 2>&1 | grep -v '^USDT'
+  if [ -n "$pad" ]; then
+    for setting in "$pad_off" "$pad_on"; do
+      timeout 60 $PY benchmarks/speed/opcount.py --device "$DEVICE" --steps "$steps" \
+        --only molbbbp-prune,motif-prune -H "$setting" --label "pad-${setting##*=}" \
+        --out "$OUT/opcount-${DEVICE%%:*}.jsonl" 2>&1 | grep -v '^USDT'
+    done
+  fi
+  echo "op counts done after $(( $(date +%s) - t0 )) s"
   left=$(( budget - ($(date +%s) - t0) ))
   if [ "${GRPRUNE_CUDA_TESTS:-1}" = 1 ] && [ "$left" -gt 20 ]; then
-    timeout "$left" $PY -m pytest -q -p no:cacheprovider -k "not fast_path" \
+    timeout "$left" $PY -m pytest -q -p no:cacheprovider -k "not fast_path and ($k)" \
       tests/test_device.py >"$OUT/cuda-tests.txt" 2>&1
     echo "pytest rc $? (limit ${left} s)" >>"$OUT/cuda-tests.txt"; tail -2 "$OUT/cuda-tests.txt"
+  fi
+  # with the time left: two runs of one seed, deterministic kernels off (drift.jsonl)
+  left=$(( budget - ($(date +%s) - t0) - 5 ))
+  if [ "$left" -ge "${GRPRUNE_DRIFT_MIN:-60}" ]; then
+    $PY benchmarks/speed/drift.py --device "$DEVICE" --budget "$left" $quick \
+      --out "$OUT/drift.jsonl"
+  else
+    echo "drift: ${left} s left, under ${GRPRUNE_DRIFT_MIN:-60} s: not run"
   fi
   echo "speed done after $(( $(date +%s) - t0 )) s"
 }
@@ -110,9 +161,11 @@ case ${1:-start} in
     setsid nohup python3 -m grprune sweep --spec "$SPEC_FILE" \
       --out "/tmp/$ROOT" --workers "$WORKERS" --device "$DEVICE" --progress plain \
       >/tmp/sweep.out 2>&1 &
-    # the CUDA tests (tests/test_device.py, skipped in CI), beside the sweep: GRPRUNE_CUDA_TESTS=0 skips
+    # the CUDA tests (tests/test_device.py's cuda parameters; CI runs the cpu ones), beside the
+    # sweep: GRPRUNE_CUDA_TESTS=0 skips
     [ "${GRPRUNE_CUDA_TESTS:-1}" = 1 ] && (timeout 420 python3 -m pytest -q -p no:cacheprovider \
-      tests/test_device.py >"$OUT/cuda-tests.txt" 2>&1; echo "pytest rc $?" >>"$OUT/cuda-tests.txt") &
+      -k cuda tests/test_device.py >"$OUT/cuda-tests.txt" 2>&1
+      echo "pytest rc $?" >>"$OUT/cuda-tests.txt") &
     TESTS=$!
     ;;
   wait) ;;

@@ -19,11 +19,18 @@ torch 2.13.0+cpu with MKL 2024.2 and GNU OpenMP; ``benchmarks/speed/README.md``)
   first epoch of one seed. Importing :mod:`grprune` pins the AVX2 kernels on every x86-64
   CPU that has AVX2 (``ATEN_CPU_CAPABILITY=avx2``, unless the user set it), so the CPU
   generation no longer matters.
-* **CUDA:** ``index_add_`` (message passing, readout) and the backward of indexing use
-  atomic adds whose order varies. ``torch.use_deterministic_algorithms(True)`` switches
-  them to deterministic kernels (PyTorch's documented list includes ``index_add`` and
-  ``index_put`` with ``accumulate=True`` on CUDA); cuBLAS additionally needs
-  ``CUBLAS_WORKSPACE_CONFIG=:4096:8``
+* **CUDA:** ``index_add_`` and the backward of indexing (``index_put_`` with
+  ``accumulate=True``) use atomic adds whose order varies;
+  ``torch.use_deterministic_algorithms(True)`` switches them to deterministic kernels
+  that sort their index on every call (PyTorch's documented list includes both). The
+  model's sums and gathers (message passing, readout, bond scores, the regularizers'
+  per-graph sums) therefore go through CSR layouts instead
+  (:class:`grprune.ops.Segments`, :meth:`grprune.batch.GraphBatch.segment_sum` and
+  :meth:`~grprune.batch.GraphBatch.gather`): the edges sorted by destination (and source,
+  and bond) once per batch, where batches are formed, then ``segment_reduce`` forward and a
+  gather backward, deterministic without atomics or a sort per step. On the CPU they add
+  the same numbers in the same order as ``index_add_``, so CPU records are unchanged bit
+  for bit. cuBLAS additionally needs ``CUBLAS_WORKSPACE_CONFIG=:4096:8``
   (https://docs.nvidia.com/cuda/cublas/#results-reproducibility).
 
 The promise that follows, with ``train.deterministic`` on (the default): the same seed,

@@ -6,7 +6,8 @@ import torch
 from torch import Tensor
 
 
-def cross_entropy(logits: Tensor, y: Tensor, reduction: str = "mean") -> Tensor:
+def cross_entropy(logits: Tensor, y: Tensor, reduction: str = "mean",
+                  mask: Tensor | None = None) -> Tensor:
     """Cross-entropy :math:`-\\log \\mathrm{softmax}(z)_y` per graph (paper Eq. 6).
 
     The same values as :func:`torch.nn.functional.cross_entropy`, written as
@@ -19,6 +20,10 @@ def cross_entropy(logits: Tensor, y: Tensor, reduction: str = "mean") -> Tensor:
     logits : Tensor of shape (B, C)
     y : Tensor of shape (B,), int64 class ids
     reduction : {"mean", "none"}
+    mask : Tensor of shape (B,), bool, optional
+        Graphs that count (False: padding, :func:`grprune.batch.pad_batch`); the mean is
+        then over them, :math:`\\sum_i m_i \\ell_i / \\max(1, \\sum_i m_i)`, written
+        without a host synchronisation. Ignored by ``reduction="none"``.
 
     Returns
     -------
@@ -27,4 +32,7 @@ def cross_entropy(logits: Tensor, y: Tensor, reduction: str = "mean") -> Tensor:
     per_graph = -torch.log_softmax(logits, dim=-1).gather(1, y.view(-1, 1)).squeeze(1)
     if reduction == "none":
         return per_graph
+    if mask is not None:
+        m = mask.to(per_graph.dtype)
+        return (per_graph * m).sum() / m.sum().clamp_min(1)
     return per_graph.mean() if per_graph.numel() else per_graph.sum()

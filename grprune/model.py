@@ -8,7 +8,7 @@ from typing import cast
 import torch
 from torch import Tensor, nn
 
-from grprune.batch import GraphBatch, segment_mean, segment_sum
+from grprune.batch import GraphBatch
 from grprune.encoders.base import Encoder, mlp
 from grprune.selectors.base import Selection, Selector
 
@@ -74,8 +74,8 @@ class GraphClassifier(nn.Module):
         edge_weight : Tensor of shape (E,), values in [0, 1], or None (all kept)
         """
         node_repr = self.encoder(batch, edge_weight)
-        pool = segment_mean if self.readout == "mean" else segment_sum
-        graph_repr = pool(node_repr, batch.node_graph, batch.num_graphs)
+        pool = batch.segment_mean if self.readout == "mean" else batch.segment_sum
+        graph_repr = pool(node_repr, "node_graph")
         if self.readout == "sum-l2":  # official code: g / (||g||_2 + 1e-8)
             graph_repr = graph_repr / (graph_repr.norm(dim=1, keepdim=True) + 1e-8)
         return ModelOutput(logits=self.head(graph_repr), graph_repr=graph_repr,

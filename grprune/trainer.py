@@ -8,9 +8,11 @@ full graphs. Every epoch evaluates train/valid/test; the reported test metric
 is the one at the best validation epoch after warm-up.
 
 ``train.fast_path`` (off by default; :func:`make_optimizer`, :meth:`Trainer.train_order`,
-:meth:`Trainer._batches`) computes the same method faster on a GPU. Not in it: CUDA graphs
-and ``torch.compile``, which need steps of static shapes (batches padded to a few node/edge
-counts, the padding kept out of BatchNorm and the readout): a change to encoders and selectors.
+:meth:`Trainer._batches`) computes the same method faster on a GPU. ``train.pad_buckets``
+(off by default; :meth:`Trainer.prepare_batch`) pads every training batch to one of at most
+8 static shapes (:func:`grprune.batch.choose_buckets`, :func:`grprune.batch.pad_batch`), the
+padding masked out of BatchNorm, the readout, the losses, the regularizers and the logged
+metrics: what CUDA graphs and ``torch.compile`` need (not in the trainer yet).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import torch
 
 from grprune import determinism
 from grprune import results as R
-from grprune.batch import GraphBatch
+from grprune.batch import Bucket, GraphBatch, choose_buckets, pad_to_bucket
 from grprune.compat import dgl  # noqa: F401  (DGL import order)
 from grprune.config import parse_milestones
 from grprune.data.store import GraphStore
@@ -46,7 +48,7 @@ from grprune.record.summary import RunSummary
 from grprune.regularizers import REGULARIZERS, Regularizer, StepContext
 from grprune.regularizers.base import check_supports, sum_terms
 from grprune.selectors import SELECTORS, check_selection
-from grprune.trainstate import Best, restore_state, state_of
+from grprune.trainstate import Best, model_problem, restore_state, state_of
 
 EVAL_SPLITS = ("train", "valid", "test", "id-valid")
 #: in-distribution hold-outs, evaluated with the selected checkpoint (id-valid every epoch too)
@@ -211,6 +213,7 @@ class Trainer:
         self.device_gen = (torch.Generator(self.device).manual_seed(self.tc.seed)
                            if self.fast and self.device.type == "cuda" else None)
         self.store = self._store()
+        self.buckets = self._buckets() if self.tc.pad_buckets else ()
         # evaluation batches are the same every epoch: batched once, then reused
         self._eval_batches: dict[str, list[GraphBatch]] = {}
         self._selection_checked = False  # the first selection is validated (check_selection)
@@ -228,13 +231,15 @@ class Trainer:
 
     def _check_labels(self) -> None:
         """Refuse an empty training split, and training labels of one class (nothing to
-        learn, every metric undefined); warn where an evaluated split's ROC-AUC is undefined
-        (one class there).
+        learn, every metric undefined); refuse validation labels of one class under
+        ROC-AUC (nothing to select on); warn where another evaluated split's ROC-AUC is
+        undefined (one class there: reported as undefined).
 
         Raises
         ------
         GrpruneError
-            If the training split is empty or its labels are all one class.
+            If the training split is empty or its labels are all one class, or, for
+            ROC-AUC, the validation split's are (model selection would run on NaN).
         """
         labels = self.dataset.labels.numpy()
         found: np.ndarray = np.unique(labels[self.splits.get("train", [])])
@@ -247,9 +252,18 @@ class Trainer:
             raise GrpruneError(f"every training label is {int(found[0])}: a classifier needs "
                                f"at least two classes (check the label column and the split)")
         for name, idx in self.splits.items():
-            if name != "train" and self.metric == "rocauc" and len(np.unique(labels[idx])) == 1:
-                warnings.warn(f"grprune: every {name} label is {int(labels[idx][0])}, so its "
-                              f"ROC-AUC is undefined (NaN)", stacklevel=3)
+            if name == "train" or self.metric != "rocauc" or len(np.unique(labels[idx])) != 1:
+                continue
+            if name == "valid":  # selection would run on NaN: no epoch could be chosen
+                metric = ("; or -H data.metric=accuracy to select on accuracy"
+                          if "metric" in getattr(self.cfg.data, "params", {}) else "")
+                raise GrpruneError(
+                    f"every valid label is {int(labels[idx][0])} ({len(idx)} graphs), so "
+                    f"its ROC-AUC is undefined and no epoch can be selected on it; choose "
+                    f"another split (--split, -H data.split_seed=N) or more data (data.limit)"
+                    f"{metric}")
+            warnings.warn(f"grprune: every {name} label is {int(labels[idx][0])}, so its "
+                          f"ROC-AUC is undefined (reported as undefined)", stacklevel=3)
 
     def _store(self) -> GraphStore:
         """The dataset as tensors (:class:`~grprune.data.store.GraphStore`), on the training
@@ -261,6 +275,23 @@ class Trainer:
             if store.nbytes() < free / 4:
                 store = store.to(self.device)
         return store
+
+    def _buckets(self) -> tuple[Bucket, ...]:
+        """``train.pad_buckets``' shapes for the training split (:func:`choose_buckets`);
+        a GrpruneError for a regularizer that does not mask padding (``Regularizer.pads``)."""
+        refused = [name for name, reg in self.regs.items() if not reg.pads]
+        if refused:
+            raise GrpruneError(f"train.pad_buckets: regularizer {', '.join(refused)} does not "
+                               f"mask padding out; run it without train.pad_buckets")
+        idx = torch.as_tensor(self.splits["train"], dtype=torch.long)
+        sizes = (getattr(self.store, k).cpu()[idx].numpy()
+                 for k in ("num_nodes", "num_edges", "num_bonds"))
+        return choose_buckets(*sizes, batch_size=self.tc.batch_size)
+
+    def prepare_batch(self, batch: GraphBatch) -> GraphBatch:
+        """A training batch as the step takes it, padded (``train.pad_buckets``) and with its
+        CSR layouts (:meth:`GraphBatch.prepare_segments`) computed here, not in the step."""
+        return pad_to_bucket(batch, self.buckets) if self.buckets else batch.prepare_segments()
 
     def train_order(self) -> np.ndarray:
         """This epoch's order of the training split (positions into it).
@@ -300,7 +331,8 @@ class Trainer:
         if train:
             size = self.tc.batch_size
             idx = self.splits["train"][self.train_order()]
-            batches = (self.store.batch(idx[k:k + size]).to(self.device, non_blocking=True)
+            batches = (self.prepare_batch(self.store.batch(idx[k:k + size]))
+                       .to(self.device, non_blocking=True)
                        for k in range(0, len(idx), size))
             early = self.fast and self.store.device.type == self.device.type
             yield from (list(batches) if early else batches)
@@ -338,7 +370,7 @@ class Trainer:
             if not warm and not self._selection_checked and out.selection is not None:
                 check_selection(out.selection, batch, self.cfg.selector_name)
                 self._selection_checked = True
-            ce = cross_entropy(out.logits, batch.y)
+            ce = cross_entropy(out.logits, batch.y, mask=batch.graph_mask)
             terms = {"ce": ce}
             total = ce
             if not warm and self.regs:
@@ -349,13 +381,13 @@ class Trainer:
             self.optimizer.zero_grad(set_to_none=True)
             total.backward()
             self.optimizer.step()
-            b = batch.num_graphs
+            b = batch.num_real_graphs
             graphs += b
             for k, v in terms.items():
                 sums[k] = sums.get(k, 0.0) + v.detach() * b
-            kept += (out.selection.edge_weight.detach().sum() if out.selection is not None
-                     else batch.src.numel())
-            edges += batch.src.numel()
+            kept += (batch.real_edge_sum(out.selection.edge_weight.detach())
+                     if out.selection is not None else batch.num_real_edges)
+            edges += batch.num_real_edges
         losses = {k: float(v) / max(graphs, 1) for k, v in sums.items()}
         if not math.isfinite(losses.get("total", 0.0)):
             raise DivergedError(f"loss became {losses['total']} at epoch {epoch}; "
@@ -440,6 +472,9 @@ class Trainer:
         records: list[EpochRecord] = []
         best, start, tc = Best(), 0, self.tc
         if resume is not None:
+            problem = model_problem(self, resume)  # another model's weights: refused whole
+            if problem:
+                self.rundir.reject_state(problem, loaded=True)
             restore_state(self, resume)
             best = Best(**resume["best"])
             records = (resume["records"] if "records" in resume  # read by run.execute
@@ -500,8 +535,10 @@ class Trainer:
                                            train=last.value("train", self.metric, math.nan))
         ev, edges = self.evaluate("test", use_selector=use_selector, collect_edges=True)
         assert edges is not None  # collect_edges=True always collects
-        self.rundir.write_edge_arrays(edge_probs_arrays(edges, getattr(self.dataset, "smiles",
-                                                                       None)))
+        self.rundir.write_edge_arrays(edge_probs_arrays(
+            edges, getattr(self.dataset, "smiles", None),
+            source_rows=getattr(self.dataset, "source_rows", None),
+            ids=getattr(self.dataset, "ids", None)))
         evals = {name: self.evaluate(name, use_selector=use_selector)[0]
                  for name in ("valid", *FINAL_SPLITS) if name in self.splits}
         evals["test"] = ev

@@ -63,23 +63,28 @@ def data_root(tmp_path_factory):
         os.environ["GRPRUNE_DATA_ROOT"] = old
 
 
-def steps_without_sync(trainer, batches) -> None:
-    """Train ``trainer`` on ``batches`` as its loop does (loss, regularizers, step) with
-    CUDA's sync debug mode at "error", so a host-device sync inside a step raises."""
+def train_steps(trainer, batches) -> None:
+    """Train ``trainer`` on ``batches`` as its loop does (loss, regularizers, step)."""
     from grprune.losses import cross_entropy
     from grprune.regularizers import StepContext
 
+    for batch in batches:
+        out = trainer.model(batch)
+        total = cross_entropy(out.logits, batch.y)
+        ctx = StepContext(batch=batch, output=out, model=trainer.model)
+        for reg in trainer.regs.values():
+            total = total + reg.weight * reg.loss(ctx)
+        trainer.optimizer.zero_grad(set_to_none=True)
+        total.backward()
+        trainer.optimizer.step()
+
+
+def steps_without_sync(trainer, batches) -> None:
+    """:func:`train_steps` with CUDA's sync debug mode at "error", so a host-device sync
+    inside a step raises (CUDA only: the mode does not exist on the CPU)."""
     torch.cuda.set_sync_debug_mode("error")
     try:
-        for batch in batches:
-            out = trainer.model(batch)
-            total = cross_entropy(out.logits, batch.y)
-            ctx = StepContext(batch=batch, output=out, model=trainer.model)
-            for reg in trainer.regs.values():
-                total = total + reg.weight * reg.loss(ctx)
-            trainer.optimizer.zero_grad(set_to_none=True)
-            total.backward()
-            trainer.optimizer.step()
+        train_steps(trainer, batches)
     finally:
         torch.cuda.set_sync_debug_mode("default")
 

@@ -26,7 +26,7 @@ def test_no_long_functions_or_modules():
             offenders.append(f"{rel}: module has {n_lines} lines (max {MAX_MODULE_LINES})")
         for node in ast.walk(ast.parse(source, filename=str(path))):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                length = node.end_lineno - node.lineno + 1
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
                 if length > MAX_FUNCTION_LINES:
                     offenders.append(f"{rel}:{node.lineno}: {node.name} has {length} lines "
                                      f"(max {MAX_FUNCTION_LINES})")

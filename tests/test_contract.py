@@ -226,7 +226,7 @@ def test_a_broken_selector_plugin_fails_with_its_name(tmp_path):
     finally:
         SELECTORS.unregister("test-broken")
     with pytest.raises(GrpruneError, match="not a Selection"):
-        check_selection((1, 2), None, "tuple-selector")
+        check_selection((1, 2), None, "tuple-selector")  # type: ignore[arg-type]  # wrong on purpose
 
 
 # -- the docs' examples of the four kinds of part (docs/extending.md) --------------
@@ -235,7 +235,9 @@ EXTENDING = Path(__file__).parents[1] / "docs" / "extending.md"
 
 def _docs_example(filename: str) -> str:
     page = EXTENDING.read_text()
-    code = re.search(rf"```python\n(# {re.escape(filename)}\n.*?)```", page, re.S).group(1)
+    match = re.search(rf"```python\n(# {re.escape(filename)}\n.*?)```", page, re.S)
+    assert match, f"{filename}: no such example in {EXTENDING.name}"
+    code = match.group(1)
     assert len(code.splitlines()) <= 25, f"{filename}: keep the docs' examples to 25 lines"
     return code
 
@@ -260,7 +262,7 @@ def test_docs_selector_encoder_dataset_examples_run(toy_batch, tmp_path):
                              flags={"train.epochs": 2, "train.device": "cpu",
                                     "train.warmup_epochs": 0, "train.batch_size": 8})
         summary = Trainer(cfg, load_dataset("rings-vs-paths", n=24), tmp_path).fit()
-        assert 0.0 <= summary.test <= 1.0
+        assert summary.test is not None and 0.0 <= summary.test <= 1.0
     finally:
         SELECTORS.unregister("degree-gumbel")
         ENCODERS.unregister("sum-mlp")

@@ -1,27 +1,44 @@
-"""The CUDA path: every part trains on a GPU, and a GPU checkpoint scores the same on the CPU.
+"""The device path: every part trains on the training device, a device checkpoint scores the
+same on the CPU, runs repeat and resume, and ``train.fast_path`` keeps its promises.
 
-Skipped where torch sees no CUDA device (CI). Run on a GPU machine with
-``python -m pytest tests/test_device.py`` (``benchmarks/device.sh speed`` runs the
-``fast_path`` tests first, ``-k fast_path``, and the others after its timings).
+Each test takes the device as a parameter: ``cpu`` always (CI runs these bodies, so an API
+change that breaks them fails there), ``cuda`` where torch sees a CUDA device. What only a
+GPU has (fused Adam, the shuffle drawn on the device, one evaluation batch by default, CUDA's
+sync debug mode) is asserted on ``cuda``; the ``cpu`` run asserts the CPU's side of the same
+rule, with fewer graphs and epochs. On a GPU machine, ``python -m pytest
+tests/test_device.py`` runs both; ``benchmarks/device.sh speed`` runs the ``cuda`` ones
+(``-k "fast_path and cuda"`` first, the others after its timings).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import os
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 import torch
 
 from grprune import results as R
+from grprune.record.epoch import EpochRecord
 from grprune.resolve import resolve_config
 from grprune.data import load_dataset
 from grprune.run import execute
+from grprune.runconfig import RunConfig
 from grprune.trainer import FAST_EVAL_BATCH, Trainer
-from tests.conftest import steps_without_sync
+from tests.conftest import steps_without_sync, train_steps
 
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+
+
+@pytest.fixture(params=[pytest.param("cpu", id="cpu"),
+                        pytest.param("cuda", id="cuda", marks=CUDA)])
+def device(request) -> str:
+    """The training device: ``cpu`` always, ``cuda`` where available."""
+    return request.param
 
 
 @pytest.fixture(autouse=True)
@@ -31,7 +48,10 @@ def _prepared_data(monkeypatch):
     if os.environ.get("GRPRUNE_TEST_DATA_ROOT"):
         monkeypatch.setenv("GRPRUNE_DATA_ROOT", os.environ["GRPRUNE_TEST_DATA_ROOT"])
 
-SMALL = ["data.limit=96", "train.batch_size=32", "train.progress=none"]
+
+#: per device: graphs (data.limit, per split) and batch size. The CPU's are CI's cost.
+SIZE = {"cuda": ["data.limit=96", "train.batch_size=32"],
+        "cpu": ["data.limit=48", "train.batch_size=16"]}
 
 #: (dataset, regularizers, selector, extra overrides): every built-in part once
 CASES = [
@@ -46,125 +66,151 @@ CASES = [
     ("ogbg-molbbbp", "none", "drop-edge", []),
     ("good-motif", "size,eps-align", "gumbel-gin", ["train.warmup_epochs=0"]),
 ]
+PRUNE = CASES[1]
 
 
-def _cfg(data, reg, selector, extra, device, epochs=2):
+def _cfg(data: str, reg: str, selector: str, extra: list[str], device: str,
+         epochs: int = 2) -> RunConfig:
     return resolve_config(data=data, reg=reg, selector=selector,
                           flags={"train.epochs": epochs, "train.device": device},
-                          overrides=SMALL + extra)
+                          overrides=[*SIZE[device], "train.progress=none", *extra])
+
+
+def _quiet(msg: str) -> None:
+    pass
+
+
+def _numbers(run_dir: Path) -> list[tuple[Any, Any]]:
+    """Each epoch's loss terms and split scores (``results.jsonl``), timings left out."""
+    records = map(EpochRecord.from_dict, R.read_records(run_dir / R.RESULTS))
+    return [(dict(r.loss), {k: dict(v) for k, v in r.scores.items()}) for r in records]
+
+
+def _stop_after_first(record: dict) -> None:
+    """An ``on_epoch`` callback: interrupt the run after its first epoch."""
+    if EpochRecord.from_dict(record).epoch == 0:
+        raise KeyboardInterrupt
 
 
 @pytest.mark.parametrize("data,reg,selector,extra", CASES,
                          ids=[f"{c[0]}-{c[1]}-{c[2]}" for c in CASES])
-def test_every_part_trains_on_cuda(tmp_path, data, reg, selector, extra):
-    status, summary = execute(_cfg(data, reg, selector, extra, "cuda"), tmp_path / "run",
-                              log=lambda msg: None)
+def test_every_part_trains_on_the_device(tmp_path, device, data, reg, selector, extra):
+    epochs = 2 if device == "cuda" else 1
+    status, summary = execute(_cfg(data, reg, selector, extra, device, epochs),
+                              tmp_path / "run", log=_quiet)
     assert status == "completed"
-    assert summary.device.startswith("cuda")
-    assert summary.peak_mem_mib > 0
-    assert summary.test == summary.test  # not NaN
+    assert summary.device is not None and summary.device.startswith(device)
+    assert summary.epochs_run == epochs
+    assert summary.peak_mem_mib is not None and summary.peak_mem_mib > 0
+    assert summary.test is not None and math.isfinite(summary.test)
 
 
-def test_cuda_checkpoint_scores_the_same_on_cpu(tmp_path):
-    cfg = _cfg("ogbg-molbbbp", "size,eps-align", "gumbel-gin", [], "cuda", epochs=3)
-    _, summary = execute(cfg, tmp_path / "run", log=lambda msg: None)
+def test_a_device_checkpoint_scores_the_same_on_cpu(tmp_path, device):
+    cfg = _cfg(*PRUNE, device, epochs=2)
+    _, summary = execute(cfg, tmp_path / "run", log=_quiet)
     cpu_cfg = {**cfg, "train": {**cfg["train"], "device": "cpu"}}
-    dataset = load_dataset("ogbg-molbbbp")
-    trainer = Trainer(cpu_cfg, dataset, tmp_path / "cpu")
+    trainer = Trainer(cpu_cfg, load_dataset("ogbg-molbbbp"), tmp_path / "cpu")
     state = torch.load(tmp_path / "run" / R.CHECKPOINT, map_location="cpu", weights_only=True)
     trainer.model.load_state_dict(state)
     ev, _ = trainer.evaluate("test")
+    assert summary.test is not None
     assert ev.metric == pytest.approx(summary.test, abs=1e-3)
 
 
-def test_interrupted_cuda_run_resumes(tmp_path):
-    cfg = _cfg("ogbg-molbbbp", "size,eps-align", "gumbel-gin", [], "cuda", epochs=3)
-
-    def stop_after_first(record):
-        if record["epoch"] == 0:
-            raise KeyboardInterrupt
-
+def test_an_interrupted_device_run_resumes(tmp_path, device):
+    cfg = _cfg(*PRUNE, device, epochs=2)
     with pytest.raises(KeyboardInterrupt):
-        execute(cfg, tmp_path / "run", on_epoch=stop_after_first, log=lambda msg: None)
+        execute(cfg, tmp_path / "run", on_epoch=_stop_after_first, log=_quiet)
     assert (tmp_path / "run" / R.STATE).is_file()
-    status, summary = execute(cfg, tmp_path / "run", log=lambda msg: None)
-    assert status == "resumed" and summary.epochs_run == 3
-    assert summary.device.startswith("cuda")
+    status, summary = execute(cfg, tmp_path / "run", log=_quiet)
+    assert status == "resumed" and summary.epochs_run == 2
+    assert summary.device is not None and summary.device.startswith(device)
 
 
-@pytest.mark.parametrize("data,reg,selector,extra", [CASES[1], CASES[4], CASES[-1]],
+@pytest.mark.parametrize("data,reg,selector,extra", [PRUNE, CASES[4], CASES[-1]],
                          ids=["prune", "ciga", "good-motif"])
-def test_deterministic_cuda_runs_of_one_seed_repeat_exactly(tmp_path, data, reg, selector, extra):
-    """train.deterministic (the default): deterministic kernels, CUBLAS_WORKSPACE_CONFIG."""
-    cfg = _cfg(data, reg, selector, extra, "cuda", epochs=3)
-    runs = [execute(cfg, tmp_path / f"r{i}", log=lambda msg: None)[1] for i in range(2)]
-    numbers = [[{k: rec[k] for k in ("loss", "train", "valid", "test")}
-                for rec in R.read_records(tmp_path / f"r{i}" / R.RESULTS)] for i in range(2)]
-    assert numbers[0] == numbers[1]
-    assert runs[0]["test"] == runs[1]["test"]
-    assert runs[0]["determinism"]["deterministic_algorithms"] is True
+def test_deterministic_runs_of_one_seed_repeat_exactly(tmp_path, device, data, reg, selector,
+                                                       extra):
+    """train.deterministic (the default): on CUDA deterministic kernels and
+    CUBLAS_WORKSPACE_CONFIG, on the CPU one intra-op thread."""
+    cfg = _cfg(data, reg, selector, extra, device, epochs=2)
+    runs = [execute(cfg, tmp_path / f"r{i}", log=_quiet)[1] for i in range(2)]
+    assert _numbers(tmp_path / "r0") == _numbers(tmp_path / "r1")
+    assert runs[0].test == runs[1].test
+    assert runs[0].determinism["deterministic"] is True
+    if device == "cuda":
+        assert runs[0].determinism["deterministic_algorithms"] is True
+    else:
+        assert runs[0].determinism["threads"] == 1
 
 
-# -- train.fast_path on CUDA (tests/test_fast_path.py has the CPU side) --------------------
+# -- train.fast_path (tests/test_fast_path.py has more of the CPU side) ----------------------
 FAST = ["train.fast_path=true"]
 
 
-def _numbers(run_dir):
-    return [{k: rec[k] for k in ("loss", "train", "valid", "test")}
-            for rec in R.read_records(run_dir / R.RESULTS)]
-
-
-def test_fast_path_trains_with_fused_adam_and_repeats_exactly(tmp_path):
-    """Fused Adam, the shuffle drawn on the device, evaluation in one batch per split; with
+def test_fast_path_trains_with_fused_adam_and_repeats_exactly(tmp_path, device):
+    """Fused Adam, the shuffle drawn on the device, evaluation in one batch per split on
+    CUDA (the CPU: foreach Adam, the CPU's shuffle, the batch size kept); with
     train.deterministic (the default) two runs of one seed give the same numbers."""
-    cfg = _cfg("ogbg-molbbbp", "size,eps-align", "gumbel-gin", FAST, "cuda", epochs=3)
+    cfg = _cfg(*PRUNE[:3], FAST, device, epochs=2)
     trainer = Trainer(cfg, load_dataset("ogbg-molbbbp"), tmp_path / "t")
-    assert trainer.optimizer.defaults["fused"] is True
-    assert trainer.device_gen is not None and trainer.eval_batch_size() == FAST_EVAL_BATCH
+    cuda = device == "cuda"
+    assert trainer.optimizer.defaults["fused"] is (True if cuda else None)
+    assert trainer.optimizer.defaults["foreach"] is (None if cuda else True)
+    assert (trainer.device_gen is not None) is cuda
+    assert trainer.eval_batch_size() == (FAST_EVAL_BATCH if cuda else cfg.train.batch_size)
     order = trainer.train_order()
     assert sorted(order.tolist()) == list(range(len(trainer.splits["train"])))
-    runs = [execute(cfg, tmp_path / f"r{i}", log=lambda msg: None)[1] for i in range(2)]
-    assert math.isfinite(runs[0]["test"]) and runs[0]["device"].startswith("cuda")
+    runs = [execute(cfg, tmp_path / f"r{i}", log=_quiet)[1] for i in range(2)]
+    assert runs[0].test is not None and math.isfinite(runs[0].test)
+    assert runs[0].device is not None and runs[0].device.startswith(device)
     assert _numbers(tmp_path / "r0") == _numbers(tmp_path / "r1")
 
 
-def test_fast_path_interrupted_cuda_run_resumes_as_if_uninterrupted(tmp_path):
-    """state.pt keeps the device shuffle's generator (``rng.loader_device``)."""
-    cfg = _cfg("ogbg-molbbbp", "size,eps-align", "gumbel-gin", FAST, "cuda", epochs=3)
-    execute(cfg, tmp_path / "whole", log=lambda msg: None)
-
-    def stop_after_first(record):
-        if record["epoch"] == 0:
-            raise KeyboardInterrupt
-
+def test_fast_path_interrupted_run_resumes_as_if_uninterrupted(tmp_path, device):
+    """state.pt keeps the device shuffle's generator (``rng.loader_device``) on CUDA; the
+    CPU's shuffle is the loader's generator (``rng.loader``)."""
+    cfg = _cfg(*PRUNE[:3], FAST, device, epochs=2)
+    execute(cfg, tmp_path / "whole", log=_quiet)
     with pytest.raises(KeyboardInterrupt):
-        execute(cfg, tmp_path / "cut", on_epoch=stop_after_first, log=lambda msg: None)
+        execute(cfg, tmp_path / "cut", on_epoch=_stop_after_first, log=_quiet)
     state = torch.load(tmp_path / "cut" / R.STATE, map_location="cpu", weights_only=True)
-    assert "loader_device" in state["rng"]
-    status, _ = execute(cfg, tmp_path / "cut", log=lambda msg: None)
+    assert "loader" in state["rng"]
+    assert ("loader_device" in state["rng"]) is (device == "cuda")
+    status, _ = execute(cfg, tmp_path / "cut", log=_quiet)
     assert status == "resumed"
     assert _numbers(tmp_path / "whole") == _numbers(tmp_path / "cut")
 
 
 @pytest.mark.parametrize("deterministic", [True, False], ids=["deterministic", "default-kernels"])
-def test_fast_path_training_steps_make_no_host_sync(tmp_path, deterministic):
+def test_fast_path_training_steps_make_no_host_sync(tmp_path, device, deterministic):
     """The epoch's batches are gathered before its first step (each gather copies its index
     to the device and waits); the steps themselves never wait for the device, with
-    deterministic kernels too."""
-    cfg = _cfg("ogbg-molbbbp", "size,eps-align", "gumbel-gin",
-               [*FAST, f"train.deterministic={str(deterministic).lower()}"], "cuda")
+    deterministic kernels too. On the CPU there is no device to wait for: the same steps run
+    (the loop :func:`tests.conftest.train_steps` repeats stays the trainer's) without the
+    sync check, which exists only on CUDA."""
+    cfg = _cfg(*PRUNE[:3], [*FAST, f"train.deterministic={str(deterministic).lower()}"], device)
     trainer = Trainer(cfg, load_dataset("ogbg-molbbbp"), tmp_path / "t")
     trainer.train_epoch(0)  # warm-up: lazy CUDA initialisation, the first selection's check
     batches = list(trainer._batches("train", train=True))
-    torch.cuda.synchronize()
-    steps_without_sync(trainer, batches)
+    assert batches and all(b.device.type == device for b in batches)
+    if device == "cuda":
+        torch.cuda.synchronize()
+        steps_without_sync(trainer, batches)
+    else:
+        before = [p.detach().clone() for p in trainer.model.parameters()]
+        train_steps(trainer, batches)
+        assert any(not torch.equal(a, p) for a, p in zip(before, trainer.model.parameters()))
 
 
-def test_fast_path_evaluation_in_one_batch_scores_like_small_batches(tmp_path):
-    """ERM (no random evaluation mask): the same probabilities up to float rounding."""
+def test_fast_path_evaluation_in_one_batch_scores_like_small_batches(tmp_path, device):
+    """ERM (no random evaluation mask): the same probabilities up to float rounding. On the
+    CPU the fast path keeps the batch size, so the one batch is asked for
+    (``train.eval_batch_size``)."""
     data = load_dataset("ogbg-molbbbp")
-    small = Trainer(_cfg("ogbg-molbbbp", "none", "none", [], "cuda"), data, tmp_path / "s")
-    fast = Trainer(_cfg("ogbg-molbbbp", "none", "none", FAST, "cuda"), data, tmp_path / "f")
+    one = FAST if device == "cuda" else [*FAST, f"train.eval_batch_size={FAST_EVAL_BATCH}"]
+    small = Trainer(_cfg("ogbg-molbbbp", "none", "none", [], device), data, tmp_path / "s")
+    fast = Trainer(_cfg("ogbg-molbbbp", "none", "none", one, device), data, tmp_path / "f")
     fast.model.load_state_dict(small.model.state_dict())
     for split in ("valid", "test"):
         a, _ = small.evaluate(split)
@@ -172,3 +218,51 @@ def test_fast_path_evaluation_in_one_batch_scores_like_small_batches(tmp_path):
         assert len(fast._eval_batches[split]) == 1 < len(small._eval_batches[split])
         np.testing.assert_allclose(a.prob, b.prob, rtol=1e-4, atol=1e-5)
         assert a.metric == pytest.approx(b.metric, abs=1e-4)
+
+
+# -- the device script's helpers (benchmarks/device.sh speed), on the CPU ------------------
+def _script(name: str):
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "speed" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_op_count_script_counts_a_step_and_skips_an_unknown_setting(tmp_path, capsys):
+    """benchmarks/speed/opcount.py: ops per training step, the optimizer's apart; a setting
+    this tree does not know skips the case with one line (device.sh's padding A/B)."""
+    opcount = _script("opcount")
+    row = opcount.count_case("molbbbp-erm-step", "cpu", 2, 16, True, [])
+    assert row["steps"] == 2 and row["batch_size"] == 16 and row["train_graphs"] == 32
+    assert 0 < row["dispatched_model"] < row["dispatched"] < row["aten"]
+    assert row["aten_model"] < row["aten"] and row["ops"]["empty"] > 0
+    assert row["top_model"] and "launches" not in row
+    out = tmp_path / "ops.jsonl"
+    assert opcount.main(["--only", "molbbbp-erm", "--steps", "1", "--out", str(out),
+                         "-H", "train.no_such_switch=true"]) == 0
+    assert "skipped" in capsys.readouterr().out and not out.exists()
+
+
+def test_the_drift_script_compares_two_runs_epoch_by_epoch():
+    """benchmarks/speed/drift.py: the largest score differences over the epochs both runs
+    finished, each run's best-validation epoch and whether it moved."""
+    drift = _script("drift")
+    a = [{"loss": {"total": 1.0}, "valid": 0.5, "test": 0.6},
+         {"loss": {"total": 0.9}, "valid": 0.7, "test": 0.65},
+         {"loss": {"total": 0.8}, "valid": 0.7, "test": 0.7}]
+    b = [{"loss": {"total": 1.0}, "valid": 0.5, "test": 0.6},
+         {"loss": {"total": 0.9}, "valid": 0.69, "test": 0.61},
+         {"loss": {"total": 0.8}, "valid": 0.72, "test": 0.7}]
+    got = drift.compare(a, b)
+    assert got["epochs_compared"] == 3 and got["identical"] is False
+    assert got["max_abs_delta_test"] == pytest.approx(0.04)
+    assert got["max_abs_delta_valid"] == pytest.approx(0.02)
+    assert got["best_epoch"] == [1, 2] and got["best_epoch_moved"] is True
+    assert got["test_at_best"] == [0.65, 0.7]
+    same = drift.compare(a, a[:2])  # one run cut after two epochs
+    assert same["epochs_compared"] == 2 and same["identical"] is True
+    assert same["best_epoch_moved"] is False and same["max_abs_delta_test"] == 0.0
+    cmd = drift.run_command("cpu", 3, 200, True, Path("x"))
+    assert "--no-deterministic" in cmd and "data.limit=200" in cmd

@@ -68,7 +68,9 @@ def test_relative_links_reach_files():
 
 def test_readme_regularizer_example_runs(toy_batch):
     readme = README.read_text(encoding="utf-8")
-    code = re.search(r"```python\n(# keep_less.py\n.*?)```", readme, re.S).group(1)
+    match = re.search(r"```python\n(# keep_less.py\n.*?)```", readme, re.S)
+    assert match, "README.md: the keep_less.py example is gone"
+    code = match.group(1)
     exec(compile(code, "README.md", "exec"), {})
     try:
         cfg = resolve_config(reg="size,eps-align,keep-less", overrides=["reg.keep-less.weight=0.1"])
@@ -82,6 +84,7 @@ def test_readme_regularizer_example_runs(toy_batch):
         value = REGULARIZERS.make("keep-less").loss(ctx)
         assert value.dim() == 0 and 0 < value.item() < 1
         value.backward()
+        assert model.selector is not None
         assert any(p.grad is not None for p in model.selector.parameters())
     finally:
         REGULARIZERS.unregister("keep-less")

@@ -3,6 +3,7 @@ values drawn inside it construct, values drawn outside it exit 2 with one line."
 
 from __future__ import annotations
 
+from typing import Any
 import math
 
 import pytest
@@ -68,7 +69,7 @@ def _inside(p: Param):
 
 def _outside(p: Param):
     """Text values outside the domain, or None when every value is inside."""
-    bad = []
+    bad: list[st.SearchStrategy[Any]] = []
     if p.choices:
         bad.append(st.sampled_from(["nope", "__other__"]))
     elif isinstance(p.default, bool):

@@ -158,7 +158,7 @@ def test_user_file_plain_gzip_and_folder(tmp_path):
                                      "id-valid": 2, "id-test": 1}
     # rows of the concatenation train, ood_val, ood_test, iid_val, iid_test
     assert a.source_rows.tolist() == [0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11]
-    assert a.smiles[a.splits["id-valid"][1]] == "CCO"
+    assert a.smiles is not None and a.smiles[a.splits["id-valid"][1]] == "CCO"
     assert a.labels.tolist() == [1, 0, 1, 0, 0, 1, 1, 0, 1, 0, 1]
     # domains 10, 11, 12, 40, 50, 51 -> 0..5
     assert a.envs.tolist() == [0, 0, 1, 2, 3, 3, 4, 5, 0, 2, 1]

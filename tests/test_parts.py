@@ -78,6 +78,7 @@ def test_concrete_sample_matches_eq2():
     assert torch.allclose(relaxed, expected)
     assert torch.equal(hard.detach(), (expected > 0.5).float())
     hard.sum().backward()  # straight-through: gradient of the relaxed sample
+    assert logits.grad is not None
     assert torch.allclose(logits.grad, expected * (1 - expected) / 0.5)
 
 

@@ -40,7 +40,7 @@ def test_edge_mask_before_relu_gives_a_pruned_edge_no_gradient():
         assert out.tolist() == [[0.0, 0.0], [3.0, 0.0]]  # the same values either way
         out.sum().backward()
         # d/dw0 of relu(x0) * w0 is relu(x0).sum() = 2; of relu(x0 * w0) at w0 = 0 it is 0
-        assert w.grad.tolist() == [pruned_grad, 3.0]
+        assert w.grad is not None and w.grad.tolist() == [pruned_grad, 3.0]
 
 
 def test_no_relu_between_layers_is_conv_then_batch_norm(toy_batch):

@@ -80,8 +80,8 @@ def lookups() -> list[tuple[str, int, str]]:
                 if _lookup_of(base) is not None:
                     inner.add(id(base))
         for node in ast.walk(tree):
-            if _lookup_of(node) is not None and id(node) not in inner \
-                    and _root_name(node) in ROOTS:
+            if isinstance(node, ast.expr) and _lookup_of(node) is not None \
+                    and id(node) not in inner and _root_name(node) in ROOTS:
                 out.append((rel, node.lineno, ast.unparse(node)))
     return out
 

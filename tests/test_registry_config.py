@@ -124,7 +124,9 @@ def test_docs_regularizer_example_runs(toy_batch):
     from grprune.selectors import SELECTORS
 
     page = (Path(__file__).parents[1] / "docs" / "extending.md").read_text()
-    code = re.search(r"```python\n(# my_regs.py.*?)```", page, re.S).group(1)
+    match = re.search(r"```python\n(# my_regs.py.*?)```", page, re.S)
+    assert match, "docs/extending.md: the my_regs.py example is gone"
+    code = match.group(1)
     exec(compile(code, "docs/extending.md", "exec"), {})
     try:
         cfg = resolve_config(reg="size,eps-align,edge-entropy",

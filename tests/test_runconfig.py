@@ -3,6 +3,8 @@ and the declared search spaces (``grprune sweep --search default``)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
 import json
 import shutil
 import warnings
@@ -33,7 +35,7 @@ def bbbp_run(tmp_path_factory, data_root):
     return out
 
 
-def _v1(cfg: dict) -> dict:
+def _v1(cfg: Mapping[str, Any]) -> dict:
     """A configuration as version 1 wrote it: readout and head in the encoder section."""
     old = json.loads(json.dumps(cfg.to_dict() if isinstance(cfg, RunConfig) else cfg))
     old["encoder"].update(old.pop("model"))
@@ -83,7 +85,8 @@ def test_a_version_1_run_directory_is_finished_and_loads(bbbp_run, tmp_path):
     cfg = json.loads((old_dir / R.CONFIG).read_text())
     (old_dir / R.CONFIG).write_text(json.dumps(_v1(cfg)))
     status = R.RunDir(old_dir).status(cfg)
-    assert status.state == "finished" and status.config["model"]["head_layers"] == 3
+    assert status.state == "finished" and status.config is not None
+    assert status.config["model"]["head_layers"] == 3
     run = load_run(old_dir)
     assert sum(isinstance(m, __import__("torch").nn.Linear) for m in run.model.head) == 3
 

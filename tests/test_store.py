@@ -54,7 +54,8 @@ def test_training_shuffles_are_those_of_a_dataloader():
     cfg = resolve_config(flags={"train.device": "cpu", "data.limit": 100, "train.seed": 5})
     trainer = Trainer(cfg, load_dataset("ogbg-molbbbp"), "unused")
     n = len(trainer.splits["train"])
-    loader = torch.utils.data.DataLoader(range(n), batch_size=n, shuffle=True,
+    loader: torch.utils.data.DataLoader = torch.utils.data.DataLoader(
+        range(n), batch_size=n, shuffle=True,  # type: ignore[arg-type]  # a range is a dataset
                                          generator=torch.Generator().manual_seed(5))
     for _ in range(3):  # three epochs: every draw of the generator is replicated
         assert trainer.train_order().tolist() == next(iter([b for b in loader])).tolist()

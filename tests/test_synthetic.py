@@ -42,14 +42,14 @@ def check_graphs(ds, motif_names, feat_dim=1, sample_every=25):
     pairs = [g.edges() for g in graphs]
     src = torch.cat([p[0] for p in pairs]).numpy()
     dst = torch.cat([p[1] for p in pairs]).numpy()
-    gt = torch.cat([g.edata["edge_gt"] for g in graphs])
+    gt_t = torch.cat([g.edata["edge_gt"] for g in graphs])
     feat = torch.cat([g.ndata["feat"] for g in graphs])
-    assert gt.dtype == torch.int64 and feat.dtype == torch.float32
+    assert gt_t.dtype == torch.int64 and feat.dtype == torch.float32
     assert tuple(feat.shape) == (int(n_nodes.sum()), feat_dim)
     n_edges = np.array([len(p[0]) for p in pairs])
     assert (n_edges % 2 == 0).all()
     assert (src[0::2] == dst[1::2]).all() and (dst[0::2] == src[1::2]).all()
-    gt = gt.numpy()
+    gt = gt_t.numpy()
     assert set(np.unique(gt).tolist()) <= {0, 1} and (gt[0::2] == gt[1::2]).all()
     offset = np.repeat(np.cumsum(n_nodes) - n_nodes, n_edges)
     graph_of_edge = np.repeat(np.arange(len(graphs)), n_edges)
@@ -92,7 +92,8 @@ def same_data(a: shapes.SyntheticGraphs, b: shapes.SyntheticGraphs) -> bool:
         return False
     if (a.feat is None) != (b.feat is None):
         return False
-    return a.feat is None or all(x.tobytes() == y.tobytes() for x, y in zip(a.feat, b.feat))
+    return a.feat is None or (b.feat is not None and all(
+        x.tobytes() == y.tobytes() for x, y in zip(a.feat, b.feat)))
 
 
 def same_graphs(ga, gb) -> bool:

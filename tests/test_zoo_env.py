@@ -34,8 +34,9 @@ ENVS = [0, 0, 1, 1, 1]
 def _ctx(logits=LOGITS, labels=LABELS, envs=ENVS, epoch=0):
     logits = torch.tensor(logits, dtype=torch.float64, requires_grad=True)
     batch = SimpleNamespace(y=torch.tensor(labels), env=torch.tensor(envs))
-    return StepContext(batch=batch, output=SimpleNamespace(logits=logits, selection=None),
-                       model=None, epoch=epoch)
+    # stand-ins with only what the environment losses read (labels, envs, logits)
+    return StepContext(batch=batch, output=SimpleNamespace(logits=logits, selection=None),  # type: ignore[arg-type]
+                       model=None, epoch=epoch)  # type: ignore[arg-type]
 
 
 def _ce(z, y):

@@ -53,6 +53,7 @@ def test_gsat_kl_matches_hand_computation():
     edge = torch.tensor([0.0, 1.0], requires_grad=True)
     value = gsat_info_loss(edge, 0.7)
     value.backward()
+    assert edge.grad is not None
     assert torch.isfinite(value) and torch.isfinite(edge.grad).all()
     assert gsat_info_loss(torch.zeros(0), 0.7).item() == 0.0
 
@@ -152,7 +153,7 @@ def test_supervised_contrastive_loss_by_hand():
     value = sup_contrast_loss(rep, labels, temperature=t)
     assert value.item() == pytest.approx(expected, rel=1e-6)
     value.backward()
-    assert torch.isfinite(rep.grad).all()
+    assert rep.grad is not None and torch.isfinite(rep.grad).all()
     # two positives for one anchor: the mean of their log-probs
     rep4 = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [-1.0, 0.0]])
     lab4 = torch.tensor([0, 0, 0, 1])
@@ -169,6 +170,7 @@ def test_supervised_contrastive_loss_without_positives_is_zero():
     rep = torch.randn(3, 4, requires_grad=True)
     value = sup_contrast_loss(rep, torch.tensor([0, 1, 2]))
     value.backward()
+    assert rep.grad is not None
     assert value.item() == 0.0 and torch.isfinite(rep.grad).all()
     one = torch.randn(1, 4, requires_grad=True)
     assert sup_contrast_loss(one, torch.tensor([1])).item() == 0.0
@@ -180,7 +182,7 @@ def test_ciga_hinge_by_hand():
     value = ciga_hinge(spu, causal)
     assert value.item() == pytest.approx((1.0 + 3.0) / (2 + 1e-6))
     value.backward()
-    assert spu.grad.tolist() == pytest.approx([1 / (2 + 1e-6), 0.0, 1 / (2 + 1e-6)])
+    assert spu.grad is not None and spu.grad.tolist() == pytest.approx([1 / (2 + 1e-6), 0.0, 1 / (2 + 1e-6)])
     assert ciga_hinge(torch.tensor([0.1]), torch.tensor([0.5])).item() == 0.0
 
 
@@ -190,7 +192,7 @@ def test_ciga_composes_alpha_beta_gamma(toy_batch, monkeypatch):
     model = _model().train()
     out = model(toy_batch)
     ctx = StepContext(batch=toy_batch, output=out, model=model)
-    parts = {}
+    parts: dict[str, torch.Tensor] = {}
     import grprune.regularizers.ciga as C
     monkeypatch.setattr(C, "sup_contrast_loss", lambda *a: parts.setdefault("con", torch.tensor(0.3)))
     monkeypatch.setattr(C, "ciga_hinge", lambda *a: parts.setdefault("hinge", torch.tensor(0.7)))

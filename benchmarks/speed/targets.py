@@ -11,7 +11,7 @@ appends one JSON object to ``OUT/cuda-targets.jsonl`` as soon as it is measured,
 cut short by ``--budget`` still returns what it finished. The tasks run most important
 first (:data:`PLAN`): the targets with the fast path, then the A/B without it and a
 profile of each dataset's PrunE step, then the rest; ``--only ID,...`` (ids or their
-beginnings, e.g. ``motif``) picks tasks for a second call.
+beginnings, e.g. ``motif``; a whole id picks that task alone) picks tasks for a second call.
 
 * ``molbbbp-prune-run-100`` / ``molbbbp-erm-run-100``: a whole 100-epoch run on
   ogbg-molbbbp (scaffold split, the dataset's default preset; train, valid and test
@@ -32,6 +32,8 @@ A ``profile:`` task appends to ``OUT/profile-molbbbp-prune.txt`` or
 ``OUT/profile-motif-prune.txt`` :mod:`torch.profiler` tables of one PrunE training pass
 (``--profile-steps`` batches) and of one evaluation of the validation split, with the
 kernel-launch, host-sync and copy counts that show whether a step waits on the host.
+``-H KEY=VALUE`` adds a setting to every run (an A/B of a switch such as the padding's,
+with ``--label`` to tell the rows apart: they get ``overrides`` and ``label``).
 ``--quick`` cuts epochs and graphs (``data.limit``) so that a CPU runs the whole plan in
 minutes; its numbers only show that the script works.
 """
@@ -84,8 +86,9 @@ def commit_of(given: str | None) -> str:
 
 
 def command(what: str, fast: bool, deterministic: bool, device: str, quick: bool,
-            out: Path) -> list[str]:
-    """The ``grprune run`` command of one measurement."""
+            out: Path, overrides: list[str] | tuple[str, ...] = ()) -> list[str]:
+    """The ``grprune run`` command of one measurement (``overrides``: more ``-H`` settings,
+    last, so they win)."""
     args, kind = RUNS[what]
     epochs, limit = SIZES[kind]["quick" if quick else "full"]
     cmd = [sys.executable, "-m", "grprune", "run", *args, "--epochs", str(epochs),
@@ -96,6 +99,8 @@ def command(what: str, fast: bool, deterministic: bool, device: str, quick: bool
         cmd += ["-H", "train.warmup_epochs=0", "-H", "train.eval_train=false"]
     if limit:
         cmd += ["-H", f"data.limit={limit}"]
+    for setting in overrides:
+        cmd += ["-H", setting]
     return cmd
 
 
@@ -138,7 +143,8 @@ def measure(task: str, args: argparse.Namespace, commit: str, runs: Path, left: 
     run_dir = runs / task.replace(":", "-")
     t0 = time.perf_counter()
     try:
-        done = subprocess.run(command(what, fast, det, args.device, args.quick, run_dir),
+        done = subprocess.run(command(what, fast, det, args.device, args.quick, run_dir,
+                                      args.overrides),
                               env=_child_env(), cwd=ROOT, capture_output=True, text=True,
                               timeout=left, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
@@ -149,9 +155,11 @@ def measure(task: str, args: argparse.Namespace, commit: str, runs: Path, left: 
               flush=True)
         return True
     rec = record(what, run_dir, time.perf_counter() - t0, commit)
+    if args.overrides or args.label:
+        rec.update(overrides=args.overrides, label=args.label)
     with open(args.out / "cuda-targets.jsonl", "a") as fh:
         fh.write(json.dumps(rec) + "\n")
-    print(f"targets: {task}: {rec['seconds']:.3f} s (command {rec['command_s']:.1f} s, "
+    print(f"targets: {task}{f' [{args.label}]' if args.label else ''}: {rec['seconds']:.3f} s (command {rec['command_s']:.1f} s, "
           f"peak {rec['peak_mib']} MiB, {rec['epochs']} epochs, test {rec['test']})", flush=True)
     return True
 
@@ -249,8 +257,10 @@ def profile_worker(name: str, fast: bool, device: str, steps: int) -> str:
 
 def run_plan(args: argparse.Namespace, commit: str, runs: Path, deadline: float) -> None:
     """Run :data:`PLAN` (or the ``--only`` tasks) in order until the budget is spent."""
-    chosen = [t for t in PLAN if not args.only
-              or any(t.startswith(p) for p in args.only.split(","))]
+    given = args.only.split(",") if args.only else []
+    # a whole task id picks that task alone, any other text the tasks it begins
+    chosen = [t for t in PLAN if not given
+              or any(t == p or (p not in PLAN and t.startswith(p)) for p in given)]
     for task in chosen:
         left = deadline - time.monotonic()
         if left < 10:
@@ -269,13 +279,19 @@ def main() -> None:
                     "profile-*.txt, targets-runs.tgz (the runs' config, results, summary)")
     ap.add_argument("--quick", action="store_true",
                     help="few epochs and graphs (data.limit): try the script on a CPU")
-    ap.add_argument("--only", default="", help="comma list of task ids or their beginnings")
+    ap.add_argument("--only", default="", help="comma list of task ids (that task alone) "
+                    "or their beginnings (every task that begins so)")
     ap.add_argument("--list", action="store_true", help="print the plan and exit")
     ap.add_argument("--profile-steps", type=int, default=20, help="training steps profiled")
     ap.add_argument("--budget", type=float, default=420.0,
                     help="seconds: no task starts after it, one in progress is stopped")
     ap.add_argument("--commit", default=None, help="commit to record (default: "
                     "$GRPRUNE_COMMIT, else git's, else unknown)")
+    ap.add_argument("-H", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                    help="a setting for every run, e.g. train.pad_buckets=8 (repeatable; "
+                    "recorded as overrides); profiles ignore it")
+    ap.add_argument("--label", default="", help="a tag recorded with the rows (pad-on); "
+                    "also names targets-runs-LABEL.tgz")
     ap.add_argument("--profile-worker", metavar="NAME", help=argparse.SUPPRESS)
     ap.add_argument("--fast", action=argparse.BooleanOptionalAction, default=True,
                     help=argparse.SUPPRESS)
@@ -296,7 +312,8 @@ def main() -> None:
         try:
             run_plan(args, commit, Path(tmp), deadline)
         finally:  # the measured runs' records (no checkpoints), also after a stop
-            with tarfile.open(args.out / "targets-runs.tgz", "w:gz") as tar:
+            name = f"targets-runs-{args.label}.tgz" if args.label else "targets-runs.tgz"
+            with tarfile.open(args.out / name, "w:gz") as tar:
                 for f in sorted(Path(tmp).glob("*/*")):
                     if f.name in ("summary.json", "results.jsonl", "config.json"):
                         tar.add(f, arcname=f"{f.parent.name}/{f.name}")

@@ -8,7 +8,7 @@ from typing import cast
 import torch
 from torch import Tensor, nn
 
-from grprune.batch import GraphBatch
+from grprune.batch import GraphBatch, RowMask
 from grprune.hparams import Configurable
 from grprune.registry import Registry
 
@@ -67,7 +67,7 @@ class NodeEmbedding(nn.Module):
             return _multi_hot_sum(node_feat, self.net.atom_embedding_list, self.offsets)
         if node_feat.shape[1] == 0:
             node_feat = node_feat.new_ones(node_feat.shape[0], 1)
-        return self.net(node_feat.float())
+        return self.net(node_feat.to(self.net.weight.dtype))
 
 
 class EdgeEmbedding(nn.Module):
@@ -97,7 +97,7 @@ class EdgeEmbedding(nn.Module):
             return None
         if self.kind == "ogb":
             return _multi_hot_sum(edge_feat, self.net.bond_embedding_list, self.offsets)
-        return self.net(edge_feat.float())
+        return self.net(edge_feat.to(self.net.weight.dtype))
 
 
 class Encoder(nn.Module, Configurable, ABC):
@@ -139,6 +139,76 @@ class Encoder(nn.Module, Configurable, ABC):
         -------
         Tensor of shape (N, out_dim)
         """
+
+
+def masked_batch_norm(bn: nn.BatchNorm1d, x: Tensor, mask: Tensor | RowMask | None) -> Tensor:
+    """``bn(x)`` over the rows where ``mask`` is True; the other rows (padding) give 0.
+
+    In training the statistics are those of the real rows only,
+
+    .. math::
+        \\mu = \\frac{\\sum_i m_i x_i}{\\sum_i m_i},\\quad
+        \\sigma^2 = \\frac{\\sum_i m_i (x_i - \\mu)^2}{\\sum_i m_i},\\quad
+        y_i = m_i \\Big(\\gamma \\frac{x_i - \\mu}{\\sqrt{\\sigma^2 + \\epsilon}} + \\beta\\Big),
+
+    and the running statistics move as :class:`torch.nn.BatchNorm1d` moves them (unbiased
+    variance, ``momentum``, or the cumulative mean for ``momentum=None``); in evaluation
+    the running statistics normalise. So a batch padded to a static shape
+    (:func:`grprune.batch.pad_batch`) trains the statistics and the real rows as the
+    unpadded batch does, within rounding, and padding rows stay 0 (bounded) layer after
+    layer. ``mask=None`` is exactly ``bn(x)``. Nothing waits for the device; the means are
+    matrix-vector products with :attr:`RowMask.weight` (few ops per call).
+
+    Parameters
+    ----------
+    bn : nn.BatchNorm1d
+        Its parameters and buffers are used (and its running statistics updated).
+    x : Tensor of shape (M, D)
+    mask : Tensor of shape (M,), bool, or RowMask (:meth:`GraphBatch.row_mask`), or None
+
+    Returns
+    -------
+    Tensor of shape (M, D)
+    """
+    if mask is None:
+        return bn(x)
+    rows = mask if isinstance(mask, RowMask) else RowMask.of(mask, x.dtype)
+    running_mean, running_var = bn.running_mean, bn.running_var
+    if bn.training or running_mean is None or running_var is None:
+        mean = rows.weight @ x
+        centered = x - mean
+        var = rows.weight @ (centered * centered)
+        if bn.training and running_mean is not None and running_var is not None:
+            with torch.no_grad():
+                tracked = cast(Tensor, bn.num_batches_tracked)
+                tracked.add_(1)
+                factor: float | Tensor = (bn.momentum if bn.momentum is not None
+                                          else 1.0 / tracked.to(x.dtype))
+                running_mean.lerp_(mean, factor)
+                running_var.lerp_(var * rows.unbias, factor)
+    else:
+        centered, var = x - running_mean, running_var
+    scale = torch.rsqrt(var + bn.eps)
+    if bn.affine:
+        return torch.addcmul(bn.bias, centered, scale * bn.weight) * rows.keep
+    return centered * scale * rows.keep
+
+
+def run_masked(module: nn.Module, x: Tensor, mask: Tensor | RowMask | None) -> Tensor:
+    """``module(x)`` with every ``BatchNorm1d`` in it (nested ``nn.Sequential`` included)
+    taking ``mask`` (:func:`masked_batch_norm`). ``mask=None`` is exactly ``module(x)``.
+
+    Shapes: ``x (M, D_in)``, ``mask (M,)`` -> ``(M, D_out)``.
+    """
+    if mask is None:
+        return module(x)
+    if isinstance(module, nn.BatchNorm1d):
+        return masked_batch_norm(module, x, mask)
+    if isinstance(module, nn.Sequential):
+        for layer in module:
+            x = run_masked(layer, x, mask)
+        return x
+    return module(x)
 
 
 def mlp(dims: list[int], batch_norm: bool = True) -> nn.Sequential:

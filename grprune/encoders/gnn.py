@@ -6,8 +6,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from grprune.batch import GraphBatch, segment_sum
-from grprune.encoders.base import ENCODERS, Encoder, NodeEmbedding, mlp
+from grprune.batch import GraphBatch
+from grprune.encoders.base import ENCODERS, Encoder, NodeEmbedding, mlp, run_masked
 from grprune.hparams import Param
 from grprune.encoders.layers import EDGE_MASKS, WeightedGCNConv, WeightedGINEConv
 
@@ -82,15 +82,17 @@ class _MessagePassingEncoder(Encoder):
         last = hp["layers"] - 1
         for i, (conv, norm) in enumerate(zip(self.convs, self.norms)):
             if vn is not None:
-                h = h + vn[batch.node_graph]
+                h = h + batch.gather(vn, "node_graph")
             h_in = h
-            h = norm(conv(h, batch, edge_weight))
+            h = run_masked(norm, conv(h, batch, edge_weight), batch.row_mask("node", h.dtype))
             if i < last and hp["layer_relu"]:
                 h = torch.relu(h)
             h = F.dropout(h, hp["dropout"], self.training)
             if vn is not None and i < last:
-                pooled = segment_sum(h_in, batch.node_graph, batch.num_graphs) + vn
-                vn = F.dropout(self.vn_mlps[i](pooled), hp["dropout"], self.training)
+                pooled = batch.segment_sum(h_in, "node_graph") + vn
+                graphs = batch.row_mask("graph", h.dtype)
+                vn = F.dropout(run_masked(self.vn_mlps[i], pooled, graphs),
+                               hp["dropout"], self.training)
         return h
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from grprune.batch import GraphBatch, segment_sum
-from grprune.encoders.base import EdgeEmbedding, mlp
+from grprune.batch import GraphBatch
+from grprune.encoders.base import EdgeEmbedding, mlp, run_masked
 
 
 #: where the edge mask multiplies a message, ``encoder.edge_mask``
@@ -53,13 +53,13 @@ class WeightedGINEConv(nn.Module):
         self.edge_mask = edge_mask
 
     def forward(self, h: Tensor, batch: GraphBatch, edge_weight: Tensor | None) -> Tensor:
-        msg = h[batch.src]
+        msg = batch.gather(h, "src")
         e = self.edge_embedding(batch.edge_feat)
         if e is not None:
             msg = msg + e
         msg = masked_relu(msg, edge_weight, self.edge_mask)
-        agg = segment_sum(msg, batch.dst, h.shape[0])
-        return self.mlp((1 + self.eps) * h + agg)
+        agg = batch.segment_sum(msg, "dst")
+        return run_masked(self.mlp, (1 + self.eps) * h + agg, batch.row_mask("node", h.dtype))
 
 
 class WeightedGCNConv(nn.Module):
@@ -84,11 +84,12 @@ class WeightedGCNConv(nn.Module):
     def forward(self, h: Tensor, batch: GraphBatch, edge_weight: Tensor | None) -> Tensor:
         x = self.linear(h)
         w = edge_weight if edge_weight is not None else x.new_ones(batch.src.shape[0])
-        deg = 1.0 + segment_sum(w, batch.dst, x.shape[0])
-        msg = x[batch.src]
+        deg = 1.0 + batch.segment_sum(w, "dst")
+        msg = batch.gather(x, "src")
         e = self.edge_embedding(batch.edge_feat)
         if e is not None:
             msg = msg + e
         msg = masked_relu(msg, edge_weight, self.edge_mask)
-        msg = msg * (deg[batch.src].rsqrt() * deg[batch.dst].rsqrt()).unsqueeze(-1)
-        return segment_sum(msg, batch.dst, x.shape[0]) + torch.relu(x + self.root) / deg.unsqueeze(-1)
+        norm = batch.gather(deg, "src").rsqrt() * batch.gather(deg, "dst").rsqrt()
+        msg = msg * norm.unsqueeze(-1)
+        return batch.segment_sum(msg, "dst") + torch.relu(x + self.root) / deg.unsqueeze(-1)

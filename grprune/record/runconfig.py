@@ -138,6 +138,7 @@ class TrainConfig:
     save_last: bool
     fast_path: bool
     eval_batch_size: int
+    pad_buckets: bool
 
     @classmethod
     def from_dict(cls, body: Mapping[str, Any]) -> "TrainConfig":

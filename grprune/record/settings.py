@@ -15,7 +15,7 @@ import re
 from typing import Any, Iterator, Mapping
 
 from grprune.errors import GrpruneError
-from grprune.hparams import Configurable, Param
+from grprune.hparams import Configurable, Param, short_repr
 from grprune.record.files import plain
 
 SECTIONS = ("data", "selector", "encoder", "model", "reg", "train")
@@ -26,7 +26,7 @@ RECORDS = ("version", "hash", "preset", "features")
 #: ``train.eval_batch_size``, like ``train.device``, change how a run is computed, not which)
 VOLATILE_KEYS = {("data", "root"), ("data", "download"), ("data", "id_column"),
                  ("train", "device"), ("train", "progress"), ("train", "loader_workers"),
-                 ("train", "fast_path"), ("train", "eval_batch_size")}
+                 ("train", "fast_path"), ("train", "eval_batch_size"), ("train", "pad_buckets")}
 #: the options of ``grprune run`` (and :func:`grprune.train`, and a sweep's axes and shared
 #: settings) that set one setting: ``--epochs 5`` is ``train.epochs=5``
 OPTION_KEYS = {"split": "data.split", "shift": "data.shift", "epochs": "train.epochs",
@@ -92,10 +92,17 @@ def parse_milestones(text: str) -> tuple[int, ...]:
         if not item:
             continue
         if not item.isdigit():
-            raise GrpruneError(f"bad value {text!r} for train.lr_milestones: expected a comma "
+            raise GrpruneError(f"bad value {short_repr(text)} for train.lr_milestones: "
+                               f"expected a comma "
                                f"list of epochs (integers >= 0), e.g. 30,60")
         out.append(int(item))
     return tuple(sorted(out))
+
+
+#: the most epochs (and warm-up or patience epochs) a run may ask for
+MAX_EPOCHS = 100_000
+#: the most graphs in one training or evaluation batch
+MAX_BATCH = 2**20
 
 
 def parse_device(text: str) -> str:
@@ -117,15 +124,16 @@ class TrainSettings(Configurable):
     """Trainer hyperparameters (``train.*``); paper Appendix "Detailed experiment setting"."""
 
     params = {
-        "epochs": Param(100, "training epochs (paper: 100)", low=1),
-        "batch_size": Param(64, "graphs per batch (paper: 64)", low=1),
+        "epochs": Param(100, "training epochs (paper: 100)", low=1, high=MAX_EPOCHS),
+        "batch_size": Param(64, "graphs per batch (paper: 64)", low=1, high=MAX_BATCH),
         "lr": Param(1e-3, "Adam learning rate (paper: 1e-3)", low=0.0, low_open=True),
         "weight_decay": Param(0.0, "Adam weight decay", low=0.0),
         "warmup_epochs": Param(0, "ERM epochs before the selector and regularizers switch on "
-                                  "(paper: 10 for GOOD and DrugOOD, 0 for molbbbp)", low=0),
+                                  "(paper: 10 for GOOD and DrugOOD, 0 for molbbbp)", low=0,
+                               high=MAX_EPOCHS),
         "patience": Param(0, "early stopping: epochs without a better validation metric "
                              "after warm-up; 0 = off (paper: 10 for GOOD-Motif and DrugOOD)",
-                          low=0),
+                          low=0, high=MAX_EPOCHS),
         "seed": Param(0, "random seed (same seed, same numbers)", low=0, high=2**63 - 1),
         "device": Param("auto", "auto (CUDA when present), cpu, cuda or cuda:N",
                         parser=parse_device),
@@ -133,7 +141,8 @@ class TrainSettings(Configurable):
         "progress": Param("auto", "auto (rich on a terminal, plain lines otherwise), rich, "
                                   "plain or none", choices=("auto", "rich", "plain", "none")),
         "loader_workers": Param(0, "no effect (kept so that older configurations load): "
-                                   "batches are gathered from the dataset's tensors", low=0),
+                                   "batches are gathered from the dataset's tensors", low=0,
+                                high=64),
         "deterministic": Param(True, "same seed, same numbers on a busy machine: one CPU "
                                      "thread, deterministic CUDA kernels; see "
                                      "grprune.determinism"),
@@ -156,7 +165,12 @@ class TrainSettings(Configurable):
                                   "shuffle stream)"),
         "eval_batch_size": Param(0, "graphs per evaluation batch; 0 = train.batch_size (4096 "
                                     "with train.fast_path on CUDA); a larger batch may round "
-                                    "scores differently in the last bit", low=0),
+                                    "scores differently in the last bit", low=0,
+                                 high=MAX_BATCH),
+        "pad_buckets": Param(False, "pad each training batch to one of at most 8 static shapes "
+                                    "chosen from the data (grprune.batch.pad_batch; for CUDA "
+                                    "graphs); the padding is masked out, so a step computes the "
+                                    "same within rounding (the dropout stream differs)"),
     }
 
 
@@ -170,7 +184,7 @@ class ModelSettings(Configurable):
                                 "sum-l2, the sum divided by its L2 norm (official code)",
                          choices=("sum", "mean", "sum-l2")),
         "head_layers": Param(2, "layers of the MLP classifier on the readout (official "
-                                "code: 3)", low=1),
+                                "code: 3)", low=1, high=64),
     }
 
 
@@ -186,13 +200,26 @@ class DataSettings(Configurable):
     }
 
 
+#: keys added after runs were made, left out of the hash at their default so that those
+#: runs keep their identity: (section, key) -> (datasets it applies to, default)
+LATER_KEYS = {("data", "max_atoms"): (("molecule-csv",), 500),
+              ("data", "metric"): (("molecule-csv",), "rocauc")}
+
+
+def _later_default(section: Mapping[str, Any], name: str, key: str, value: Any) -> bool:
+    """Whether ``key`` of ``section`` is one of :data:`LATER_KEYS` at its default."""
+    later = LATER_KEYS.get((name, key))
+    return later is not None and section.get("name") in later[0] and value == later[1]
+
+
 def config_hash(cfg: Mapping[str, Any]) -> str:
     """12-hex-digit hash of the result-relevant part of a resolved config.
 
     It is computed on the version-1 layout (the ``model`` section's keys inside
     ``encoder``), so runs made before the ``model`` section keep their identity.
     """
-    stable = {s: ({k: v for k, v in cfg[s].items() if (s, k) not in VOLATILE_KEYS}
+    stable = {s: ({k: v for k, v in cfg[s].items() if (s, k) not in VOLATILE_KEYS
+                   and not _later_default(cfg[s], s, k, v)}
                   if s != "reg" else cfg[s]) for s in SECTIONS if s in cfg and s != "model"}
     if isinstance(cfg.get("model"), Mapping) and "encoder" in stable:
         stable["encoder"] = {**stable["encoder"], **cfg["model"]}

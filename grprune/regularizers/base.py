@@ -108,6 +108,11 @@ class Regularizer(nn.Module, Configurable):
 
     params = {"weight": Param(1.0, "weight lambda of this term in the loss", low=0.0)}
     requires: ClassVar[frozenset[str]] = frozenset()
+    #: whether :meth:`loss`/:meth:`terms` keep the padding of a batch padded to a static
+    #: shape (``train.pad_buckets``, :func:`grprune.batch.pad_batch`) out: its
+    #: ``graph_mask``/``edge_mask``, or graphs of environment -1. The trainer refuses to
+    #: pad for a regularizer that does not say so.
+    pads: ClassVar[bool] = False
     selector_defaults: ClassVar[dict[str, Any]] = {}
     display_name: ClassVar[str | None] = None
     table_order: ClassVar[float] = math.inf

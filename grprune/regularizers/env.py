@@ -138,6 +138,7 @@ class IRMPenalty(AnnealedPenalty):
     """
 
     requires = frozenset({"env"})
+    pads = True  # padding graphs have environment -1, which env_groups leaves out
     display_name, table_order, name_order = "IRM", 10.0, 4.0
     params = {
         **AnnealedPenalty.params,
@@ -191,6 +192,7 @@ class VRExPenalty(AnnealedPenalty):
     """
 
     requires = frozenset({"env"})
+    pads = True  # padding graphs have environment -1, which env_groups leaves out
     display_name, table_order, name_order = "VREx", 30.0, 5.0
     params = {**AnnealedPenalty.params,
               "weight": Param(10.0, "V-REx penalty weight (DomainBed vrex_lambda: 10)", low=0.0,
@@ -237,6 +239,7 @@ class GroupDRO(Regularizer):
     """
 
     requires = frozenset({"env"})
+    pads = True  # padding graphs have environment -1, which env_groups leaves out
     display_name, table_order, name_order = "GroupDRO", 20.0, 6.0
     params = {
         "weight": Param(1.0, "weight of the q-weighted risk, added to the CE (see docs)",

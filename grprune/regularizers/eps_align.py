@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from grprune.batch import rank_in_segment, segment_sum
+from grprune.batch import rank_in_segment
 from grprune.hparams import Param
 from grprune.regularizers.base import REGULARIZERS, Regularizer, StepContext
 
@@ -40,6 +40,7 @@ class EpsilonAlignment(Regularizer):
     """
 
     requires = frozenset({"selector"})
+    pads = True
     name_order = 1.0
     params = {
         "weight": Param(0.01, "lambda_2, weight of L_s", low=0.0, search=(0.1, 0.01, 0.001)),
@@ -59,6 +60,7 @@ class EpsilonAlignment(Regularizer):
         if prob.numel() == 0:
             return prob.sum()
         if self.hparams["form"] == "official":
+            prob = prob[:batch.num_real_edges]  # a padded batch's real edges come first
             k = int(prob.numel() * frac)
             if k == 0:
                 return prob.sum() * 0.0
@@ -74,7 +76,10 @@ class EpsilonAlignment(Regularizer):
             target = 1.0 / batch.num_edges[g].to(prob.dtype)
         else:
             target = torch.full_like(prob, float(eps))
-        per_graph = segment_sum((prob - target).abs() * chosen, g, batch.num_graphs)
-        has_edges = (batch.num_edges > 0).to(prob.dtype)
+        per_graph = batch.segment_sum((prob - target).abs() * chosen, "edge_graph")
+        has_edges = batch.num_edges > 0
+        if batch.graph_mask is not None:  # padding graphs do not count
+            has_edges = has_edges & batch.graph_mask
+        has_edges = has_edges.to(prob.dtype)
         per_graph = per_graph / k_graph.to(prob.dtype)
         return (per_graph * has_edges).sum() / has_edges.sum().clamp_min(1)

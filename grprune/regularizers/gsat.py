@@ -37,7 +37,8 @@ def gsat_r(epoch: int, init_r: float = 0.9, final_r: float = 0.7, decay_r: float
     return max(r, final_r)
 
 
-def gsat_info_loss(att: Tensor, r: float, eps: float = 1e-6) -> Tensor:
+def gsat_info_loss(att: Tensor, r: float, eps: float = 1e-6,
+                   mask: Tensor | None = None) -> Tensor:
     """Mean KL divergence KL(Bernoulli(att) || Bernoulli(r)) over the entries of ``att``.
 
     Per entry, with GSAT's guards against ``log 0`` (``eps`` inside the logs,
@@ -55,11 +56,16 @@ def gsat_info_loss(att: Tensor, r: float, eps: float = 1e-6) -> Tensor:
     r : float
         Prior keep-probability in (0, 1].
     eps : float
+    mask : Tensor of shape (M,), bool, optional
+        Entries that count (False: padding edges); the mean is over them.
     """
     if att.numel() == 0:
         return att.sum()
     kl = (att * torch.log(att / r + eps)
           + (1 - att) * torch.log((1 - att) / (1 - r + eps) + eps))
+    if mask is not None:
+        m = mask.to(kl.dtype)
+        return (kl * m).sum() / m.sum().clamp_min(1)
     return kl.mean()
 
 
@@ -114,6 +120,7 @@ class GSAT(Regularizer):
     """
 
     requires = frozenset({"selector"})
+    pads = True
     display_name, table_order, name_order = "GSAT", 50.0, 2.0
     selector_defaults = {"hard": False, "eval_mode": "soft"}
     params = {
@@ -170,4 +177,5 @@ class GSAT(Regularizer):
         else:  # att="prob", or no sample (evaluation)
             att = sel.edge_prob
         r = self.r(self.schedule_epoch(ctx.epoch))
-        return gsat_info_loss(att, r, self.hparams["eps"])
+        batch = getattr(ctx, "batch", None)  # a context without a batch: no padding
+        return gsat_info_loss(att, r, self.hparams["eps"], getattr(batch, "edge_mask", None))

@@ -5,7 +5,6 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from grprune.batch import segment_sum
 from grprune.hparams import Param
 from grprune.regularizers.base import REGULARIZERS, Regularizer, StepContext
 
@@ -39,6 +38,7 @@ class SizeConstraint(Regularizer):
     """
 
     requires = frozenset({"selector"})
+    pads = True
     name_order = 0.0
     params = {
         "weight": Param(10.0, "lambda_1, weight of L_e", low=0.0, search=(10.0, 40.0)),
@@ -56,10 +56,14 @@ class SizeConstraint(Regularizer):
         if self.hparams["form"] == "official":
             if weight.numel() == 0:
                 return weight.sum()
-            r = weight.mean()
+            r = (weight.mean() if batch.edge_mask is None
+                 else (weight * batch.edge_mask).sum() / batch.edge_mask.sum().clamp_min(1))
             return torch.where(r >= eta, 4.0 * (r - eta), eta - r)
         # masked mean over the graphs with edges, written without a host synchronisation
-        kept = segment_sum(weight, batch.edge_graph, batch.num_graphs)
-        has_edges = (batch.num_edges > 0).to(weight.dtype)
+        kept = batch.segment_sum(weight, "edge_graph")
+        has_edges = batch.num_edges > 0
+        if batch.graph_mask is not None:  # padding graphs do not count
+            has_edges = has_edges & batch.graph_mask
+        has_edges = has_edges.to(weight.dtype)
         ratio = kept / batch.num_edges.clamp_min(1).to(weight.dtype)
         return (((ratio - eta) ** 2) * has_edges).sum() / has_edges.sum().clamp_min(1)

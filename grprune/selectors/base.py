@@ -76,6 +76,86 @@ class Selection:
         return self
 
 
+# -- evaluation noise that depends on the graph alone ------------------------------------
+_MIX1 = 0xBF58476D1CE4E5B9 - (1 << 64)   # splitmix64's multipliers, as signed int64
+_MIX2 = 0x94D049BB133111EB - (1 << 64)
+_GOLDEN = 0x9E3779B97F4A7C15 - (1 << 64)
+
+
+def _lsr(x: Tensor, k: int) -> Tensor:
+    """Logical right shift of int64 ``x`` by ``k`` bits (torch's ``>>`` is arithmetic)."""
+    return (x >> k) & ((1 << (64 - k)) - 1)
+
+
+def _mix64(x: Tensor) -> Tensor:
+    """splitmix64's finaliser (Steele, Lea and Flood 2014) on int64, wrapping arithmetic."""
+    x = (x ^ _lsr(x, 30)) * _MIX1
+    x = (x ^ _lsr(x, 27)) * _MIX2
+    return x ^ _lsr(x, 31)
+
+
+def keyed_uniform(seed: int, graph_key: Tensor, unit_key: Tensor, draw: int = 0) -> Tensor:
+    """Uniform noise in (0, 1) that is a function of its keys alone (counter-based).
+
+    .. math::
+        u = (\\lfloor h / 2^{40} \\rfloor + \\tfrac12) / 2^{24},\\quad
+        h = \\mathrm{mix}(\\mathrm{mix}(\\mathrm{mix}(\\mathrm{mix}(s) + k_G) + d) + k_e)
+
+    with ``mix`` splitmix64's finaliser and additions modulo :math:`2^{64}`. No RNG
+    state: the same (seed, graph, edge, draw) gives the same bits in any batch, batch
+    size, order or device, so an evaluation mask drawn from it depends on the graph
+    alone.
+
+    Parameters
+    ----------
+    seed : int
+        The evaluation's seed (e.g. :func:`grprune.trainer.eval_seed`).
+    graph_key : Tensor of shape (M,), int64
+        Each unit's graph identity (dataset index, or a hash of the canonical SMILES).
+    unit_key : Tensor of shape (M,), int64
+        The unit's identity inside its graph (e.g. its local node pair).
+    draw : int
+        Which of ``selector.eval_samples`` draws.
+
+    Returns
+    -------
+    Tensor of shape (M,), float32, values in (0, 1) (multiples of :math:`2^{-24}`
+    plus :math:`2^{-25}`)
+
+    Examples
+    --------
+    >>> u = keyed_uniform(7, torch.tensor([3, 3, 4]), torch.tensor([0, 1, 0]))
+    >>> bool(((u > 0) & (u < 1)).all()), u[0] == keyed_uniform(7, torch.tensor([3]), torch.tensor([0]))[0]
+    (True, tensor(True))
+    """
+    s = _mix64(torch.tensor(int(seed) & ((1 << 63) - 1), dtype=torch.int64,
+                            device=graph_key.device) + _GOLDEN)
+    h = _mix64(_mix64(s + graph_key.to(torch.int64)) + int(draw))
+    h = _mix64(h + unit_key.to(torch.int64))
+    return ((_lsr(h, 40).to(torch.float32) + 0.5) * (1.0 / (1 << 24)))
+
+
+def graph_noise(batch: GraphBatch, per_bond: bool, seed: int, draw: int = 0,
+                num_bonds: int | None = None) -> Tensor:
+    """:func:`keyed_uniform` noise per bond (shape (U,)) or per directed edge (shape (E,)).
+
+    The graph key is ``batch.index`` (dataset index, or what the caller put there, e.g.
+    :func:`grprune.predict.smiles_key`); a directed edge's key is its local node pair
+    ``(src, dst)``, a bond's the ordered pair ``(min, max)``: numbers of the graph
+    itself, so a graph's noise does not depend on where it sits in the batch.
+    """
+    src, dst = batch.local_edges()
+    graph = batch.index.to(src.device)[batch.edge_graph]
+    if per_bond:
+        src, dst = torch.minimum(src, dst), torch.maximum(src, dst)
+    pair = src * (1 << 32) + dst
+    u = keyed_uniform(seed, graph, pair, draw)
+    if not per_bond:
+        return u
+    from grprune.ops import bond_value
+    return bond_value(u, batch.bond, batch.num_bonds if num_bonds is None else num_bonds)
+
+
 def concrete_sample(logits: Tensor, tau: float, hard: bool, noise: Tensor | None = None
                     ) -> tuple[Tensor, Tensor]:
     """Binary concrete (Gumbel) sample, paper Eq. 2.
@@ -145,6 +225,25 @@ class Selector(nn.Module, Configurable, ABC):
     @abstractmethod
     def forward(self, batch: GraphBatch) -> Selection:
         """The selection for ``batch``: one entry per directed edge (E,)."""
+
+    #: seed of evaluation noise (``eval_mode=sample``), set by
+    #: :func:`grprune.evaluation.evaluate_batches` for its call
+    eval_seed: int = 0
+    _draw_batch: GraphBatch | None = None
+    _draw: int = 0
+
+    def eval_draw(self, batch: GraphBatch) -> int:
+        """Which draw of :attr:`eval_draws` this evaluation forward pass on ``batch`` is:
+        0 on a new batch, then 1, 2, ... while the same batch object comes back
+        (:meth:`grprune.model.GraphClassifier.predict` averages draws on one batch)."""
+        last = getattr(self, "_draw_batch", None)
+        draw = getattr(self, "_draw", 0) + 1 if last is batch else 0
+        self._draw_batch, self._draw = batch, draw
+        return draw
+
+    def reset_eval_draws(self) -> None:
+        """Forget the last batch seen (:meth:`eval_draw`); called when an evaluation ends."""
+        self._draw_batch, self._draw = None, 0
 
     @property
     def eval_draws(self) -> int:

@@ -12,9 +12,8 @@ from torch import Tensor, nn
 from grprune.batch import GraphBatch
 from grprune.encoders.base import ENCODERS
 from grprune.hparams import Param
-from grprune.ops import bond_mean
 from grprune.selectors.base import (EVAL_MODES, SAMPLE_UNITS, SELECTORS, Selection, Selector,
-                                    budget_mask, concrete_sample)
+                                    budget_mask, concrete_sample, graph_noise)
 
 
 class GumbelSelector(Selector):
@@ -33,9 +32,13 @@ class GumbelSelector(Selector):
     * ``threshold`` (default): keep an edge iff :math:`p_{ij} > 0.5`, the most
       likely mask under the selector's Bernoulli model. Deterministic.
     * ``soft``: ``edge_weight = p``. Deterministic.
-    * ``sample``: a fresh hard sample as in training (the official code's
-      evaluation); stochastic, so predictions are averaged over
-      ``eval_samples`` draws by the trainer.
+    * ``sample``: a hard sample as in training (the official code's
+      evaluation), predictions averaged over ``eval_samples`` draws. Its noise
+      is not the global RNG's but :func:`~grprune.selectors.base.graph_noise`:
+      a counter-based hash of (evaluation seed, graph identity
+      ``batch.index``, the edge's local node pair, draw), so a graph's mask
+      and score do not depend on the other graphs of the batch, the batch
+      size or the order.
     * ``budget``: keep the :math:`\\lceil \\eta\\, U_G \\rceil` most probable
       bonds of each graph (:math:`U_G` its bonds, :math:`\\eta` =
       ``eval_budget``, by default the size constraint's ``reg.size.eta``), so that
@@ -65,18 +68,24 @@ class GumbelSelector(Selector):
         """Score, symmetrise per bond and sample (training) or apply ``eval_mode``."""
         raw = self.edge_logits(batch)
         # one score per undirected bond: mean of its two directions
-        bond_logits = bond_mean(raw, batch.bond, batch.num_bonds)
-        logits = bond_logits[batch.bond]
+        bond_logits = batch.segment_mean(raw, "bond")
+        logits = batch.gather(bond_logits, "bond")
         prob = torch.sigmoid(logits)
         tau, mode = self.hparams["tau"], self.hparams["eval_mode"]
         relaxed = None
         if self.training or mode == "sample":
             hard = self.hparams["hard"]
-            if self.hparams["sample_per"] == "edge":
-                weight, relaxed = concrete_sample(logits, tau, hard)
+            per_bond = self.hparams["sample_per"] != "edge"
+            noise = None  # training: the global RNG
+            if not self.training:  # evaluation: noise keyed by (seed, graph, edge, draw)
+                noise = graph_noise(batch, per_bond, self.eval_seed, self.eval_draw(batch),
+                                    num_bonds=bond_logits.shape[0])
+            if not per_bond:
+                weight, relaxed = concrete_sample(logits, tau, hard, noise)
             else:
-                bond_sample, bond_relaxed = concrete_sample(bond_logits, tau, hard)
-                weight, relaxed = bond_sample[batch.bond], bond_relaxed[batch.bond]
+                bond_sample, bond_relaxed = concrete_sample(bond_logits, tau, hard, noise)
+                weight = batch.gather(bond_sample, "bond")
+                relaxed = batch.gather(bond_relaxed, "bond")
         elif mode == "threshold":
             weight = (prob > 0.5).to(prob.dtype)
         elif mode == "budget":
@@ -149,14 +158,15 @@ class GNNGumbelSelector(GumbelSelector):
         h = self.gnn(batch)
         first, act, last = self.edge_mlp
         w_src, w_dst, w_sum = cast(Tensor, first.weight).chunk(3, dim=1)  # each (2D, D)
+        bias = cast(Tensor, first.bias)
         if self.hparams["symmetrize"] == "sum-input":
             # MLP((h_i||h_j||h_i+h_j) + (h_j||h_i||h_i+h_j)) = MLP(u||u||2u), u = h_i + h_j
             proj = h @ (w_src + w_dst + 2 * w_sum).t()  # (N, 2D)
-            z = proj[batch.src] + proj[batch.dst] + first.bias
+            z = batch.gather(proj, "src") + batch.gather(proj, "dst") + bias
         else:
             proj = h @ torch.cat([w_src + w_sum, w_dst + w_sum], dim=0).t()  # (N, 4D)
             from_src, from_dst = proj.chunk(2, dim=1)
-            z = from_src[batch.src] + from_dst[batch.dst] + first.bias
+            z = batch.gather(from_src, "src") + batch.gather(from_dst, "dst") + bias
         return last(act(z)).squeeze(-1)
 
 
