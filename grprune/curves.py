@@ -21,7 +21,8 @@ import math
 from pathlib import Path
 from typing import Any, Sequence
 
-from grprune import results as R
+from grprune.record import files as R
+from grprune.record.rundir import RunDir
 from grprune.errors import GrpruneError
 
 #: (panel title, function of one record -> value or None, y range)
@@ -78,7 +79,7 @@ def series(dirs: Sequence[str | Path]) -> list[dict]:
         label = f"{labels[ckey]} {method_label(reg, selector, preset)}"
         if len(settings_per_group[gkey]) > 1:
             label += f" [{sid[:6]}]"
-        records = [R.RunDir(r.path).record_lines() for r in members]
+        records = [RunDir(r.path).record_lines() for r in members]
         out.append({"label": label, "metric": members[0].metric,
                     "runs": [str(r.path) for r in members], "records": records})
     if not out:

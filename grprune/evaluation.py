@@ -6,7 +6,7 @@ edges the evaluation mask keeps, the selector diagnostics and, on request, every
 edge's selector output as an :class:`EdgeScores` (CSR arrays over the graphs).
 The trainer (:meth:`grprune.trainer.Trainer.evaluate`) calls it every epoch and
 on the selected checkpoint, whose test edges it saves as ``edge_probs.npz``
-(:func:`edge_probs_arrays`, written by :meth:`grprune.results.RunDir.write_edge_arrays`);
+(:func:`edge_probs_arrays`, written by :meth:`grprune.record.rundir.RunDir.write_edge_arrays`);
 :mod:`grprune.inference` calls it to score new graphs (``grprune predict``), and
 ``grprune explain`` reads the saved arrays back (:func:`edge_scores_from_arrays`).
 
@@ -407,7 +407,7 @@ def edge_arrays_problem(a: Mapping[str, np.ndarray]) -> str | None:
 
 def edge_scores_from_arrays(a: Mapping[str, np.ndarray] | None) -> EdgeScores | None:
     """The :class:`EdgeScores` of ``edge_probs.npz``'s arrays
-    (:meth:`grprune.results.RunDir.edge_arrays`); None without arrays, when they lack
+    (:meth:`grprune.record.rundir.RunDir.edge_arrays`); None without arrays, when they lack
     :data:`SCORE_ARRAYS` (a file written before they were saved), or when they do not agree
     as a whole (:func:`edge_arrays_problem`): the caller recomputes the scores from the
     checkpoint, as for a damaged file."""

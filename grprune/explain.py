@@ -312,7 +312,7 @@ def explain_run(run, *, part: str = "test", graph_ids: Sequence[int | str] | Non
         Unknown part, graph outside the dataset or the part, unknown source
         row or ID, bad ``top_k``.
     """
-    from grprune import results as R
+    from grprune.record import files as R
 
     out = _check_options(run, fmt, top_k, out_dir)
     dataset = run.load_dataset()
@@ -453,7 +453,7 @@ def _draw_pictures(out: Path, dataset, part: str, ids: list[int], scores: dict,
                    labels: np.ndarray, molecules: dict, top_k: int | None, fmt: str,
                    notes: list[str]) -> list[str]:
     """One picture per chosen graph; returns the file names written."""
-    from grprune import results as R
+    from grprune.record import files as R
     from grprune.draw import (draw_graph, draw_molecule, highlight_caption, highlighted_bonds,
                               rdkit_drawing_error)
 
@@ -485,7 +485,7 @@ def _draw_pictures(out: Path, dataset, part: str, ids: list[int], scores: dict,
 def _write_manifest(run, dataset, part: str, top_k: int | None, fmt: str,
                     res: ExplainResult) -> None:
     """Remove what an earlier explanation wrote there and this one did not; write ``explain.json``."""
-    from grprune import results as R
+    from grprune.record import files as R
 
     out = res.out_dir
     old = R.read_json(out / MANIFEST)

@@ -3,7 +3,7 @@
 :func:`load_run` reads ``config.json``, ``summary.json`` and ``checkpoint.pt``
 and rebuilds the model with :func:`grprune.trainer.build_model_from_dims` (the
 feature and class sizes are ``config.json``'s ``features`` record, a
-:class:`~grprune.runconfig.FeatureSpec`; older runs have them in ``summary["model"]``,
+:class:`~grprune.record.runconfig.FeatureSpec`; older runs have them in ``summary["model"]``,
 and runs older still load their dataset to recover them). :func:`score_graphs` scores
 DGL graphs with it and returns, per graph, the class probabilities and every
 edge's keep probability :math:`p_{ij} = \\sigma(w_{ij})` and evaluation mask
@@ -34,8 +34,8 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 import torch
 
-from grprune import results as R
-from grprune.results.rundir import error_detail
+from grprune.record.rundir import RunDir
+from grprune.record.rundir import error_detail
 from grprune.batch import GraphBatch, collate
 from grprune.compat import dgl  # noqa: F401  (DGL import order)
 from grprune.errors import GrpruneError
@@ -182,7 +182,7 @@ class Run:
     device : torch.device
         Where :attr:`model` is put.
     dims : FeatureSpec or dict, optional
-        The training data's :class:`~grprune.runconfig.FeatureSpec`; default
+        The training data's :class:`~grprune.record.runconfig.FeatureSpec`; default
         ``config.json``'s ``features`` record (older runs: ``summary["model"]``; runs
         older still load their dataset).
     model : GraphClassifier, optional
@@ -195,7 +195,7 @@ class Run:
     run_dir : Path
         Also :attr:`path`.
     cfg : RunConfig
-        Also :attr:`config` (in the current layout, :func:`grprune.runconfig.upgrade`).
+        Also :attr:`config` (in the current layout, :func:`grprune.record.runconfig.upgrade`).
     summary : RunSummary
     device : torch.device
     use_selector : bool
@@ -218,7 +218,7 @@ class Run:
         self.device = torch.device(device)
         self._model, self._dataset = model, dataset
         self._features = (FeatureSpec.from_dict(dims) if isinstance(dims, dict) else dims)
-        self.rundir = R.RunDir(self.run_dir)  # reads only: a finished run takes no lock
+        self.rundir = RunDir(self.run_dir)  # reads only: a finished run takes no lock
         self.use_selector = evaluation_uses_selector(self.summary, self.rundir.records())
 
     def __repr__(self) -> str:
@@ -248,7 +248,7 @@ class Run:
 
     @property
     def features(self) -> FeatureSpec:
-        """The training data's :class:`~grprune.runconfig.FeatureSpec`: ``config.json``'s
+        """The training data's :class:`~grprune.record.runconfig.FeatureSpec`: ``config.json``'s
         ``features``; for older runs ``summary.json``'s ``"model"`` record, and for runs
         older still, read from the loaded dataset."""
         if self._features is None:
@@ -455,11 +455,11 @@ def _load_model(run_dir: Path, cfg: RunConfig | Mapping[str, Any], dims: Feature
     Raises
     ------
     GrpruneError
-        If the checkpoint is missing, unreadable (:meth:`grprune.results.RunDir.read_checkpoint`)
+        If the checkpoint is missing, unreadable (:meth:`grprune.record.rundir.RunDir.read_checkpoint`)
         or of another model.
     """
     from grprune.trainer import build_model_from_dims
-    rundir = R.RunDir(run_dir)
+    rundir = RunDir(run_dir)
     state = rundir.read_checkpoint(device)  # missing or damaged: one message, before building
     model, _ = build_model_from_dims(cfg, dims)
     try:
@@ -493,7 +493,7 @@ def load_run(run_dir: str | Path, device: str = "cpu", *, lazy: bool = False) ->
     ------
     GrpruneError
         If ``run_dir`` is not a run directory, the run has not finished (no
-        ``summary.json``) or is corrupt (:meth:`grprune.results.RunDir.status`), the
+        ``summary.json``) or is corrupt (:meth:`grprune.record.rundir.RunDir.status`), the
         checkpoint is missing or does not fit the configuration, or CUDA is asked
         for and absent.
     """
@@ -502,7 +502,7 @@ def load_run(run_dir: str | Path, device: str = "cpu", *, lazy: bool = False) ->
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise GrpruneError(f"run directory {run_dir} does not exist")
-    rundir = R.RunDir(run_dir)
+    rundir = RunDir(run_dir)
     status = rundir.status()
     if status.state in ("interrupted", "running", "failed"):
         raise GrpruneError(

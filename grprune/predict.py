@@ -380,7 +380,7 @@ def write_prediction(pred: Prediction, out: str | Path, bonds: bool = True) -> l
     list of Path
         ``[out, bonds_path(out)]`` (``[out]`` without ``bonds``).
     """
-    from grprune import results as R
+    from grprune.record import files as R
     out = Path(out)
     R.atomic_write_bytes(out, pred.molecules.to_csv(index=False, float_format="%.6g").encode())
     if not bonds:
@@ -406,7 +406,7 @@ def draw_prediction(pred: Prediction, out_dir: str | Path, fmt: str = "png",
     list of Path
         The files written.
     """
-    from grprune import results as R
+    from grprune.record import files as R
     from grprune.draw import (draw_graph, draw_molecule, highlight_caption, highlighted_bonds,
                               rdkit_drawing_error)
     from grprune.explain import ranking_score

@@ -1,5 +1,5 @@
 """Resolving a run's configuration: presets, parts and their compatibility, above the
-registries (:mod:`grprune.config` and :mod:`grprune.record` are the layers below).
+registries (:mod:`grprune.record` is the layer below).
 
 :func:`resolve_config` returns a :class:`grprune.record.runconfig.RunConfig`. Values are
 resolved in this order, later winning: each part's declared defaults; the dataset's
@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from grprune.config import _flatten, load_config_file, parse_override
 from grprune.errors import GrpruneError
 from grprune.record.runconfig import VERSION, RunConfig, move_keys
-from grprune.record.settings import (SECTIONS, DataSettings, ModelSettings, TrainSettings,
-                                     config_hash)
+from grprune.record.settings import (RECORDS, SECTIONS, DataSettings, ModelSettings,
+                                     TrainSettings, config_hash, flat_items, parse_override)
+from grprune.record.userfiles import load_config_file
 
 
 def preset_items(preset: Any, data_name: str, source: Any, encoder_name: str,
@@ -85,6 +85,29 @@ def preset_items(preset: Any, data_name: str, source: Any, encoder_name: str,
                                f"{', '.join(SECTIONS)}")
         out[key] = value
     return out
+
+
+def _flatten(cfg: Mapping[str, Any], origin: str) -> list[tuple[str, Any]]:
+    """A config file's settings as ``[("section.key", value)]`` (``reg.NAME.key`` for reg;
+    :func:`~grprune.record.settings.flat_items`), once its layout is checked.
+
+    Raises
+    ------
+    GrpruneError
+        On an unknown section, or a section or regularizer that is not a mapping.
+    """
+    for section, body in cfg.items():
+        if section in RECORDS:
+            continue
+        if section not in SECTIONS:
+            raise GrpruneError(f"unknown section {section!r} in {origin}. "
+                               f"Sections: {', '.join(SECTIONS)}")
+        if not isinstance(body, Mapping):
+            raise GrpruneError(f"section {section!r} in {origin} must be a mapping")
+        bad = [key for key, value in body.items() if not isinstance(value, Mapping)]
+        if section == "reg" and bad:
+            raise GrpruneError(f"reg.{bad[0]} in {origin} must be a mapping")
+    return list(flat_items(cfg))
 
 
 def resolve_config(*, data: str | None = None, selector: str | None = None,

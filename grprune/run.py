@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
-from grprune import results as R
 from grprune.errors import DivergedError, GrpruneError
 from grprune.record.runconfig import FeatureSpec, RunConfig
+from grprune.record.rundir import RunDir
 from grprune.record.settings import OPTION_KEYS, config_hash
 from grprune.record.summary import RunSummary
 
@@ -115,7 +115,7 @@ def option_flags(**options: Any) -> dict[str, Any]:
 
 def prepare_run_dir(cfg: RunConfig | Mapping[str, Any], run_dir: Path, force: bool = False,
                     held: bool = False) -> tuple[str, Any]:
-    """Decide what to do with ``run_dir`` (:meth:`grprune.results.RunDir.status`);
+    """Decide what to do with ``run_dir`` (:meth:`grprune.record.rundir.RunDir.status`);
     ``held``: the caller holds the run's lock.
 
     Returns
@@ -135,7 +135,7 @@ def prepare_run_dir(cfg: RunConfig | Mapping[str, Any], run_dir: Path, force: bo
         trained an epoch (only ``config.json``, left by a bad-input failure) is taken over
         without ``force``.
     """
-    rundir = R.RunDir(run_dir)
+    rundir = RunDir(run_dir)
     status = rundir.status(cfg, held=held)
     state = status.state
     if state == "running":
@@ -199,7 +199,7 @@ def execute(cfg: RunConfig | Mapping[str, Any], run_dir: str | Path, *, force: b
     run_dir = Path(run_dir)
     if run_dir.exists() and not run_dir.is_dir():
         raise GrpruneError(f"--out {run_dir} exists and is not a directory")
-    with R.RunDir(run_dir).lock():  # one process per run directory
+    with RunDir(run_dir).lock():  # one process per run directory
         return _execute_locked(cfg, run_dir, force, on_epoch, log, dataset)
 
 
@@ -210,8 +210,8 @@ def _execute_locked(cfg: RunConfig | Mapping[str, Any], run_dir: Path, force: bo
     ``config.json`` is written once, when the data is loaded and its :class:`FeatureSpec`
     known: nothing before that needs it on disk (the lock keeps other processes out, and a
     run that dies loading its data has trained nothing to resume)."""
+    from grprune.record.trainstate import model_problem
     from grprune.trainer import Trainer
-    from grprune.trainstate import model_problem
 
     status, payload = prepare_run_dir(cfg, run_dir, force, held=True)
     if status == "finished":
@@ -225,7 +225,7 @@ def _execute_locked(cfg: RunConfig | Mapping[str, Any], run_dir: Path, force: bo
         log(f"note: {duplicate_ids_note(dataset)}")
     # the data's sizes, so that a checkpoint can be rebuilt without loading the data
     cfg = RunConfig.from_dict(cfg).with_features(FeatureSpec.of(dataset))
-    rundir = R.RunDir(run_dir)
+    rundir = RunDir(run_dir)
     rundir.write_config(cfg)
     trainer = Trainer(cfg, dataset, run_dir, on_epoch=on_epoch)
     if status == "resume":

@@ -31,10 +31,10 @@ import numpy as np
 import torch
 
 from grprune import determinism
-from grprune import results as R
+from grprune.record.rundir import RunDir
 from grprune.batch import Bucket, GraphBatch, choose_buckets, pad_to_bucket
 from grprune.compat import dgl  # noqa: F401  (DGL import order)
-from grprune.config import parse_milestones
+from grprune.record.settings import parse_milestones
 from grprune.data.store import GraphStore
 from grprune.encoders import ENCODERS
 from grprune.errors import DivergedError, GrpruneError
@@ -48,7 +48,7 @@ from grprune.record.summary import RunSummary
 from grprune.regularizers import REGULARIZERS, Regularizer, StepContext
 from grprune.regularizers.base import check_supports, sum_terms
 from grprune.selectors import SELECTORS, check_selection
-from grprune.trainstate import Best, model_problem, restore_state, state_of
+from grprune.record.trainstate import Best, model_problem, restore_state, state_of
 
 EVAL_SPLITS = ("train", "valid", "test", "id-valid")
 #: in-distribution hold-outs, evaluated with the selected checkpoint (id-valid every epoch too)
@@ -91,7 +91,7 @@ def eval_seed(seed: int, split: str) -> int:
 def model_dims(dataset) -> dict[str, Any]:
     """What a model needs to know about a dataset's features and classes, in the form of
     ``summary.json``'s ``"model"`` record (kept for readers of older runs; new code
-    uses :class:`grprune.runconfig.FeatureSpec`, which ``config.json`` records).
+    uses :class:`grprune.record.runconfig.FeatureSpec`, which ``config.json`` records).
 
     Returns
     -------
@@ -106,7 +106,7 @@ def build_model_from_dims(cfg: RunConfig | Mapping[str, Any],
                           dims: FeatureSpec | dict[str, Any]
                           ) -> tuple[GraphClassifier, dict[str, Regularizer]]:
     """Instantiate selector, encoder, classifier and regularizers from a config and the
-    data's :class:`~grprune.runconfig.FeatureSpec` (or a :func:`model_dims` dict)."""
+    data's :class:`~grprune.record.runconfig.FeatureSpec` (or a :func:`model_dims` dict)."""
     spec = dims if isinstance(dims, FeatureSpec) else FeatureSpec.from_dict(dims)
     cfg = RunConfig.from_dict(cfg)
     feat, enc, sel, head = spec.model_kwargs(), cfg.encoder, cfg.selector, cfg.model
@@ -191,7 +191,7 @@ class Trainer:
                  on_epoch: Callable[[dict], None] | None = None) -> None:
         cfg = RunConfig.from_dict(cfg)
         self.cfg, self.dataset, self.run_dir = cfg, dataset, Path(run_dir)
-        self.rundir = R.RunDir(self.run_dir)  # the one reader and writer of its files
+        self.rundir = RunDir(self.run_dir)  # the one reader and writer of its files
         self.tc = cfg.train
         self.on_epoch = on_epoch or (lambda record: None)
         self.device = select_device(self.tc.device)

@@ -12,10 +12,10 @@ import pytest
 from click.testing import CliRunner
 
 import grprune
-from grprune import results as R
 from grprune.api import hparam_keywords
 from grprune.cli import main
 from grprune.errors import GrpruneError
+from grprune.record import files as R
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = dict(data="ogbg-molbbbp", epochs=1, device="cpu", progress="none",

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from test_collect import fake_run
 
-from grprune import results as R
+from grprune.record import files as R
 
 ROOT = Path(__file__).resolve().parents[1]
 

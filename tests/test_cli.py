@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from grprune import results as R
+from grprune.record import files as R
 from grprune.cli import main
 from grprune.resolve import resolve_config
 from grprune.run import execute
@@ -195,7 +195,7 @@ def test_options_fall_back_to_environment_variables(tmp_path):
 def test_run_files_are_readable_by_others(tmp_path):
     import os
 
-    from grprune.results import atomic_write_json
+    from grprune.record.files import atomic_write_json
     umask = os.umask(0)
     os.umask(umask)
     atomic_write_json(tmp_path / "x.json", {"a": 1})  # mkstemp alone would give 0600

@@ -15,7 +15,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from grprune import results as R
+from grprune.record import files as R
 from grprune.cli import main
 from grprune.cli.options import SHARED
 from test_collect import prune_eta_grid

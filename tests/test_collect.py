@@ -13,7 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from grprune import collect as C
-from grprune import results as R
+from grprune.record import files as R
+from grprune.record.rundir import RunDir
 from grprune.cli import main
 from grprune.resolve import resolve_config
 from grprune.errors import GrpruneError
@@ -428,7 +429,7 @@ def test_running_run_of_a_sweep_is_counted_once_as_running(tmp_path):
         "version": 1, "configs": [{"hash": c["hash"], "run_dir": str(d.relative_to(root)),
                                    "values": {"seed": c["train"]["seed"]}}
                                   for c, d in planned]})
-    with R.RunDir(running).lock():  # another process is training it
+    with RunDir(running).lock():  # another process is training it
         scan = C.scan_runs(root)
         (g,) = C.sweep_report(scan)
         notes = C.notes_for(scan, [g])

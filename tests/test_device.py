@@ -22,12 +22,12 @@ import numpy as np
 import pytest
 import torch
 
-from grprune import results as R
+from grprune.record import files as R
 from grprune.record.epoch import EpochRecord
 from grprune.resolve import resolve_config
 from grprune.data import load_dataset
 from grprune.run import execute
-from grprune.runconfig import RunConfig
+from grprune.record.runconfig import RunConfig
 from grprune.trainer import FAST_EVAL_BATCH, Trainer
 from tests.conftest import steps_without_sync, train_steps
 

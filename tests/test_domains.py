@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from grprune.cli import main
-from grprune.config import DataSettings, TrainSettings
+from grprune.record.settings import DataSettings, TrainSettings
 from grprune.data import DATASETS
 from grprune.encoders import ENCODERS
 from grprune.errors import GrpruneError

@@ -12,7 +12,8 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from grprune import results as R
+from grprune.record import files as R
+from grprune.record.rundir import RunDir
 from grprune.cli import main
 from grprune.draw import (draw_molecule, highlighted_bonds, parse_molecule, rdkit_bond_ids,
                           svg_highlighted_bonds)
@@ -385,7 +386,7 @@ def test_explain_reads_edge_probs_not_the_model(motif_run, tmp_path, monkeypatch
     for key in ("all", "correct", "accuracy"):
         _assert_close(m_got[key], m_ref[key])
     # the scores are the file's, to the bit
-    edges = edge_scores_from_arrays(R.RunDir(run_dir).edge_arrays())
+    edges = edge_scores_from_arrays(RunDir(run_dir).edge_arrays())
     assert edges is not None
     gi = int(got["graph_index"].iloc[0])
     k = edges.graph_index.tolist().index(gi)
@@ -404,7 +405,7 @@ def test_explain_reads_edge_probs_not_the_model(motif_run, tmp_path, monkeypatch
     with np.load(run_dir / R.EDGE_PROBS) as npz:
         old = {k: npz[k] for k in npz.files if k not in ("edge_logits", "prob", "num_nodes")}
     np.savez_compressed(run_dir / R.EDGE_PROBS, **old)
-    assert edge_scores_from_arrays(R.RunDir(run_dir).edge_arrays()) is None
+    assert edge_scores_from_arrays(RunDir(run_dir).edge_arrays()) is None
     assert "edge_logits" in SCORE_ARRAYS
     res = CliRunner().invoke(main, ["explain", str(run_dir), "--out", str(tmp_path / "old")])
     assert res.exit_code != 0 and "explain ran the model" in repr(res.exception)

@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 
 from tests.conftest import strip_keys
-from grprune import results as R
-from grprune.config import config_hash
+from grprune.record import files as R
+from grprune.record.settings import config_hash
 from grprune.resolve import resolve_config
 from grprune.data import load_dataset
 from grprune.run import execute
-from grprune.runconfig import RunConfig
+from grprune.record.runconfig import RunConfig
 from grprune.trainer import Trainer
 
 SMALL = {"train.epochs": 2, "data.limit": 96, "train.batch_size": 32, "train.device": "cpu",

@@ -31,7 +31,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from grprune import results as R
+from grprune.record import files as R
 from grprune.cli import main
 
 #: the tiny molecule run every run-directory case starts from
@@ -236,7 +236,7 @@ def interrupted_run(tmp_path_factory, finished_run):
     """The same configuration stopped after its first epoch (``config.json``,
     ``results.jsonl``, ``state.pt``), resumed by ``grprune run`` with the same arguments."""
     from grprune.run import execute
-    from grprune.runconfig import RunConfig
+    from grprune.record.runconfig import RunConfig
     out = tmp_path_factory.mktemp("fuzz-interrupted") / "run"
     cfg = RunConfig.from_dict(json.loads((finished_run / R.CONFIG).read_text()))
 

@@ -22,8 +22,8 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from grprune import results as R
 from grprune.cli import main
+from grprune.record import files as R
 
 #: a YAML file of about 1 KB whose ``data.limit`` names 9**9 (387 million) strings
 ALIAS_BOMB = """\

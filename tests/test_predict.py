@@ -11,7 +11,7 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from grprune import results as R
+from grprune.record import files as R
 from grprune.cli import main
 from grprune.draw import parse_molecule
 from grprune.inference import load_run

@@ -9,7 +9,7 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from grprune import results as R
+from grprune.record import files as R
 from grprune.batch import collate, rank_in_segment
 from grprune.cli import main
 from grprune.resolve import resolve_config

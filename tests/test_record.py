@@ -133,14 +133,14 @@ RUN_FILE_NAMES = {"config.json", "results.jsonl", "summary.json", "state.pt", "c
                   "checkpoint-last.pt", "edge_probs.npz", "error.json", "sweep.log"}
 RUN_FILE_CONSTANTS = {"CONFIG", "RESULTS", "SUMMARY", "STATE", "CHECKPOINT", "LAST_CHECKPOINT",
                       "EDGE_PROBS", "ERROR", "LOG", "RUN_FILES", "MARKERS"}
-#: where the run files are defined (record/files.py) and read and written (results/)
-OWNERS = ("record", "results")
+#: where the run files are defined (record/files.py) and read and written (record/rundir.py)
+OWNERS = ("record",)
 
 
 def run_file_uses(path: Path) -> list[str]:
     """Where the module at ``path`` names a run file: a string that is one of
     :data:`RUN_FILE_NAMES`, or one of :data:`RUN_FILE_CONSTANTS` imported from, or read
-    as an attribute of, ``grprune.results`` or ``grprune.record.files``."""
+    as an attribute of, ``grprune.record.files`` or ``grprune.record.rundir``."""
     import ast
     tree = ast.parse(path.read_text())
     docstrings = {id(n.body[0].value) for n in ast.walk(tree)
@@ -153,8 +153,8 @@ def run_file_uses(path: Path) -> list[str]:
         if (isinstance(node, ast.Constant) and node.value in RUN_FILE_NAMES
                 and id(node) not in docstrings):
             found.append(f"{path}:{node.lineno}: {node.value!r}")
-        elif (isinstance(node, ast.ImportFrom) and node.module in ("grprune.results",
-                                                                    "grprune.record.files")):
+        elif (isinstance(node, ast.ImportFrom) and node.module in ("grprune.record.files",
+                                                                    "grprune.record.rundir")):
             found += [f"{path}:{node.lineno}: imports {a.name}" for a in node.names
                       if a.name in RUN_FILE_CONSTANTS]
         elif (isinstance(node, ast.Attribute) and node.attr in RUN_FILE_CONSTANTS
@@ -164,8 +164,8 @@ def run_file_uses(path: Path) -> list[str]:
 
 
 def test_only_the_run_directory_reads_and_writes_run_files():
-    """No module outside grprune/record and grprune/results names a run's files:
-    everything else goes through :class:`grprune.results.RunDir` (issue 40, item 3)."""
+    """No module outside grprune/record names a run's files: everything else goes through
+    :class:`grprune.record.rundir.RunDir` (issue 40, item 3)."""
     package = Path(__file__).resolve().parents[1] / "grprune"
     found = [use for path in sorted(package.rglob("*.py"))
              if path.relative_to(package).parts[0] not in OWNERS
@@ -175,8 +175,8 @@ def test_only_the_run_directory_reads_and_writes_run_files():
 
 def test_the_run_file_check_sees_each_way_of_naming_one(tmp_path):
     src = tmp_path / "m.py"
-    src.write_text('"""Writes config.json."""\nfrom grprune.results import SUMMARY\n'
-                   'import grprune.results as R\np = R.CHECKPOINT\nq = "state.pt"\n')
+    src.write_text('"""Writes config.json."""\nfrom grprune.record.files import SUMMARY\n'
+                   'import grprune.record.files as R\np = R.CHECKPOINT\nq = "state.pt"\n')
     assert [u.split(": ", 1)[1] for u in run_file_uses(src)] == [
         "imports SUMMARY", "R.CHECKPOINT", "'state.pt'"]
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from grprune.config import config_hash
+from grprune.record.settings import config_hash
 from grprune.resolve import resolve_config
 from grprune.errors import GrpruneError
 from grprune.registry import Registry

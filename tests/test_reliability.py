@@ -143,7 +143,7 @@ def test_sweeps_planning_into_one_root_at_once_lose_nothing(tmp_path):
 
 
 def test_a_damaged_epoch_record_is_refused_not_resumed_with_a_gap(tmp_path, data_root):
-    from grprune import results as R
+    from grprune.record import files as R
     from grprune.resolve import resolve_config
     from grprune.run import execute
     cfg = resolve_config(reg="none", preset="paper", flags={
@@ -202,7 +202,8 @@ def test_a_terminated_run_says_how_to_resume(tmp_path, data_root):
 
 
 def test_a_planner_never_writes_into_a_run_another_process_holds(tmp_path):
-    from grprune import results as R
+    from grprune.record import files as R
+    from grprune.record.rundir import RUNNING_ELSEWHERE, RunDir
     from grprune.sweep import expand, grid_from_options
     from grprune.sweep.launchers import launch_local
     from grprune.sweep.plan import Job, run_dir_of
@@ -213,16 +214,16 @@ def test_a_planner_never_writes_into_a_run_another_process_holds(tmp_path):
     run_dir.mkdir(parents=True)
     (run_dir / R.CONFIG).write_text('{"the other child": "its config, features and all"}')
     ends: list = []
-    with R.RunDir(run_dir).lock():  # another sweep's child took it after this plan was made
+    with RunDir(run_dir).lock():  # another sweep's child took it after this plan was made
         launch_local([Job(conf, run_dir, {})], on_start=lambda job: ends.append("started"),
                      on_done=lambda job, code, error: ends.append((code, error)))
-    assert ends == [(None, R.RUNNING_ELSEWHERE)]
+    assert ends == [(None, RUNNING_ELSEWHERE)]
     assert (run_dir / R.CONFIG).read_text().startswith('{"the other child"')
     assert not (run_dir / R.LOG).exists()
 
 
 def test_a_run_another_sweep_finished_after_the_plan_counts_as_skipped(tmp_path, data_root):
-    from grprune import results as R
+    from grprune.record import files as R
     from grprune.run import execute
     from grprune.sweep import expand, grid_from_options
     from grprune.sweep.plan import Outcome, run_sweep

@@ -12,7 +12,7 @@ import pytest
 
 import grprune
 from tests.conftest import strip_keys
-from grprune import results as R
+from grprune.record import files as R
 
 # Fields that measure time, memory or the data cache, not the computation.
 VOLATILE = {"epoch_time_s", "train_time_s", "wall_time_s", "data_load_s", "peak_mem_mib",

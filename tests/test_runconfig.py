@@ -12,14 +12,15 @@ import warnings
 import pytest
 from click.testing import CliRunner
 
-from grprune import results as R
+from grprune.record import files as R
+from grprune.record.rundir import RunDir
 from grprune.cli import main
-from grprune.config import ModelSettings, config_hash
+from grprune.record.settings import ModelSettings, config_hash
 from grprune.resolve import resolve_config
 from grprune.encoders import ENCODERS
 from grprune.inference import load_run
 from grprune.regularizers import REGULARIZERS
-from grprune.runconfig import FeatureSpec, RunConfig, upgrade
+from grprune.record.runconfig import FeatureSpec, RunConfig, upgrade
 from grprune.selectors import SELECTORS
 from grprune.sweep.grid import Grid
 from grprune.sweep.search import search_space, with_search
@@ -84,7 +85,7 @@ def test_a_version_1_run_directory_is_finished_and_loads(bbbp_run, tmp_path):
     shutil.copytree(bbbp_run, old_dir)
     cfg = json.loads((old_dir / R.CONFIG).read_text())
     (old_dir / R.CONFIG).write_text(json.dumps(_v1(cfg)))
-    status = R.RunDir(old_dir).status(cfg)
+    status = RunDir(old_dir).status(cfg)
     assert status.state == "finished" and status.config is not None
     assert status.config["model"]["head_layers"] == 3
     run = load_run(old_dir)
@@ -163,13 +164,14 @@ def test_sweep_search_default_expands_the_declared_grid(tmp_path, data_root):
 
 
 def test_run_dir_gives_typed_summary_and_records(bbbp_run):
-    from grprune.runconfig import EpochRecord, RunSummary
-    status = R.RunDir(bbbp_run).status()
+    from grprune.record.epoch import EpochRecord
+    from grprune.record.summary import RunSummary
+    status = RunDir(bbbp_run).status()
     summary = status.summary
     assert isinstance(summary, RunSummary) and isinstance(status.config, RunConfig)
     assert summary.metric == "rocauc" and summary.score("test") == summary.test
     assert summary.selected in ("best-valid", "last-epoch") and summary.use_selector is True
-    records = R.RunDir(bbbp_run).records()
+    records = RunDir(bbbp_run).records()
     assert records and all(isinstance(r, EpochRecord) for r in records)
     last = records[-1]
     assert last.epoch == len(records) - 1 and not last.warmup
@@ -179,7 +181,7 @@ def test_run_dir_gives_typed_summary_and_records(bbbp_run):
 
 def test_a_run_writes_config_json_once_with_its_features(tmp_path, monkeypatch, data_root):
     from grprune.record.summary import RunSummary
-    from grprune.results import rundir
+    from grprune.record import rundir
     from grprune.run import execute, plan_run
 
     writes = []

@@ -8,9 +8,10 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from grprune import results as R
 from grprune.cli import main
 from grprune.collect import scan_runs
+from grprune.record import files as R
+from grprune.record.rundir import RunDir
 from grprune.run import execute
 from grprune.sweep import expand, grid_from_options
 from grprune.sweep.plan import run_dir_of
@@ -61,9 +62,9 @@ def states(tmp_path_factory):
 
 def test_every_state_is_judged_once_and_acted_on_alike(states):
     root, dirs, cfgs = states
-    with R.RunDir(dirs["locked"]).lock():  # another process is running it
+    with RunDir(dirs["locked"]).lock():  # another process is running it
         for name, (state, *_rest) in EXPECT.items():
-            assert R.RunDir(dirs[name]).status(cfgs[name]).state == state, name
+            assert RunDir(dirs[name]).status(cfgs[name]).state == state, name
         # sweep --dry-run: one status per configuration
         res = CliRunner().invoke(main, ["sweep", *FLAGS[:4], "--seeds", "0-7", "-H",
                                         "data.limit=32", "-H", "train.batch_size=16",

@@ -11,10 +11,11 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from grprune import results as R
 from grprune.cli import main
 from grprune.evaluation import edge_arrays_problem
 from grprune.inference import load_run
+from grprune.record import files as R
+from grprune.record.rundir import RunDir
 
 
 def _cli(*args):
@@ -88,7 +89,7 @@ def test_inconsistent_edge_probs_are_recomputed(id_run, tmp_path):
         else:
             bad["src"] = bad["src"] + 1000
         assert damage == "index" or edge_arrays_problem(bad) is not None
-        R.RunDir(run_dir).write_edge_arrays(bad)
+        RunDir(run_dir).write_edge_arrays(bad)
         res = _cli("explain", run_dir, "--graphs", test_graph, "--out", tmp_path / damage)
         assert res.exit_code == 0, (damage, res.output)
         assert "scoring 1 graphs" in res.output, (damage, res.output)

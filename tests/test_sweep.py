@@ -14,12 +14,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from grprune import results as R
+from grprune.record import files as R
+from grprune.record.rundir import RunDir
 from grprune.cli import main
 from grprune.resolve import resolve_config
 from grprune.errors import GrpruneError
 from grprune.regularizers import REGULARIZERS
-from grprune.results import ERROR, LOG
+from grprune.record.files import ERROR, LOG
 from grprune.sweep import (PLAN, expand, grid_from_options, load_spec, parse_hparams,
                            parse_reg, parse_seeds, run_status)
 from grprune.sweep.grid import run_command
@@ -320,7 +321,7 @@ def test_a_run_another_sweep_took_after_the_plan_is_not_a_failure(tmp_path, caps
         for job in jobs:
             started(job)
             # the other sweep's child holds the lock now; ours exits 2 on it
-            with R.RunDir(job.run_dir).lock():
+            with RunDir(job.run_dir).lock():
                 done(job, 2)
 
     outcome = run_sweep(ex, tmp_path, launch, env={},

@@ -9,9 +9,9 @@ from click.testing import CliRunner
 
 ray = pytest.importorskip("ray")
 
-from grprune import results as R  # noqa: E402
+from grprune.record import files as R  # noqa: E402
 from grprune.cli import main  # noqa: E402
-from grprune.results import ERROR, LOG  # noqa: E402
+from grprune.record.files import ERROR, LOG  # noqa: E402
 from grprune.sweep import PLAN, expand, grid_from_options, run_status  # noqa: E402
 from grprune.sweep.plan import run_dir_of  # noqa: E402
 

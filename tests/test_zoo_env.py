@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 import grprune.regularizers.env  # noqa: F401  (registers irm, vrex, groupdro)
 import grprune.selectors.drop_edge  # noqa: F401  (registers drop-edge)
-from grprune import results as R
+from grprune.record import files as R
 from grprune.batch import collate
 from grprune.cli import main
 from grprune.resolve import resolve_config

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 import grprune.regularizers.ciga  # noqa: F401  (registers "ciga")
 import grprune.regularizers.gsat  # noqa: F401  (registers "gsat")
-from grprune import results as R
+from grprune.record import files as R
 from grprune.batch import collate
 from grprune.cli import main
 from grprune.resolve import resolve_config

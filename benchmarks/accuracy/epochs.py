@@ -27,14 +27,14 @@ from pathlib import Path
 
 from scipy.stats import spearmanr
 
-from grprune import results as R
 from grprune.collect import method_label, scan_runs
+from grprune.record.rundir import RunDir
 
 
 def run_stats(run) -> dict | None:
     """Per-run statistics over the epochs after warm-up; None without two such epochs."""
     warmup = run.config.train.warmup_epochs
-    epochs = R.RunDir(run.path).record_lines()
+    epochs = RunDir(run.path).record_lines()
     metric = run.metric
     pairs = [(e["valid"][metric], e["test"][metric]) for e in epochs
              if e["epoch"] >= warmup and metric in e.get("valid", {}) and metric in e.get("test", {})]

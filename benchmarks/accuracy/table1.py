@@ -405,7 +405,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     import pandas as pd
 
-    from grprune.results import atomic_write_bytes
+    from grprune.record.files import atomic_write_bytes
     if args.command == "runs":
         for d in args.dirs:
             if not d.is_dir():

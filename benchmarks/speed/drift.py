@@ -49,7 +49,7 @@ def run_command(device: str, epochs: int, limit: int, fast: bool, out: Path) -> 
 
 def scores(run_dir: Path) -> list[dict[str, Any]]:
     """Per finished epoch: ``loss`` and the ``valid`` and ``test`` scores (None if NaN)."""
-    from grprune import results as R
+    from grprune.record import files as R
     from grprune.record.epoch import EpochRecord
 
     out = []

@@ -9,7 +9,7 @@ import click
 
 from grprune.cli.options import option
 from grprune.errors import GrpruneError
-from grprune.results import atomic_write_bytes
+from grprune.record.files import atomic_write_bytes
 
 
 def _console():

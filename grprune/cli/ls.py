@@ -42,9 +42,9 @@ def ls(kind) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from grprune.config import DataSettings, ModelSettings, TrainSettings
     from grprune.data import DATASETS
     from grprune.encoders import ENCODERS
+    from grprune.record.settings import DataSettings, ModelSettings, TrainSettings
     from grprune.regularizers import REGULARIZERS
     from grprune.selectors import SELECTORS
 

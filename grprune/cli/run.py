@@ -90,7 +90,7 @@ def run(selector, reg, data, split, shift, encoder, preset, epochs, seed, overri
     if skipped:
         click.echo(skipped, err=True)
     if as_json:
-        from grprune.results import to_json
+        from grprune.record.files import to_json
         click.echo(to_json(summary.to_dict()))
     else:
         print_summary(summary, run_dir, status)

@@ -14,7 +14,7 @@ from typing import Sequence
 
 import click
 
-from grprune import results as R
+from grprune.record.rundir import RunDir
 from grprune.cli.options import model_options, option, progress_option, training_options
 from grprune.cli.plugins import child_env, loaded_plugins
 from grprune.errors import GrpruneError
@@ -86,7 +86,7 @@ class SweepDisplay:
         secs = time.time() - job.started
         if ok:
             self.done += 1
-            s = R.RunDir(job.run_dir).summary() or RunSummary.from_dict({})
+            s = RunDir(job.run_dir).summary() or RunSummary.from_dict({})
             scores = "".join(f", {part} {s.metric} {s.score(part):.4f}"
                              for part in ("valid", "test") if s.score(part) is not None)
             self._print(f"sweep: done [{self.done + self.failed}/{self.total}] "
@@ -251,7 +251,7 @@ def _summary(outcome, root: Path, n: int) -> None:
                + (f", {len(outcome.foreign)} not run (foreign, or running elsewhere)"
                   if outcome.foreign else ""))
     for run_dir, message in outcome.failed:
-        click.echo(f"  failed: {rel(run_dir)}: {message} (log: {R.RunDir(run_dir).log_path})")
+        click.echo(f"  failed: {rel(run_dir)}: {message} (log: {RunDir(run_dir).log_path})")
     for run_dir, detail in outcome.foreign:
         click.echo(f"  not run: {rel(run_dir)}: {detail}; left alone")
 

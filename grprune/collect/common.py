@@ -6,7 +6,7 @@ import json
 import math
 from typing import Any
 
-from grprune.config import VOLATILE_KEYS
+from grprune.record.settings import VOLATILE_KEYS
 
 #: `grprune collect --select`: a selection method (grprune.collect.selection), or all settings
 SELECT_RULES = ("valid", "oracle", "all")

@@ -10,15 +10,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
-from grprune import results as R
 from grprune.collect.common import NOT_HPARAMS
 from grprune.errors import GrpruneError
 from grprune.naming import canonical_reg
+from grprune.record.files import PLAN
 from grprune.record.runconfig import RunConfig
+from grprune.record.rundir import RunDir, load_json
 from grprune.record.settings import flat_items
 from grprune.record.summary import RunSummary
-from grprune.results.rundir import load_json
-from grprune.sweep.plan import PLAN as SWEEP_FILE
 
 # ---------------------------------------------------------------------------
 # Reading run directories
@@ -146,7 +145,7 @@ def _digest(obj: Any) -> str:
 
 
 def read_run(run_dir: str | Path) -> Run | Problem:
-    """Read one run directory, judged by :meth:`grprune.results.RunDir.status`.
+    """Read one run directory, judged by :meth:`grprune.record.rundir.RunDir.status`.
 
     Parameters
     ----------
@@ -162,7 +161,7 @@ def read_run(run_dir: str | Path) -> Run | Problem:
         ``unfinished`` (interrupted) or ``running`` (another process holds its lock).
     """
     run_dir = Path(run_dir)
-    rundir = R.RunDir(run_dir)
+    rundir = RunDir(run_dir)
     st = rundir.status()
     if st.state == "finished" and st.config is not None and st.summary is not None:
         cfg = st.config
@@ -217,9 +216,9 @@ def scan_runs(paths: str | Path | Sequence[str | Path]) -> Scan:
             if here.resolve() in seen:
                 dirnames[:] = []
                 continue
-            if SWEEP_FILE in filenames:
-                scan.sweeps.append(here / SWEEP_FILE)
-            if R.RunDir.marks_a_run(filenames):
+            if PLAN in filenames:
+                scan.sweeps.append(here / PLAN)
+            if RunDir.marks_a_run(filenames):
                 seen.add(here.resolve())
                 dirnames[:] = []
                 item = read_run(here)

@@ -9,7 +9,6 @@ import math
 from pathlib import Path
 from typing import Any, Iterable, NamedTuple, Sequence
 
-from grprune import results as R
 from grprune.collect.common import (
     _MISSING,
     METRIC_NAMES,
@@ -31,6 +30,7 @@ from grprune.collect.selection import (
 )
 from grprune.errors import GrpruneError, did_you_mean
 from grprune.naming import method_label, method_rank
+from grprune.record import files as R
 
 # ---------------------------------------------------------------------------
 # Sensitivity

@@ -9,7 +9,6 @@ import math
 from pathlib import Path
 from typing import Sequence
 
-from grprune import results as R
 from grprune.collect.common import (
     LAYOUTS,
     METRIC_NAMES,
@@ -20,6 +19,7 @@ from grprune.collect.common import (
 )
 from grprune.errors import GrpruneError
 from grprune.naming import ablation_rank, method_rank
+from grprune.record import files as R
 
 # ---------------------------------------------------------------------------
 # Output: Markdown, CSV, rich

@@ -35,7 +35,7 @@ class _MessagePassingEncoder(Encoder):
     (:func:`~grprune.encoders.layers.masked_relu`), ``init="xavier"``
     (``xavier_uniform_`` weights and zero biases in every Linear layer); the classifier's
     ``model.readout="sum-l2"`` and ``model.head_layers=3`` are
-    :class:`grprune.config.ModelSettings`.
+    :class:`grprune.record.settings.ModelSettings`.
     """
 
     conv_class: type[nn.Module]

@@ -4,11 +4,17 @@ It imports only :mod:`grprune.errors` and :mod:`grprune.hparams`, never a part, 
 or the resolver, so nothing above it can make an import cycle through it
 (``tests/test_imports.py`` walks the import graph):
 
-* :mod:`grprune.record.files`: run file names, atomic writers (:func:`atomic_write_bytes`,
-  :func:`atomic_write_json`, :func:`atomic_save`), readers (:func:`read_json`,
-  :func:`read_records`) and :func:`file_sha256`;
+* :mod:`grprune.record.files`: run file names (and a sweep's ``sweep.json``), atomic
+  writers (:func:`atomic_write_bytes`, :func:`atomic_write_json`, :func:`atomic_save`),
+  readers (:func:`read_json`, :func:`read_records`) and :func:`file_sha256`;
+* :mod:`grprune.record.rundir`: :class:`~grprune.record.rundir.RunDir`, the one reader and
+  writer of a run directory's files, the judge of its state and its lock;
+* :mod:`grprune.record.trainstate`: what ``state.pt`` holds, and its checks;
 * :mod:`grprune.record.settings`: the ``train``, ``model`` and ``data`` settings, their
-  parsers and :func:`config_hash`;
+  parsers (``-H`` overrides: :func:`~grprune.record.settings.parse_override`) and
+  :func:`config_hash`;
+* :mod:`grprune.record.userfiles`: files the user names (config files:
+  :func:`~grprune.record.userfiles.load_config_file`);
 * :mod:`grprune.record.runconfig`: the typed view of ``config.json`` (:class:`RunConfig`,
   its sections, :class:`FeatureSpec`);
 * :mod:`grprune.record.summary`: ``summary.json`` (:class:`RunSummary`);

@@ -25,6 +25,8 @@ STATE, CHECKPOINT, EDGE_PROBS = "state.pt", "checkpoint.pt", "edge_probs.npz"
 LAST_CHECKPOINT = "checkpoint-last.pt"
 #: a sweep's files in a run directory: the failure record and the child's log
 ERROR, LOG = "error.json", "sweep.log"
+#: a sweep root's plan of its runs (:mod:`grprune.sweep.plan`), which ``collect`` looks for
+PLAN = "sweep.json"
 
 
 @contextmanager

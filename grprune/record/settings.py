@@ -230,3 +230,23 @@ def config_hash(cfg: Mapping[str, Any]) -> str:
 def same_run(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     """Whether two resolved configs describe the same run (volatile keys ignored)."""
     return config_hash(a) == config_hash(b)
+
+
+def parse_override(text: str) -> tuple[str, str]:
+    """``"reg.size.eta=0.75"`` -> ``("reg.size.eta", "0.75")``.
+
+    Raises
+    ------
+    GrpruneError
+        If there is no ``=`` or no section.
+    """
+    key, sep, value = text.partition("=")
+    key = key.strip()
+    if not sep or "." not in key:
+        raise GrpruneError(f"bad override {text!r}: expected section.key=value, "
+                           f"e.g. reg.size.eta=0.75 or selector.tau=0.5")
+    section = key.split(".", 1)[0]
+    if section not in SECTIONS:
+        raise GrpruneError(f"bad override {text!r}: unknown section {section!r}. "
+                           f"Sections: {', '.join(SECTIONS)}")
+    return key, value.strip()

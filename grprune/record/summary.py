@@ -1,7 +1,7 @@
 """The summary of a finished run, typed: :class:`RunSummary`, what ``summary.json`` holds.
 
 The trainer builds it once, at the end of a run (:meth:`grprune.trainer.Trainer.fit`), and
-:class:`grprune.results.RunDir` readers get it back from the file
+:class:`grprune.record.rundir.RunDir` readers get it back from the file
 (:meth:`RunSummary.from_dict`). :meth:`RunSummary.to_dict` gives the file's keys in the
 file's order, so ``summary.json`` is the same, byte for byte, as the dict literal that
 built it before this class existed; a summary read from an older run keeps the keys it

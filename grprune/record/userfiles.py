@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -126,3 +127,27 @@ def _parse_yaml(text: str) -> Any:
             return super().compose_node(parent, index)
 
     return yaml.load(text, Loader=NoAliasLoader)  # noqa: S506 - a SafeLoader
+
+
+def load_config_file(path: str | Path) -> dict:
+    """Read a JSON or YAML config file.
+
+    Raises
+    ------
+    GrpruneError
+        If the file is missing or not a mapping.
+    """
+    p = expand_user(path, "--config")
+    if not p.is_file():
+        raise GrpruneError(f"config file not found: {p}")
+    text = read_config_text(p, "config file")  # UTF-8, bounded size
+    if p.suffix in (".yaml", ".yml"):
+        data = load_yaml(text, f"config file {p}")  # aliases refused
+    else:
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise GrpruneError(f"cannot parse config file {p}: {exc}") from None
+    if not isinstance(data, dict):
+        raise GrpruneError(f"config file {p} must hold a mapping of sections")
+    return data

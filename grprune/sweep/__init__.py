@@ -21,7 +21,7 @@ runs::
       "updated": "2025-01-31T12:30:00Z",          # UTC, latest sweep
       "command": "grprune sweep --data ogbg-molbbbp -H reg.size.eta=0.75,0.85 ...",
       "configs": [                                 # every configuration ever planned here
-        {"hash": "3f2a9c1b7d4e",                   # config hash (grprune.config.config_hash)
+        {"hash": "3f2a9c1b7d4e",                   # config hash (grprune.record.settings.config_hash)
          "run_dir": "ogbg-molbbbp/size+eps-align-seed0-3f2a9c1b7d4e",   # relative to root
          "values": {"reg.size.eta": 0.75, "seed": 0},   # resolved values of the axes
                                                    # that vary in its sweep (null: dropped)
@@ -64,7 +64,8 @@ from __future__ import annotations
 from grprune.sweep.grid import (Configuration, Expansion, Grid, expand, grid_from_mapping,
                                 grid_from_options, load_spec, parse_hparams, parse_reg,
                                 parse_seeds, run_command)
-from grprune.sweep.plan import PLAN, Job, Outcome, read_plan, run_status, run_sweep, write_plan
+from grprune.record.files import PLAN
+from grprune.sweep.plan import Job, Outcome, read_plan, run_status, run_sweep, write_plan
 
 __all__ = ["Configuration", "Expansion", "Grid", "Job", "Outcome", "PLAN",
            "expand", "grid_from_mapping", "grid_from_options", "load_spec", "parse_hparams",

@@ -200,7 +200,7 @@ def grid_from_mapping(spec: Mapping[str, Any], origin: str) -> Grid:
         hp = spec.get("hparams") or {}
         if not isinstance(hp, Mapping):
             raise GrpruneError("hparams must be a mapping of -H keys to a value or a list")
-        from grprune.config import parse_override
+        from grprune.record.settings import parse_override
         for key, value in hp.items():
             parse_override(f"{key}=x")  # checks the key's form and section
             grid.hparams[str(key)] = _alternatives(value, f"hparams {key}")

@@ -19,7 +19,7 @@ import time
 from typing import Callable, Sequence
 
 from grprune.errors import GrpruneError
-from grprune.results import RUNNING_ELSEWHERE
+from grprune.record.rundir import RUNNING_ELSEWHERE
 from grprune.sweep.plan import Job, start_child
 
 OnStart = Callable[[Job], None]

@@ -159,9 +159,9 @@ def parse_hparams(items: Iterable[str]) -> dict[str, list[str]]:
     ------
     GrpruneError
         On a malformed ``key=value`` or an unknown section (see
-        :func:`grprune.config.parse_override`) or an empty value.
+        :func:`grprune.record.settings.parse_override`) or an empty value.
     """
-    from grprune.config import parse_override
+    from grprune.record.settings import parse_override
     out: dict[str, list[str]] = {}
     for item in items:
         key, value = parse_override(item)

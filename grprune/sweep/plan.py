@@ -15,13 +15,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from grprune import results as R
 from grprune.errors import GrpruneError
+from grprune.record import files as R
 from grprune.record.runconfig import RunConfig
+from grprune.record.rundir import RUNNING_ELSEWHERE, RunDir
 from grprune.record.settings import same_run
 from grprune.sweep.grid import Configuration, Expansion
 
-PLAN = "sweep.json"
 #: held while a planner reads, extends and writes ``sweep.json``
 PLAN_LOCK = ".sweep.json.lock"
 PLAN_VERSION = 1
@@ -38,7 +38,7 @@ def now() -> str:
 def run_status(cfg: Mapping[str, Any], run_dir: Path) -> tuple[str, str]:
     """The status of a configuration's run directory, as a sweep acts on it.
 
-    From :meth:`grprune.results.RunDir.status`: ``empty`` is ``"pending"``; ``finished``,
+    From :meth:`grprune.record.rundir.RunDir.status`: ``empty`` is ``"pending"``; ``finished``,
     ``failed``, ``interrupted`` and ``running`` (another process holds the run's lock) are
     themselves; ``foreign``, ``corrupt`` and ``other-config`` are ``"foreign"``: left alone.
 
@@ -47,7 +47,7 @@ def run_status(cfg: Mapping[str, Any], run_dir: Path) -> tuple[str, str]:
     (status, detail)
         One of :data:`STATUSES`, and the reason (empty for ``pending`` and ``finished``).
     """
-    st = R.RunDir(run_dir).status(cfg)
+    st = RunDir(run_dir).status(cfg)
     if st.state == "empty":
         return "pending", ""
     if st.state in ("foreign", "corrupt", "other-config"):
@@ -63,7 +63,7 @@ def read_plan(root: Path) -> dict | None:
     GrpruneError
         If the file exists but is not a sweep plan (it is never overwritten then).
     """
-    path = root / PLAN
+    path = root / R.PLAN
     if not path.exists():
         return None
     plan = R.read_json(path)
@@ -139,7 +139,7 @@ def _add_to_plan(root: Path, expansion: Expansion, command: Sequence[str]) -> di
     plan.setdefault("sweeps", []).append(
         {"command": command_text, "time": stamp, "configs": [c.hash for c in expansion.configs],
          "added": added})
-    R.atomic_write_json(root / PLAN, plan)
+    R.atomic_write_json(root / R.PLAN, plan)
     return plan
 
 
@@ -160,7 +160,7 @@ def child_args(conf: Configuration, run_dir: Path) -> list[str]:
     ``run --config <run_dir>/config.json --out <run_dir> --progress none --json``, plus
     ``--device`` / ``--root`` when the sweep sets them (they are left out of the hash).
     """
-    args = ["run", "--config", str(R.RunDir(run_dir).config_path), "--out", str(run_dir),
+    args = ["run", "--config", str(RunDir(run_dir).config_path), "--out", str(run_dir),
             "--progress", "none", "--json"]
     for key in ("device", "root"):
         if conf.fixed.get(key) is not None:
@@ -233,7 +233,7 @@ class Job:
 
     def __post_init__(self) -> None:
         self.args = self.args or child_args(self.conf, self.run_dir)
-        self.log = R.RunDir(self.run_dir).log_path
+        self.log = RunDir(self.run_dir).log_path
         self.cwd = self.cwd or os.getcwd()
 
     def prepare(self) -> bool:
@@ -242,7 +242,7 @@ class Job:
         Returns False, having written nothing, when another process holds the run's lock
         (another sweep's child runs it): the launcher then starts no child and reports the
         run as running elsewhere."""
-        rundir = R.RunDir(self.run_dir)
+        rundir = RunDir(self.run_dir)
         if rundir.locked():
             return False
         self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -323,7 +323,7 @@ def finish_job(job: Job, returncode: int | None, error: str | None = None) -> tu
         ``ok`` when the run's summary is there and its config has the planned hash;
         otherwise ``message`` is the one-line error, also in ``error.json``.
     """
-    cfg, rundir = job.conf.cfg, R.RunDir(job.run_dir)
+    cfg, rundir = job.conf.cfg, RunDir(job.run_dir)
     summary = rundir.summary()
     written = rundir.read_config()
     if returncode == 0 and error is None and summary is not None and isinstance(written, dict):
@@ -426,14 +426,14 @@ def run_sweep(expansion: Expansion, root: Path, launch: Launch, *, env: dict[str
     def done(job: Job, returncode: int | None, error: str | None = None) -> None:
         # our child has ended, so a held lock is another process's: another sweep over
         # this root started the run after this sweep made its plan
-        if error == R.RUNNING_ELSEWHERE or (returncode != 0 and error is None
-                                            and R.RunDir(job.run_dir).locked()):
-            outcome.foreign.append((job.run_dir, R.RUNNING_ELSEWHERE))
+        if error == RUNNING_ELSEWHERE or (returncode != 0 and error is None
+                                            and RunDir(job.run_dir).locked()):
+            outcome.foreign.append((job.run_dir, RUNNING_ELSEWHERE))
             if on_foreign is not None:
-                on_foreign(job, R.RUNNING_ELSEWHERE)
+                on_foreign(job, RUNNING_ELSEWHERE)
             return
         ok, message = finish_job(job, returncode, error)
-        written = R.RunDir(job.run_dir).summary_mtime()
+        written = RunDir(job.run_dir).summary_mtime()
         if ok and job.started and written is not None and written < job.started:
             outcome.skipped.append(job.run_dir)  # another sweep finished it before we began
         elif ok:

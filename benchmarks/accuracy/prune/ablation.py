@@ -101,7 +101,7 @@ _IGNORED = {"train.seed", "train.device", "train.progress", "train.loader_worker
 
 def _flat(cfg: dict) -> dict[str, Any]:
     """The settings of a config that make one run differ from another (no data, seed)."""
-    from grprune.runconfig import RunConfig
+    from grprune.record.runconfig import RunConfig
     cfg = RunConfig.from_dict(cfg)
     out = {f"{s}.{k}": v for s in ("selector", "encoder", "model", "train")
            for k, v in cfg[s].items()}
@@ -244,7 +244,7 @@ def table(dirs: list[Path], out: Path | None, protocol: str = "cpu") -> None:
     df = gather(dirs, protocol)
     if df.empty:
         sys.exit("no finished runs")
-    from grprune.results import atomic_write_bytes  # a study's files are never left half-written
+    from grprune.record.files import atomic_write_bytes  # a study's files are never left half-written
     if out:
         atomic_write_bytes(out.with_suffix(".runs.csv"), df.to_csv(index=False).encode())
     else:

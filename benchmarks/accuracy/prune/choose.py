@@ -320,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
     text = markdown(decisions)
     sys.stdout.write(text)
     if args.out:
-        from grprune.results import atomic_write_bytes
+        from grprune.record.files import atomic_write_bytes
         atomic_write_bytes(args.out, text.encode())
     return 0
 

@@ -2,7 +2,7 @@
 
 A 200-epoch run of ``--preset good`` on all 18,000 GOOD-Motif training graphs takes hours on
 a CPU, so it runs in pieces across sessions (a sweep resumes from the last epoch). This
-script reads every run directory under the given folders through ``grprune.results.RunDir``
+script reads every run directory under the given folders through ``grprune.record.rundir.RunDir``
 (finished or still running) and writes one row per run: the epochs done, the epoch of the
 best OOD-valid score so far (GOOD's selection: the first epoch with the best OOD-valid) and
 the OOD-test score there, with the commit and hardware of the run. Rows of unfinished runs
@@ -45,8 +45,8 @@ def _pct(scores, metric: str):
 def good_runs(dirs: list[Path]):
     """``(run directory, RunConfig, epoch records)`` of every ``--preset good`` run under
     ``dirs`` (recursively) with at least one epoch; exit code 2 on a missing folder."""
-    from grprune.record import RunConfig
-    from grprune.results import RunDir
+    from grprune.record.runconfig import RunConfig
+    from grprune.record.rundir import RunDir
 
     for d in dirs:
         if not d.is_dir():

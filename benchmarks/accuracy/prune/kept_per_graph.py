@@ -70,7 +70,7 @@ def main() -> None:
     ap.add_argument("--budget", type=float, default=0.4, help="fraction of each graph's edges")
     args = ap.parse_args()
     from grprune.evaluation import edge_scores_from_arrays
-    from grprune.results import RunDir
+    from grprune.record.rundir import RunDir
     edges = edge_scores_from_arrays(RunDir(args.run_dir).edge_arrays())
     if edges is None:
         print(f"kept_per_graph.py: no readable edge_probs.npz in {args.run_dir}",

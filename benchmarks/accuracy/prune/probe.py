@@ -41,10 +41,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from grprune import results as R
+from grprune.record import files as R
 from grprune.data.store import GraphStore
 from grprune.run import load_config_dataset
-from grprune.runconfig import FeatureSpec
+from grprune.record.runconfig import FeatureSpec
 from grprune.trainer import build_model_from_dims
 
 MASKS = ("selector", "all edges", "motif only", "no motif", "selector + motif",

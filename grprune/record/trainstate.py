@@ -6,8 +6,8 @@ model's, the regularizers' and the optimizer's state, the selected epoch so far
 shuffle's generators) and how many epochs ``results.jsonl`` holds. It is tensors and
 plain Python values only, so :func:`torch.load` reads it with ``weights_only=True`` (no
 pickled code). :func:`restore_state` puts it back into a :class:`grprune.trainer.Trainer`;
-:meth:`grprune.results.RunDir.read_state` reads the file and
-:meth:`~grprune.results.RunDir.resumed_records` the epochs it counts.
+:meth:`grprune.record.rundir.RunDir.read_state` reads the file and
+:meth:`~grprune.record.rundir.RunDir.resumed_records` the epochs it counts.
 """
 
 from __future__ import annotations

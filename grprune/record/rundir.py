@@ -44,7 +44,6 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, NoReturn
 
 from grprune.errors import GrpruneError
-
 from grprune.record.epoch import EpochRecord
 from grprune.record.files import (
     CHECKPOINT,
@@ -63,10 +62,9 @@ from grprune.record.files import (
     read_records,
     write_records,
 )
-# the checks of config.json and summary.json belong to the record layer; re-exported here
-from grprune.record.runconfig import RunConfig, check_config  # noqa: F401  (re-exported)
+from grprune.record.runconfig import RunConfig, check_config
 from grprune.record.settings import config_hash
-from grprune.record.summary import RunSummary, check_summary  # noqa: F401  (re-exported)
+from grprune.record.summary import RunSummary, check_summary
 
 LOCK = ".lock"
 #: files a directory may hold and still count as empty
@@ -296,16 +294,16 @@ class RunDir:
         return records
 
     def read_state(self, epochs: int | None = None) -> dict:
-        """``state.pt`` (:mod:`grprune.trainstate`), read without running code from it, and
+        """``state.pt`` (:mod:`grprune.record.trainstate`), read without running code from it, and
         checked as a whole before anything of it is used.
 
         :func:`torch.load` with ``weights_only=True`` accepts tensors and plain Python
         values only, so a pickle that would run code (a run directory copied from
         someone else) is refused before anything of it runs. What loads is then checked
-        by :func:`grprune.trainstate.state_problem`: every key and its type, ``epoch``
+        by :func:`grprune.record.trainstate.state_problem`: every key and its type, ``epoch``
         in ``[0, epochs - 1]``, the record count, the selected epoch, the random streams
         (the model's shapes are checked against the model by the trainer,
-        :func:`grprune.trainstate.model_problem`, through :meth:`reject_state`).
+        :func:`grprune.record.trainstate.model_problem`, through :meth:`reject_state`).
 
         Parameters
         ----------
@@ -319,7 +317,7 @@ class RunDir:
             do not match, or not what grprune writes) or its contents are not a state of
             this run (:meth:`reject_state`).
         """
-        from grprune.trainstate import state_problem
+        from grprune.record.trainstate import state_problem
         path = self.path / STATE
         bad = damaged_zip_member(path)  # torch.load does not check the archive's checksums
         reason = None if bad is None else f"it is damaged ({bad} does not match its checksum)"
@@ -412,7 +410,7 @@ class RunDir:
         write_records(self.path / RESULTS, lines)
 
     def save_state(self, state: Mapping[str, Any]) -> None:
-        """Write ``state.pt`` (:func:`grprune.trainstate.state_of`)."""
+        """Write ``state.pt`` (:func:`grprune.record.trainstate.state_of`)."""
         self._torch_save(STATE, state)
 
     def save_checkpoint(self, state_dict: Mapping[str, Any], last: bool = False) -> None:
