@@ -32,23 +32,15 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from grprune.data.molecules import MAX_ATOMS, TOO_LARGE, too_large_reason
 from grprune.errors import GrpruneError
 
 EMPTY, UNPARSABLE, OK = "empty SMILES", "unparsable SMILES", "ok"
 MISMATCH = "RDKit molecule does not match the featurized graph"
-TOO_LARGE = "too large"
-
-
-def _max_heavy_atoms() -> int:
-    """The shared featurizer's limit (:data:`grprune.data.molecules.MAX_ATOMS`) where it
-    defines one, else 500."""
-    from grprune.data import molecules
-    return int(getattr(molecules, "MAX_ATOMS", 500))
-
-
 #: molecules with more heavy atoms are not scored (status ``too large``) and never
-#: canonicalized (RDKit's ``MolToSmiles`` recurses per atom and can overflow the stack)
-MAX_HEAVY_ATOMS = _max_heavy_atoms()
+#: canonicalized (RDKit's ``MolToSmiles`` recurses per atom and can overflow the stack):
+#: the shared featurizer's limit
+MAX_HEAVY_ATOMS = MAX_ATOMS
 #: the per-molecule columns of predict's output, after the input's own
 MOLECULE_COLUMNS = ("row", "smiles", "canonical_smiles", "status", "parse")
 
@@ -67,19 +59,8 @@ def smiles_key(text: str) -> int:
 
 def too_large(smiles: str) -> bool:
     """Whether a SMILES has more than :data:`MAX_HEAVY_ATOMS` heavy atoms, decided from its
-    text before RDKit sees it (:func:`grprune.data.molecules.heavy_atom_count` where the
-    featurizer has it, else an unsanitized parse); a string no longer than the limit
-    cannot exceed it."""
-    if len(smiles) <= MAX_HEAVY_ATOMS:
-        return False
-    from grprune.data import molecules
-    count = getattr(molecules, "heavy_atom_count", None)
-    if count is not None:
-        return count(smiles) > MAX_HEAVY_ATOMS
-    from rdkit import Chem, rdBase
-    with rdBase.BlockLogs():
-        mol = Chem.MolFromSmiles(smiles, sanitize=False)
-    return mol is not None and mol.GetNumHeavyAtoms() > MAX_HEAVY_ATOMS
+    text before RDKit sees it (:func:`grprune.data.molecules.too_large_reason`)."""
+    return too_large_reason(smiles, MAX_HEAVY_ATOMS) is not None
 
 
 def read_smiles_csv(path: str | Path, column: str | None = None) -> list[str]:
