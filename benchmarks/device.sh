@@ -15,6 +15,29 @@
 #                                        # profiles, the padding A/B, op counts, the device
 #                                        # tests, then the drift of one seed
 #                                        # (GRPRUNE_DEVICE=cpu: the same on a CPU, --quick)
+#   bash benchmarks/device.sh official-motif [S]       # issue 51: the official PrunE code
+#       # (benchmarks/accuracy/official) on grprune's GOOD-Motif, basis and size x seeds 0-3,
+#       # 8 runs side by side on the one GPU (MPS), detached; waits up to S s (default 540).
+#       # Needs build/official (benchmarks/accuracy/official/stage.sh, ~34 MiB: the patched
+#       # checkout, the export, the wheels of its stack): carry build/official, not .whl
+#   bash benchmarks/device.sh official-motif-wait [S]  # the same runs, up to S s more
+#       # Both write official-motif.jsonl (runs.py's records of the finished runs, for
+#       # official/results.jsonl), official-motif-logs.tgz (every run's log: per-epoch
+#       # accuracies), official-motif.out and official-checkpoints/ to $OUT. Every run
+#       # saves a checkpoint at the end of each epoch (runs.py, official/checkpoint.py);
+#       # official-checkpoints/<dataset>-<split>-seed<seed>.pt are those of the runs not done
+#       # when the mode packs (a GOOD-Motif one is 5.2 MiB in pre-training, 6.8 MiB after:
+#       # 8 about 54 MiB; the pack says their total). To go on in a later session: append
+#       # official-motif.jsonl to official/results.jsonl, copy the checkpoints into
+#       # build/official/checkpoints/ (mkdir -p build/official/checkpoints && cp
+#       # <files_at>/official-checkpoints/*.pt build/official/checkpoints/), and call the
+#       # mode again carrying build/official: a (split, seed) in official/results.jsonl is
+#       # not started, the others resume at the epoch after their checkpoint. Epochs run
+#       # after the last pack are lost: end a session with official-motif-wait, which packs
+#       # again. OFFICIAL_MOTIF_SEEDS (0-3),
+#       # OFFICIAL_MOTIF_SPLITS ("basis size"), OFFICIAL_MOTIF_EXTRA (more run.py arguments,
+#       # e.g. "--epochs 2": a smoke test, not recorded), OFFICIAL_PYTHON and
+#       # OFFICIAL_NO_WHEELS=1 let the mode be tried on a CPU with the official venv
 # GRPRUNE_SPEC names the sweep: a name under benchmarks/accuracy (default good-motif:
 # benchmarks/accuracy/good-motif.yaml; good-hiv is the other one that needs a GPU) or the path
 # of a spec file (e.g. benchmarks/accuracy/prune/motif-paper-gpu.yaml). Results land in $OUT:
@@ -143,7 +166,96 @@ for o in sys.argv[1:]: resolve_config(overrides=[o])" "$pad_on" "$pad_off" >/dev
   fi
   echo "speed done after $(( $(date +%s) - t0 )) s"
 }
+# official-motif: the official code's 8 GOOD-Motif runs as runs.py processes, one results file
+# each (runs.py rewrites its file to append: one writer per file), then pack what is done.
+OM=/tmp/official-motif
+official_motif_pack() {
+  cat "$OM"/results-*.jsonl >"$OUT/official-motif.jsonl" 2>/dev/null
+  tar czf "$OUT/official-motif-logs.tgz" -C "$OM" work/logs 2>/dev/null
+  cp "$OM/official-motif.out" "$OUT/" 2>/dev/null
+  # the unfinished runs' checkpoints (written by os.replace: a copy is never half a file)
+  rm -rf "$OUT/official-checkpoints"
+  mkdir -p "$OUT/official-checkpoints"
+  cp "$OM"/work/checkpoints/*.pt "$OUT/official-checkpoints/" 2>/dev/null
+  if ls "$OUT"/official-checkpoints/*.pt >/dev/null 2>&1; then
+    echo "official-motif: checkpoints in \$OUT/official-checkpoints:" \
+      "$(cd "$OUT/official-checkpoints" && ls -- *.pt | tr '\n' ' ')" \
+      "($(du -sm "$OUT/official-checkpoints" | cut -f1) MiB)"
+  else
+    echo "official-motif: no checkpoint to pack (no run has finished an epoch, or all are done)"
+  fi
+  echo "official-motif: $(cat "$OM"/results-*.jsonl 2>/dev/null | wc -l) of" \
+    "$(ls "$OM"/pid-* 2>/dev/null | wc -l) runs recorded after $(( $(date +%s) - t0 )) s"
+  grep -h "test .* at epoch\|failed\|Error" "$OM"/run-*.out 2>/dev/null | tail -16
+  for f in "$OM"/work/logs/*.log; do
+    [ -f "$f" ] && echo "$(basename "$f"): $(grep -c 'Current Epoch' "$f") epochs started"
+  done
+}
+official_motif_wait() {
+  local budget=$1 pid running
+  while [ $(( $(date +%s) - t0 )) -lt "$budget" ]; do
+    running=0
+    for pid in $(cat "$OM"/pid-* 2>/dev/null); do kill -0 "$pid" 2>/dev/null && running=1; done
+    [ "$running" = 0 ] && break
+    sleep 15
+  done
+  official_motif_pack
+}
+official_motif() {
+  local budget=$1 stage=${OFFICIAL_STAGE:-build/official} py=${OFFICIAL_PYTHON:-python3}
+  local split seed
+  [ -d "$stage/src" ] && [ -d "$stage/data" ] \
+    || { echo "official-motif: no $stage; run benchmarks/accuracy/official/stage.sh and carry it"; exit 2; }
+  mkdir -p "$OM/work"
+  if [ -z "${OFFICIAL_NO_WHEELS:-}" ]; then
+    "$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+      --target "$OM/site" "$stage"/wheels/*.whl >/dev/null 2>&1 || echo "official-motif: wheels failed"
+    export PYTHONPATH=$OM/site:${PYTHONPATH:-}
+  fi
+  # shellcheck disable=SC1091
+  [ -f "$stage/commits.env" ] && . "$stage/commits.env" && export GRPRUNE_COMMIT
+  "$py" -c "import torch, torch_geometric, torchmetrics, ogb, termcolor, matplotlib; print('official stack: torch', \
+torch.__version__, 'cuda', torch.cuda.is_available(), 'pyg', torch_geometric.__version__)" || exit 1
+  local gpu
+  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+  export OFFICIAL_HARDWARE=${OFFICIAL_HARDWARE:-"1 ${gpu:-unknown GPU} (CUDA), shared by 8 runs"}
+  [ -n "$gpu" ] && [ "${GRPRUNE_MPS:-1}" = 1 ] && start_mps
+  export OFFICIAL_SRC=$PWD/$stage/src OFFICIAL_DATA=$PWD/$stage/data OFFICIAL_WORK=$OM/work
+  # an earlier session's checkpoints, carried in build/official/checkpoints: runs.py resumes
+  mkdir -p "$OM/work/checkpoints"
+  cp "$stage"/checkpoints/*.pt "$OM/work/checkpoints/" 2>/dev/null \
+    && echo "official-motif: carried checkpoints: $(cd "$OM/work/checkpoints" && ls -- *.pt | tr '\n' ' ')"
+  for split in ${OFFICIAL_MOTIF_SPLITS:-basis size}; do
+    for seed in $("$py" -c "import sys; sys.path.insert(0, 'benchmarks/accuracy/official')
+import runs; print(*runs.parse_seeds('${OFFICIAL_MOTIF_SEEDS:-0-3}'))"); do
+      # recorded by an earlier session (official/results.jsonl): not run again
+      if [ -z "${OFFICIAL_MOTIF_EXTRA:-}" ] && "$py" -c "import sys
+sys.path.insert(0, 'benchmarks/accuracy/official'); import common
+done = {(r['dataset'], r['split'], r['seed']) for r in common.read_results(common.RESULTS)}
+sys.exit(0 if ('good-motif', '$split', $seed) in done else 1)"; then
+        echo "official-motif: good-motif $split seed $seed is in results.jsonl: not started"
+        continue
+      fi
+      setsid nohup "$py" benchmarks/accuracy/official/runs.py --dataset good-motif \
+        --split "$split" --seeds "$seed" --results "$OM/results-$split-$seed.jsonl" \
+        ${OFFICIAL_MOTIF_EXTRA:+--extra "$OFFICIAL_MOTIF_EXTRA"} \
+        >"$OM/run-$split-$seed.out" 2>&1 &
+      echo $! >"$OM/pid-$split-$seed"
+    done
+  done
+  echo "official-motif: $(ls "$OM"/pid-* 2>/dev/null | wc -l) runs started after $(( $(date +%s) - t0 )) s" \
+    | tee "$OM/official-motif.out"
+  official_motif_wait "$budget"
+}
 case ${1:-start} in
+  official-motif)
+    official_motif "${2:-540}" 2>&1 | tee -a "$OUT/official-motif-call.txt"
+    exit "${PIPESTATUS[0]}"
+    ;;
+  official-motif-wait)
+    official_motif_wait "${2:-540}"
+    exit 0
+    ;;
   start)
     nvidia-smi --query-gpu=name,memory.total,driver_version,compute_mode --format=csv,noheader
     echo "cpus: $(nproc)"

@@ -1,6 +1,7 @@
 """The harness that runs the official PrunE code (``benchmarks/accuracy/official/``): its
 pure-Python parts, without the official code or its venv (what needs OGB's PyG loader is
-skipped where torch_geometric/ogb are not installed)."""
+skipped where torch_geometric/ogb are not installed; the GOOD-Motif export's official side
+runs in the official venv where there is one, ``$OFFICIAL_VENV``)."""
 
 from __future__ import annotations
 
@@ -98,6 +99,66 @@ def test_export_round_trips_through_ogbs_pyg_loader(common, tmp_path, monkeypatc
     assert side["splits"]["size"]["hash"] == common.split_hash(splits["size"])
 
 
+def test_graph_arrays_round_trip_and_refuse_a_short_env_list(common, tmp_path):
+    """GOOD-Motif's numpy layout: every graph, env id and part comes back as written."""
+    graphs = [(np.ones((3, 1), dtype=np.float32), np.array([[0, 1, 1, 2], [1, 0, 2, 1]]),
+               np.array([1, 1, 0, 0]), 2),
+              (np.ones((1, 1), dtype=np.float32), np.zeros((2, 0), dtype=np.int64),
+               np.zeros(0, dtype=np.int64), 0)]
+    parts = {"train": [1], "valid": [0], "test": [0], "id-valid": [1], "id-test": []}
+    out = common.write_graph_arrays(tmp_path / "good_motif_basis", graphs, [3, 0], parts)
+    assert sorted(p.name for p in out.iterdir()) == ["graphs.npz", "split.npz"]
+    back, env_id, back_parts = common.read_graph_arrays(out)
+    assert env_id.tolist() == [3, 0] and back_parts["id-test"].tolist() == []
+    for (x, ei, gt, y), (x2, ei2, gt2, y2) in zip(graphs, back):
+        assert np.array_equal(x, x2) and np.array_equal(ei, ei2) and y == y2
+        assert gt2.dtype == bool and np.array_equal(gt.astype(bool), gt2)
+    side = common.good_side("good-motif", "basis", graphs, [3, 0], parts)
+    assert side == common.good_side("good-motif", "basis", back, env_id, back_parts)
+    assert side["parts"] == {"train": 1, "valid": 1, "test": 1}
+    assert side != common.good_side("good-motif", "basis", back, [0, 3], back_parts)
+    # floating features are hashed as floats, not truncated to ints
+    halves = [(x / 2, ei, gt, y) for x, ei, gt, y in graphs]
+    assert common.graphs_hash(halves) != common.graphs_hash(graphs)
+    with pytest.raises(ValueError, match="1 env ids for 2 graphs"):
+        common.write_graph_arrays(tmp_path / "bad", graphs, [0], parts)
+
+
+def test_good_motif_export_round_trip(tmp_path, monkeypatch):
+    """export.py's GOOD-Motif export of a small grprune dataset: grprune.json is what the
+    arrays give back; where the official venv is at hand, check.py (the loader run.py
+    uses) finds the same counts and hashes."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    from grprune.data.synthetic.good_motif import load_good_motif
+    export = load_script(f"{HERE}/export.py")
+    common = load_script(f"{HERE}/common.py")
+    report = export.export_good(tmp_path / "data", "good-motif", ("basis", "size"),
+                                load=lambda s: load_good_motif(tmp_path / "root", split=s,
+                                                               n_graphs=60))
+    assert set(report) == {"good-motif basis", "good-motif size"}
+    for split in ("basis", "size"):
+        folder = tmp_path / "data" / f"good_motif_{split}"
+        side = json.loads((folder / "grprune.json").read_text())
+        graphs, env_id, parts = common.read_graph_arrays(folder)
+        assert side == common.good_side("good-motif", split, graphs, env_id, parts)
+        assert side["n_graphs"] == 60 and side["parts"] == {"train": 36, "valid": 6, "test": 6}
+        assert set(parts) == {"train", "valid", "test", "id-valid", "id-test"}
+        assert all(x.shape[1] == 1 and (x == 1).all() for x, *_ in graphs)
+    python = Path(os.environ.get("OFFICIAL_VENV", "/work/official-venv")) / "bin" / "python"
+    if not python.is_file():
+        pytest.skip("no official venv: the official loader's side is not checked")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run([str(python), str(ROOT / HERE / "check.py"), str(tmp_path / "data"),
+                           "--dataset", "good-motif"], capture_output=True, text=True,
+                          env=env, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "identical: graphs, counts and split indices" in done.stdout
+    assert done.stdout.count("official  good-motif") == 2
+
+
 def test_results_file_appends_atomically_and_summarizes_per_seed(common, tmp_path):
     path = tmp_path / "results.jsonl"
     assert common.read_results(path) == []
@@ -128,6 +189,9 @@ def test_patch_applies_once_and_refuses_another_commit(tmp_path, capsys):
     first = {n: (tmp_path / n).read_text() for n in originals}
     assert all(patch.TAG in t for t in first.values())
     assert "self.calc_edge_stats = False" in first["modelNew/prune.py"]
+    assert "OFFICIAL_EXPORT" in first["run.py"] and "load_good" in first["run.py"]
+    assert "_ckpt.resume(self)" in first["modelNew/prune.py"]
+    assert "_ckpt.save(self, e)" in first["modelNew/prune.py"]
     assert patch.main([str(tmp_path)]) == 0  # idempotent
     assert capsys.readouterr().out.count("already") == len(patch.PATCHES)
     assert {n: (tmp_path / n).read_text() for n in originals} == first
@@ -156,12 +220,40 @@ def test_runs_parses_seeds_and_refuses_a_missing_checkout(tmp_path, monkeypatch,
     with pytest.raises(ValueError):
         runs.parse_seeds("3-1")
     assert "--edge_dim" in runs.RECIPES["ogbg-molbbbp"]
+    motif = runs.RECIPES["good-motif"]
+    assert motif[motif.index("--edge_prob_thres") + 1] == "90" and "--mol_encoder" not in motif
     monkeypatch.setenv("OFFICIAL_SRC", str(tmp_path))
     assert runs.main(["--seeds", "0"]) == 2
     assert "has no run.py" in capsys.readouterr().err
     with pytest.raises(SystemExit) as stop:
         runs.main(["--seeds", "x"])
     assert stop.value.code == 2
+    (tmp_path / "run.py").write_text("")
+    monkeypatch.setenv("OFFICIAL_DATA", str(tmp_path / "data"))
+    with pytest.raises(SystemExit) as stop:
+        runs.main(["--dataset", "good-motif", "--split", "scaffold"])
+    assert stop.value.code == 2 and "has no split 'scaffold'" in capsys.readouterr().err
+    assert runs.main(["--dataset", "good-motif", "--split", "basis"]) == 2
+    assert "no export of good-motif basis" in capsys.readouterr().err
+    assert runs.export_dir(tmp_path, "good-motif", "size") == tmp_path / "good_motif_size"
+    monkeypatch.setenv("OFFICIAL_HARDWARE", "1 NVIDIA H100 (CUDA)")
+    assert runs.hardware() == "1 NVIDIA H100 (CUDA)"
+
+
+def test_device_script_official_motif_refuses_a_missing_stage(tmp_path):
+    """``benchmarks/device.sh official-motif`` without ``stage.sh``'s folder: one line,
+    exit 2, nothing started; its header documents the mode."""
+    import os
+    import subprocess
+    env = dict(os.environ, OUT=str(tmp_path), OFFICIAL_STAGE=str(tmp_path / "none"))
+    done = subprocess.run(["bash", "benchmarks/device.sh", "official-motif", "5"], cwd=ROOT,
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "run benchmarks/accuracy/official/stage.sh and carry it" in done.stdout
+    assert not list(tmp_path.glob("official-motif.jsonl"))
+    header = (ROOT / "benchmarks/device.sh").read_text().split("\nset -u", 1)[0]
+    assert "device.sh official-motif [S]" in header and "official-motif-wait" in header
+    assert "official-checkpoints" in header and "build/official/checkpoints" in header
 
 
 def test_welch_t_by_hand():
@@ -188,6 +280,10 @@ def test_comparison_table_and_table1_column_from_results(tmp_path):
     assert "| ogbg-molbbbp size (ROC-AUC) | 63.00 ± 2.58 (n=4) (warm-up 1/4) | 77.95 ± 3.29" \
         in text
     assert "| ogbg-molbbbp scaffold (ROC-AUC) | not run |" in text
+    # GOOD-Motif: no official-code run here; grprune's committed runs (table1's cells)
+    assert "| GOOD-Motif basis (accuracy) | not run | 78.36 ± 8.80 (n=4) | 78.36 ± 8.80 " \
+        "(n=4) (`official`) | 39.75 ± 3.83 (n=4) | 91.48 ± 0.40 | – |" in text
+    assert "| GOOD-Motif size (accuracy) | grprune | d9fd056 (PrunE); a2bbff1 (ERM) |" in text
     assert "t = -7.15, ν = 5.7, p = 0.000" in text
     assert "7b41dae (official code), harness at grprune abc1234" in text
     table1 = load_script("benchmarks/accuracy/table1.py")
@@ -216,12 +312,16 @@ def test_committed_results_are_on_the_exported_data():
         pytest.skip("no official-code runs committed")
     export = load_script(f"{HERE}/export.py")
     from grprune.data import load_dataset
-    for split in {r["split"] for r in rows}:
-        ds = load_dataset("ogbg-molbbbp", split=split)
+    for dataset, split in {(r["dataset"], r["split"]) for r in rows}:
+        ds = load_dataset(dataset, split=split)
         want = common.split_hash({p: ds.splits[p] for p in common.PARTS})
-        assert {r["split_hash"] for r in rows if r["split"] == split} == {want}
-        graphs = export.dataset_graphs(ds)
-    assert {r["data_hash"] for r in rows} == {common.graphs_hash(graphs)}
+        assert {r["split_hash"] for r in rows if (r["dataset"], r["split"]) ==
+                (dataset, split)} == {want}
+        if dataset == "ogbg-molbbbp":
+            graphs = export.dataset_graphs(ds)
+    molbbbp = [r for r in rows if r["dataset"] == "ogbg-molbbbp"]
+    if molbbbp:
+        assert {r["data_hash"] for r in molbbbp} == {common.graphs_hash(graphs)}
     assert json.loads(json.dumps(rows[0]))["official_commit"].startswith("7b41dae")
     assert (ROOT / HERE / "README.md").is_file()
 
@@ -233,3 +333,145 @@ def test_official_readme_table_is_table_py():
     readme = (ROOT / HERE / "README.md").read_text(encoding="utf-8")
     block = readme.split(table.BEGIN, 1)[1].split(table.END, 1)[0]
     assert block == "\n" + table.markdown(table.rows())
+
+
+def test_checkpoint_restores_what_the_next_epoch_depends_on(tmp_path, monkeypatch):
+    """checkpoint.py (the patched ``Model.fit``'s per-epoch save/resume) on a small stand-in
+    of the official model: the weights, both optimizers, the LR scheduler, the plain
+    attributes and the RNG streams come back, so the next epoch draws and computes what it
+    would have; another command's checkpoint is refused."""
+    import random
+    import sys
+
+    import torch
+    ckpt = load_script(f"{HERE}/checkpoint.py")
+
+    class Stand(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gnn = torch.nn.Linear(3, 2)
+            self.edge = torch.nn.Linear(2, 2)
+            self.optimizer = torch.optim.Adam(self.parameters(), lr=0.01)
+            self.edge_gnn_optimizer = torch.optim.Adam(self.edge.parameters(), lr=0.1)
+            self.scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(
+                self.optimizer, mode="max", factor=0.5, patience=0)
+            self.featsMask = torch.nn.Parameter(torch.zeros(3)).view(1, -1)  # as prune.py
+            self.useAutoAug, self.penalty, self.best_valid_metric = False, 0.0, -1.0
+            self.valid_metric_list: list[tuple[float, float]] = []
+            self.best_states: dict[str, torch.Tensor] = {}
+            self.stop_training = False
+            self.device = "cpu"  # the machine's, not saved
+
+    def epoch(m, e):
+        m.optimizer.zero_grad()
+        loss = m.edge(m.gnn(torch.randn(4, 3))).pow(2).sum() * (1 + random.random())
+        loss.backward()
+        m.optimizer.step()
+        m.scheduler.step(-float(e))  # never better: the LR halves
+        m.valid_metric_list.append((loss.item(), float(np.random.rand())))
+        m.useAutoAug, m.penalty = e >= 1, 0.1 * e
+        m.best_states = {k: v.clone() for k, v in m.state_dict().items()}
+
+    monkeypatch.setattr(sys, "argv", ["run.py", "--seed", "0", "--root", "/a"])
+    path = str(tmp_path / "run.pt")
+    torch.manual_seed(0)
+    random.seed(0)
+    np.random.seed(0)
+    whole = Stand()
+    for e in range(4):
+        epoch(whole, e)
+    torch.manual_seed(0)
+    random.seed(0)
+    np.random.seed(0)
+    first = Stand()
+    assert ckpt.resume(first, path) == 0  # no file yet: start at epoch 0
+    for e in range(2):
+        epoch(first, e)
+        ckpt.save(first, e, path)
+    assert not (tmp_path / "run.pt.tmp").exists()
+    torch.manual_seed(123)  # a new process: other RNG states, a fresh model
+    random.seed(123)
+    np.random.seed(123)
+    monkeypatch.setattr(sys, "argv", ["run.py", "--seed", "0", "--root", "/elsewhere"])
+    second = Stand()
+    assert ckpt.resume(second, path) == 2
+    for e in range(2, 4):
+        epoch(second, e)
+    assert second.valid_metric_list == whole.valid_metric_list
+    assert second.optimizer.param_groups[0]["lr"] == whole.optimizer.param_groups[0]["lr"]
+    assert second.optimizer.param_groups[0]["lr"] < 0.01
+    assert (second.useAutoAug, second.penalty) == (whole.useAutoAug, whole.penalty)
+    for k, v in whole.state_dict().items():
+        assert torch.equal(second.state_dict()[k], v)
+        assert torch.equal(second.best_states[k], whole.best_states[k])
+    kept = torch.load(path, weights_only=False)
+    assert set(kept["optimizers"]) == {"optimizer", "edge_gnn_optimizer"}
+    assert set(kept["schedulers"]) == {"scheduler"}
+    assert "featsMask" not in kept["attrs"] and "device" not in kept["attrs"]
+    assert kept["argv"] == ["--seed", "0", "--root"] and kept["epoch"] == 1  # not its path
+    monkeypatch.setattr(sys, "argv", ["run.py", "--seed", "1", "--root", "/a"])
+    with pytest.raises(RuntimeError, match="remove it to start over"):
+        ckpt.resume(Stand(), path)
+    monkeypatch.delenv("OFFICIAL_CHECKPOINT", raising=False)
+    assert ckpt.resume(Stand()) == 0  # no path: the patched loop runs as unpatched
+    ckpt.save(Stand(), 0)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.pt"]
+
+
+def test_official_run_killed_and_resumed_gives_the_uninterrupted_curve(tmp_path):
+    """The real proof, where the official venv, a patched checkout and the molbbbp export
+    are at hand (not in CI): ``runs.py`` on ogbg-molbbbp scaffold for 5 epochs, 2 of them
+    ERM pre-training, once through, and once SIGKILLed while saving epochs 1, 2 and 4 (so
+    resumed from the checkpoints of epochs 0, 1 and 3: inside pre-training, at the epoch it
+    ends and after it) gives the same per-epoch (valid, test) curve and the same selection,
+    running only the epochs each kill lost again."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    venv = Path(os.environ.get("OFFICIAL_VENV", "/work/official-venv"))
+    src = Path(os.environ.get("OFFICIAL_SRC", "/work/official-src"))
+    data = Path(os.environ.get("OFFICIAL_DATA", "/work/official-data"))
+    patch = load_script(f"{HERE}/patch.py")
+    if not (venv / "bin" / "python").is_file() or not (src / "modelNew/prune.py").is_file():
+        pytest.skip("no official venv or checkout of the official code")
+    if "_ckpt.save(self, e)" not in (src / "modelNew/prune.py").read_text():
+        pytest.skip(f"{src} lacks patch.py's checkpoint patch")
+    if not (data / "ogbg_molbbbp" / "grprune.json").is_file():
+        pytest.skip("no ogbg-molbbbp export")
+    extra = "--epochs 5 --pretraining_epochs 2"
+
+    def run(work, kill=""):
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        env.update(OFFICIAL_WORK=str(work), OFFICIAL_SRC=str(src), OFFICIAL_DATA=str(data),
+                   OFFICIAL_CHECKPOINT_KILL_AT=kill, OMP_NUM_THREADS="1")
+        return subprocess.run([str(venv / "bin" / "python"), str(ROOT / HERE / "runs.py"),
+                               "--split", "scaffold", "--seeds", "0", "--extra", extra,
+                               "--results", str(work / "results.jsonl")],
+                              capture_output=True, text=True, env=env, timeout=600)
+
+    whole = run(tmp_path / "whole")
+    assert whole.returncode == 0, whole.stdout + whole.stderr
+    outs = []
+    for kill in ("1", "2", "4"):
+        done = run(tmp_path / "cut", kill)
+        assert done.returncode == 1 and "failed (exit -9)" in done.stderr, done.stderr
+        outs.append(done.stdout)
+    last = run(tmp_path / "cut")
+    assert last.returncode == 0, last.stdout + last.stderr
+    assert "resume " not in outs[0] and all("resume " in o for o in [*outs[1:], last.stdout])
+    result = "ogbg-molbbbp-scaffold-seed0.json"
+    a = json.loads((tmp_path / "whole" / result).read_text())
+    b = json.loads((tmp_path / "cut" / result).read_text())
+    assert len(a["curve"]) == 5 and b["curve"] == a["curve"]
+    assert (b["valid"], b["test"]) == (a["valid"], a["test"])
+    assert whole.stdout.split(": ", 1)[1].split(",")[0] == last.stdout.split(
+        "seed 0: ", 1)[1].split(",")[0]  # "test .. at epoch .. (valid ..)"
+    log = (tmp_path / "cut" / "logs" / "ogbg-molbbbp-scaffold-seed0.log").read_text()
+    assert log.count("Current Epoch") == 5 + 3  # epochs 1, 2 and 4 ran twice
+    assert [line.rsplit(" ", 1)[1] for line in log.splitlines()
+            if line.startswith("checkpoint: resumed")] == ["0", "1", "3"]
+    # the run is over: no checkpoint is left, nor a result recorded for a smoke run
+    assert not list((tmp_path / "cut" / "checkpoints").iterdir())
+    assert not (tmp_path / "cut" / "results.jsonl").exists()
+    assert patch.TAG in (src / "modelNew/prune.py").read_text()

@@ -1,15 +1,17 @@
-"""The official code's side of the data check: load the exported dataset the way its
-``run.py`` does (OGB's ``PygGraphPropPredDataset``) and print the counts and hashes that
-``export.py`` printed for grprune.
+"""The official code's side of the data check: load the exported datasets the way its
+``run.py`` does (OGB's ``PygGraphPropPredDataset`` for ogbg-molbbbp, ``good_export.load_good``
+for GOOD-Motif, which the patched ``run.py`` calls instead of ``GOODMotif.load``) and print
+the counts and hashes that ``export.py`` printed for grprune.
 
 Run with the official code's venv::
 
-    /work/official-venv/bin/python benchmarks/accuracy/official/check.py [ROOT]
+    /work/official-venv/bin/python benchmarks/accuracy/official/check.py [ROOT] [--dataset NAME ...]
 
-Exit code 1 when a number differs from grprune's (``ROOT/ogbg_molbbbp/grprune.json``),
-2 when the export is missing. It also prints the official code's own size split for
-seeds 0-3 (``modelNew.utils.size_split_idx``) when ``OFFICIAL_SRC`` is set, to show how
-it differs from grprune's.
+``--dataset``: ``ogbg-molbbbp``, ``good-motif`` (repeatable; default every dataset
+exported under ROOT). Exit code 1 when a number differs from grprune's (``grprune.json`` in
+each export folder), 2 when an export is missing. For ogbg-molbbbp it also prints the
+official code's own size split for seeds 0-3 (``modelNew.utils.size_split_idx``) when
+``OFFICIAL_SRC`` is set, to show how it differs from grprune's.
 """
 
 from __future__ import annotations
@@ -63,9 +65,8 @@ def official_size_splits(root: Path, src: Path, seeds=range(4)) -> list[dict]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    root = Path(args[0] if args else os.environ.get("OFFICIAL_DATA", "/work/official-data"))
+def check_molbbbp(root: Path) -> int | bool:
+    """Print ogbg-molbbbp's check; True when identical, 2 when the export is missing."""
     mine = root / "ogbg_molbbbp" / "grprune.json"
     if not mine.is_file():
         print(f"check.py: {mine} is missing; run export.py first", file=sys.stderr)
@@ -81,8 +82,50 @@ def main(argv: list[str] | None = None) -> int:
                   f"train >= {s['train_atoms_min']} atoms, valid/test <= "
                   f"{s['valid_test_atoms_max']}")
     same = side == theirs
+    if not same:
+        print("DIFFERENT from grprune's export: " + json.dumps(theirs))
+    return same
+
+
+def check_good(root: Path, name: str = "good-motif", splits=("basis", "size")) -> int | bool:
+    """Print a GOOD dataset's check per split (through ``good_export.load_good``); True when
+    every split is identical, 2 when an export is missing."""
+    from good_export import official_side as good_official_side
+    same = True
+    for split in splits:
+        mine = root / f"{name.replace('-', '_')}_{split}" / "grprune.json"
+        if not mine.is_file():
+            print(f"check.py: {mine} is missing; run export.py --dataset {name} first",
+                  file=sys.stderr)
+            return 2
+        theirs = json.loads(mine.read_text())
+        side = good_official_side(root, name, split)
+        print(common.good_line("official", side))
+        if side != theirs:
+            print("DIFFERENT from grprune's export: " + json.dumps(theirs))
+            same = False
+    return same
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("root", nargs="?", type=Path,
+                   default=Path(os.environ.get("OFFICIAL_DATA", "/work/official-data")))
+    p.add_argument("--dataset", action="append", choices=["ogbg-molbbbp", "good-motif"],
+                   help="dataset to check (repeatable; default every one exported)")
+    a = p.parse_args(argv)
+    wanted = a.dataset or [n for n, folder in (("ogbg-molbbbp", "ogbg_molbbbp"),
+                                               ("good-motif", "good_motif_basis"))
+                           if (a.root / folder).is_dir()] or ["ogbg-molbbbp"]
+    same = True
+    for name in wanted:
+        got = check_molbbbp(a.root) if name == "ogbg-molbbbp" else check_good(a.root, name)
+        if got == 2:
+            return 2
+        same = same and bool(got)
     print("identical: graphs, counts and split indices" if same else
-          "DIFFERENT from grprune's export: " + json.dumps(theirs))
+          "DIFFERENT: see above")
     return 0 if same else 1
 
 

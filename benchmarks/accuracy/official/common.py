@@ -1,5 +1,5 @@
 """What both sides of the harness compute the same way: graph and split fingerprints, OGB's
-raw layout, and the results file.
+raw layout, the numpy layout of the GOOD datasets' export, and the results file.
 
 Imported by ``export.py`` (grprune's venv), ``check.py`` and ``run.py`` (the official code's
 venv) and ``table.py``; needs numpy only, so that each venv computes the same hashes.
@@ -58,19 +58,22 @@ def graphs_hash(graphs: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray, int]]
     Parameters
     ----------
     graphs : iterable of (x, edge_index, edge_attr, y)
-        ``x`` int (N, F) node features, ``edge_index`` int (2, E) directed edges numbered
-        inside the graph (both directions of a bond, in stored order), ``edge_attr`` int
-        (E, F_e), ``y`` the graph's int label.
+        ``x`` (N, F) node features, ``edge_index`` int (2, E) directed edges numbered
+        inside the graph (both directions of a bond, in stored order), ``edge_attr``
+        (E, F_e) edge features (GOOD-Motif: ``edge_gt`` as (E, 1)), ``y`` the graph's int
+        label.
 
     Returns
     -------
     str
-        The hash of every array as int64 bytes, with its shape, graph after graph.
+        The hash of every array with its shape, graph after graph: integer and boolean
+        arrays as int64 bytes, floating ones (GOOD-Motif's ones (N, 1)) as float64 bytes.
     """
     h = hashlib.sha256()
     for x, edge_index, edge_attr, y in graphs:
         for a in (x, edge_index, edge_attr, np.asarray([y])):
-            a = np.ascontiguousarray(np.asarray(a, dtype=np.int64))
+            a = np.asarray(a)
+            a = np.ascontiguousarray(a.astype(np.float64 if a.dtype.kind == "f" else np.int64))
             h.update(repr(a.shape).encode())
             h.update(a.tobytes())
     return h.hexdigest()[:16]
@@ -147,6 +150,124 @@ def write_ogb_raw(root: Path, name: str, graphs: list[tuple[np.ndarray, np.ndarr
     (out / "RELEASE_v1.txt").write_text("exported from grprune by "
                                         "benchmarks/accuracy/official/export.py\n")
     return out
+
+
+def array_hash(values: Sequence[int] | np.ndarray) -> str:
+    """SHA-256 (first 16 hex digits) of an int array in its order (e.g. the env id of each
+    graph), as int64 bytes with its shape."""
+    a = np.ascontiguousarray(np.asarray(values, dtype=np.int64))
+    return hashlib.sha256(repr(a.shape).encode() + a.tobytes()).hexdigest()[:16]
+
+
+#: grprune's part names (``split.npz``'s keys) -> GOOD's (``GOODMotif.load``'s dict keys)
+GOOD_PARTS = {"train": "train", "valid": "val", "test": "test", "id-valid": "id_val",
+              "id-test": "id_test"}
+#: the arrays of :func:`write_graph_arrays`' ``graphs.npz``
+GRAPH_ARRAYS = ("num_nodes", "num_edges", "x", "edge_index", "edge_gt", "y", "env_id")
+
+
+def write_graph_arrays(out: Path, graphs: Sequence[tuple[np.ndarray, np.ndarray,
+                       np.ndarray, int]], env_id: Sequence[int] | np.ndarray,
+                       parts: Mapping[str, Sequence[int] | np.ndarray]) -> Path:
+    """Write graphs with ground-truth edges and environments, and their split, as numpy
+    arrays (``graphs.npz``, ``split.npz``) that ``good_export.py`` turns into PyG data.
+
+    Parameters
+    ----------
+    out : Path
+        The folder (created), e.g. ``ROOT/good_motif_basis``.
+    graphs : sequence of (x, edge_index, edge_gt, y)
+        ``x`` float (N, F) node features, ``edge_index`` int (2, E) both directions
+        numbered inside the graph, ``edge_gt`` (E,) or (E, 1), 1 on ground-truth motif
+        edges, ``y`` the int label.
+    env_id : int (G,)
+        Each graph's environment (GOOD's ``env_id``).
+    parts : mapping of part name to int indices into ``graphs``
+        E.g. ``train``, ``valid``, ``test``, ``id-valid``, ``id-test``; written sorted.
+
+    Returns
+    -------
+    Path
+        ``out``. ``graphs.npz`` holds :data:`GRAPH_ARRAYS`: ``num_nodes``/``num_edges``
+        int64 (G,), ``x`` float32 (ΣN, F), ``edge_index`` int64 (2, ΣE) numbered inside
+        each graph, ``edge_gt`` bool (ΣE,), ``y`` and ``env_id`` int64 (G,). Both files
+        are written to a temp name and renamed.
+
+    Raises
+    ------
+    ValueError
+        If ``env_id`` has another length than ``graphs``.
+    """
+    if len(env_id) != len(graphs):
+        raise ValueError(f"{len(env_id)} env ids for {len(graphs)} graphs")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    width = graphs[0][0].shape[1] if len(graphs) else 1
+    arrays = {
+        "num_nodes": np.asarray([len(g[0]) for g in graphs], dtype=np.int64),
+        "num_edges": np.asarray([np.asarray(g[1]).shape[1] for g in graphs], dtype=np.int64),
+        "x": np.concatenate([np.asarray(g[0], dtype=np.float32) for g in graphs])
+        if len(graphs) else np.zeros((0, width), dtype=np.float32),
+        "edge_index": np.concatenate([np.asarray(g[1], dtype=np.int64).reshape(2, -1)
+                                      for g in graphs], axis=1)
+        if len(graphs) else np.zeros((2, 0), dtype=np.int64),
+        "edge_gt": np.concatenate([np.asarray(g[2]).reshape(-1).astype(bool) for g in graphs])
+        if len(graphs) else np.zeros(0, dtype=bool),
+        "y": np.asarray([int(g[3]) for g in graphs], dtype=np.int64),
+        "env_id": np.asarray(env_id, dtype=np.int64)}
+    for name, data in (("graphs", arrays),
+                       ("split", {p: np.sort(np.asarray(v, dtype=np.int64))
+                                  for p, v in parts.items()})):
+        tmp = out / f"{name}.tmp.npz"
+        np.savez_compressed(tmp, **data)
+        tmp.replace(out / f"{name}.npz")
+    return out
+
+
+def read_graph_arrays(out: Path) -> tuple[list[tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                     int]], np.ndarray, dict[str, np.ndarray]]:
+    """The graphs, env ids and parts :func:`write_graph_arrays` wrote in ``out``.
+
+    Returns
+    -------
+    (graphs, env_id, parts)
+        ``graphs`` a list of (x float32 (N, F), edge_index int64 (2, E), edge_gt bool (E,),
+        y int); ``env_id`` int64 (G,); ``parts`` part name -> sorted int64 indices.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``graphs.npz`` or ``split.npz`` is missing.
+    """
+    with np.load(Path(out) / "graphs.npz") as f:
+        a = {k: f[k] for k in GRAPH_ARRAYS}
+    with np.load(Path(out) / "split.npz") as f:
+        parts = {k: f[k] for k in f.files}
+    node_end, edge_end = np.cumsum(a["num_nodes"]), np.cumsum(a["num_edges"])
+    graphs = [(a["x"][n1 - n:n1], a["edge_index"][:, e1 - e:e1], a["edge_gt"][e1 - e:e1], int(y))
+              for n, n1, e, e1, y in zip(a["num_nodes"].tolist(), node_end.tolist(),
+                                         a["num_edges"].tolist(), edge_end.tolist(),
+                                         a["y"].tolist())]
+    return graphs, a["env_id"], parts
+
+
+def good_side(name: str, split: str, graphs: list[tuple], env_id, parts: dict) -> dict:
+    """Counts and hashes of a GOOD dataset split, the same on both sides: the graphs hash
+    takes ``edge_gt`` as a (E, 1) edge feature; ``parts`` under grprune's names, of which
+    :data:`PARTS` (train, OOD-valid, OOD-test) are counted and hashed."""
+    return {"dataset": name, "split": split, "n_graphs": len(graphs),
+            "graphs_hash": graphs_hash((x, ei, np.asarray(gt).reshape(-1, 1), y)
+                                              for x, ei, gt, y in graphs),
+            "env_hash": array_hash(env_id),
+            "parts": {p: len(parts[p]) for p in PARTS},
+            "split_hash": split_hash(parts)}
+
+
+def good_line(who: str, side: dict) -> str:
+    """One printed line of a GOOD dataset split's check (``export.py``, ``check.py``)."""
+    return (f"{who}  {side['dataset']} {side['split']}: {side['n_graphs']} graphs, graphs "
+            f"{side['graphs_hash']}, envs {side['env_hash']}, {side['parts']} split "
+            f"{side['split_hash']}")
 
 
 def read_results(path: Path = RESULTS) -> list[dict]:

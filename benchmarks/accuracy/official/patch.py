@@ -97,6 +97,21 @@ PATCHES: list[Patch] = [
           "with OFFICIAL_SPLIT=grprune the size split is the one exported from grprune "
           "(split/size/ of the exported dataset) instead of the one size_split_idx redraws "
           "per seed; unset, the code is unchanged"),
+    Patch("run.py", "grprune GOOD-Motif",
+          "    dataset, meta_info = GOODMotif.load(args['root'], domain=args['domain'], "
+          "shift=args['shift'], generate=False)\n",
+          f"    if os.environ.get('OFFICIAL_EXPORT') == 'grprune':  {TAG} exported data\n"
+          "        from good_export import load_good  # benchmarks/accuracy/official, on PYTHONPATH\n"
+          "        dataset, meta_info = load_good(args['root'], 'good-motif', "
+          "domain=args['domain'], shift=args['shift'])\n"
+          "        split_idx = {'train': dataset['train'].indices(), "
+          "'valid': dataset['val'].indices(), 'test': dataset['test'].indices()}\n"
+          "    else:\n"
+          "        dataset, meta_info = GOODMotif.load(args['root'], domain=args['domain'], "
+          "shift=args['shift'], generate=False)\n",
+          "with OFFICIAL_EXPORT=grprune, GOOD-Motif is grprune's export (good_export.load_good: "
+          "the same train/val/test PyG datasets GOODMotif.load returns, from export.py's "
+          "arrays), and split_idx names its parts for the result record; unset, unchanged"),
     Patch("run.py", "result record",
           "print (f'Best valid perf:{res[0]}, Test perf accordingly:{res[1]}')\n",
           "print (f'Best valid perf:{res[0]}, Test perf accordingly:{res[1]}')\n"
@@ -132,6 +147,24 @@ PATCHES: list[Patch] = [
           "learn_edge_weight reads self.calc_edge_stats, which nothing sets: an "
           "AttributeError at the first epoch after pre-training; False skips the "
           "ground-truth-edge statistics (logging only, needs data.edge_gt)"),
+    Patch("modelNew/prune.py", "checkpoint resume",
+          "        for e in range(epochs):\n",
+          f"        import os  {TAG} per-epoch checkpoint, checkpoint.py on PYTHONPATH\n"
+          "        _ckpt = __import__('checkpoint') if os.environ.get('OFFICIAL_CHECKPOINT') "
+          "else None\n"
+          "        for e in range(_ckpt.resume(self) if _ckpt else 0, epochs):\n",
+          "with OFFICIAL_CHECKPOINT set, a run restores the checkpoint file if there is one "
+          "(after the pre-training set-up above, which it overwrites) and goes on at the "
+          "next epoch; unset, the loop is unchanged"),
+    Patch("modelNew/prune.py", "checkpoint save",
+          "            self.valid_metric_list.append((val_metric_score,test_metric_score))\n"
+          "            self.train()\n",
+          "            self.valid_metric_list.append((val_metric_score,test_metric_score))\n"
+          "            self.train()\n"
+          f"            if _ckpt:  {TAG} everything the next epoch needs, atomically\n"
+          "                _ckpt.save(self, e)\n",
+          "with OFFICIAL_CHECKPOINT set, the end of every epoch saves what the next one "
+          "depends on (checkpoint.py); unset, unchanged"),
     Patch("modelNew/prune.py", "torch_sparse", _SPARSE, _SPARSE_SHIM,
           "torch_sparse has no wheel for torch 2.13; coalesce/SparseTensor are not used "
           "on the GIN path (torch_geometric's placeholder raises if they were)"),

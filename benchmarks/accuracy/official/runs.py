@@ -6,20 +6,35 @@ subprocess of the same interpreter)::
 
     OMP_NUM_THREADS=1 nice -n 15 /work/official-venv/bin/python \\
         benchmarks/accuracy/official/runs.py --split scaffold --seeds 0-3
+    OMP_NUM_THREADS=1 nice -n 19 /work/official-venv/bin/python \\
+        benchmarks/accuracy/official/runs.py --dataset good-motif --split basis --seeds 0
 
 Resumable: a (dataset, split, seed) already in the results file is skipped, and a run
 writes its record only when it has finished (the official ``run.py`` writes its numbers
 to a temp file that is renamed, then this script appends them atomically). Each run's
 log goes to ``$OFFICIAL_WORK/logs/``.
 
+Resumable inside a run too: each run saves a checkpoint at the end of every epoch
+(``$OFFICIAL_WORK/checkpoints/<dataset>-<split>-seed<seed>.pt``, ``checkpoint_path``;
+``OFFICIAL_CHECKPOINT``, ``checkpoint.py``). A run whose checkpoint is there goes on from
+the epoch after it (the output says ``resume``, the log is appended to) and gives the
+curve an uninterrupted run gives; the checkpoint is removed once the result is recorded.
+A resumed record's ``seconds`` is the last process's time only.
+
 Environment: ``OFFICIAL_SRC`` (the patched checkout, default ``/work/official-src``),
 ``OFFICIAL_DATA`` (``export.py``'s root, default ``/work/official-data``),
-``OFFICIAL_WORK`` (logs and temp files, default ``/work/official-work``).
+``OFFICIAL_WORK`` (logs and temp files, default ``/work/official-work``);
+``OFFICIAL_HARDWARE`` and ``GRPRUNE_COMMIT`` name the hardware and grprune's commit where
+they cannot be read (a GPU run from a copy without ``.git``: ``benchmarks/device.sh``).
+Each run gets ``OFFICIAL_SPLIT=grprune`` (molbbbp size), ``OFFICIAL_EXPORT=grprune``
+(GOOD-Motif: ``good_export.load_good``, this folder on ``PYTHONPATH``) and
+``OFFICIAL_RESULT_JSON`` and ``OFFICIAL_CHECKPOINT`` (``patch.py``).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
@@ -42,7 +57,23 @@ RECIPES = {
                      "--edge_gnn", "gin", "--mol_encoder", "--edge_uniform_penalty", "0.01",
                      "--edge_prob_thres", "50", "--edge_budget", "0.85", "--edge_penalty",
                      "10", "--with_bn", "--dropout", "0.0", "--edge_dim", "3"],
+    # the README's GOOD-Motif command (its "--device 0" is the default); run.py's motif
+    # branch then sets nclass 3, nfeat 1, nlayers 3 (over --nlayers 4) and metric acc
+    "good-motif": ["--dataset", "goodmotif", "--shift", "covariate", "--batch_size", "64",
+                   "--base_gnn", "gin", "--early_stop_epochs", "50", "--nhid", "128",
+                   "--epochs", "100", "--pretraining_epochs", "10", "--nlayers", "4",
+                   "--edge_gnn_layers", "2", "--edge_gnn", "gin", "--edge_uniform_penalty",
+                   "0.001", "--edge_prob_thres", "90", "--edge_budget", "0.85",
+                   "--edge_penalty", "10", "--with_bn", "--dropout", "0.0"],
 }
+#: the splits of each dataset, in the order a seed runs them
+SPLITS = {"ogbg-molbbbp": ("scaffold", "size"), "good-motif": ("basis", "size")}
+
+
+def export_dir(data: Path, dataset: str, split: str) -> Path:
+    """The export folder of one (dataset, split): ``ogbg_molbbbp``, ``good_motif_basis``."""
+    base = dataset.replace("-", "_")
+    return data / (base if dataset == "ogbg-molbbbp" else f"{base}_{split}")
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -65,7 +96,10 @@ def parse_seeds(text: str) -> list[int]:
 
 def hardware() -> str:
     """``"1 core of an AMD EPYC (CPU)"``: the CPU's model name and the threads torch may use
-    (``OMP_NUM_THREADS``, else all cores)."""
+    (``OMP_NUM_THREADS``, else all cores); ``$OFFICIAL_HARDWARE`` when set (a GPU run:
+    ``benchmarks/device.sh official-motif`` names the card)."""
+    if os.environ.get("OFFICIAL_HARDWARE"):
+        return os.environ["OFFICIAL_HARDWARE"]
     name = platform.processor() or "unknown CPU"
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -87,9 +121,21 @@ def git_commit(path: Path, short: bool = True) -> str:
         return ""
 
 
+def checkpoint_path(work: Path, dataset: str, split: str, seed: int, extra: list[str]) -> Path:
+    """The checkpoint file of one run: ``$OFFICIAL_WORK/checkpoints/<dataset>-<split>-seed<seed>.pt``,
+    with ``-x<hash of extra>`` before ``.pt`` for a run with ``--extra`` arguments (a smoke run
+    never resumes a recorded run's checkpoint, nor the reverse)."""
+    tag = f"{dataset}-{split}-seed{seed}"
+    if extra:
+        tag += "-x" + hashlib.sha256(" ".join(extra).encode()).hexdigest()[:8]
+    return work / "checkpoints" / f"{tag}.pt"
+
+
 def run_one(dataset: str, split: str, seed: int, src: Path, data: Path, work: Path,
             extra: list[str]) -> dict:
-    """One run of the official ``run.py``; its record for the results file.
+    """One run of the official ``run.py``; its record for the results file: ``valid`` and
+    ``test`` are the official code's metric ×100 (ROC-AUC on ogbg-molbbbp, accuracy on
+    GOOD-Motif) at the epoch it selects.
 
     Raises
     ------
@@ -101,12 +147,20 @@ def run_one(dataset: str, split: str, seed: int, src: Path, data: Path, work: Pa
     tag = f"{dataset}-{split}-seed{seed}"
     out, log = work / f"{tag}.json", work / "logs" / f"{tag}.log"
     out.unlink(missing_ok=True)
+    ckpt = checkpoint_path(work, dataset, split, seed, extra)
+    ckpt.parent.mkdir(exist_ok=True)
+    resumed = ckpt.exists()
+    if resumed:
+        print(f"resume {tag} from {ckpt} (log appended to {log})", flush=True)
     args = [*RECIPES[dataset], "--domain", split, "--seed", str(seed), "--root", str(data),
             *extra]
-    env = dict(os.environ, OFFICIAL_RESULT_JSON=str(out), OFFICIAL_SPLIT="grprune",
+    path = os.pathsep.join(p for p in (str(HERE), os.environ.get("PYTHONPATH", "")) if p)
+    env = dict(os.environ, OFFICIAL_RESULT_JSON=str(out), OFFICIAL_CHECKPOINT=str(ckpt),
+               OFFICIAL_SPLIT="grprune",
+               OFFICIAL_EXPORT="grprune", PYTHONPATH=path,
                TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD="1", MPLBACKEND="Agg")
     start = time.time()
-    with open(log, "w") as f:
+    with open(log, "a" if resumed else "w") as f:
         rc = subprocess.run([sys.executable, "run.py", *args], cwd=src, env=env, stdout=f,
                             stderr=subprocess.STDOUT).returncode
     if rc != 0 or not out.exists():
@@ -114,22 +168,25 @@ def run_one(dataset: str, split: str, seed: int, src: Path, data: Path, work: Pa
     res = json.loads(out.read_text())
     curve = res["curve"]
     best = max(range(len(curve)), key=lambda e: (curve[e][0], -e))  # first best, as sorted()
-    side = json.loads((data / dataset.replace("-", "_") / "grprune.json").read_text())
+    side = json.loads((export_dir(data, dataset, split) / "grprune.json").read_text())
+    split_hash = side["split_hash"] if "split_hash" in side else side["splits"][split]["hash"]
     return {"dataset": dataset, "split": split, "seed": seed,
             "valid": round(100 * res["valid"], 4), "test": round(100 * res["test"], 4),
             "best_epoch": best, "epochs": len(curve), "split_sizes": res["split_sizes"],
-            "split_hash": side["splits"][split]["hash"], "data_hash": side["graphs_hash"],
+            "split_hash": split_hash, "data_hash": side["graphs_hash"],
             "args": " ".join(args[:-2]),
             "official_commit": git_commit(src) or common.COMMIT[:7],
-            "grprune_commit": git_commit(HERE), "hardware": hardware(),
+            "grprune_commit": git_commit(HERE) or os.environ.get("GRPRUNE_COMMIT", ""),
+            "hardware": hardware(),
             "seconds": round(time.time() - start, 1)}
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--dataset", default="ogbg-molbbbp", choices=sorted(RECIPES))
-    p.add_argument("--split", action="append", choices=["scaffold", "size"],
-                   help="split(s) to run (repeatable; default both)")
+    p.add_argument("--split", action="append", choices=["scaffold", "size", "basis"],
+                   help="split(s) to run (repeatable; default both of the dataset: "
+                        "scaffold, size for ogbg-molbbbp; basis, size for good-motif)")
     p.add_argument("--seeds", default="0-3", help="e.g. 0-3 or 0,2")
     p.add_argument("--results", type=Path, default=common.RESULTS)
     p.add_argument("--extra", default="", help="more arguments for the official run.py "
@@ -146,13 +203,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"runs.py: {src} has no run.py; fetch and patch the official code (README.md)",
               file=sys.stderr)
         return 2
-    if not (data / a.dataset.replace("-", "_") / "grprune.json").is_file():
-        print(f"runs.py: no export under {data}; run export.py first", file=sys.stderr)
-        return 2
+    splits = a.split or list(SPLITS[a.dataset])
+    bad = [s for s in splits if s not in SPLITS[a.dataset]]
+    if bad:
+        p.error(f"{a.dataset} has no split {bad[0]!r}; choose from "
+                f"{', '.join(SPLITS[a.dataset])}")
+    for split in splits:
+        if not (export_dir(data, a.dataset, split) / "grprune.json").is_file():
+            print(f"runs.py: no export of {a.dataset} {split} under {data}; run export.py "
+                  f"--dataset {a.dataset} first", file=sys.stderr)
+            return 2
     extra = a.extra.split()
     # seed after seed, both splits each: an interrupted session leaves both columns at n
     for seed in seeds:
-        for split in a.split or ["scaffold", "size"]:
+        for split in splits:
             done = {(r["dataset"], r["split"], r["seed"]) for r in common.read_results(a.results)}
             if not extra and (a.dataset, split, seed) in done:
                 print(f"skip {a.dataset} {split} seed {seed}: in {a.results.name}")
@@ -167,6 +231,10 @@ def main(argv: list[str] | None = None) -> int:
                   flush=True)
             if not extra:
                 common.append_result(row, a.results)
+            # recorded (or a smoke run, finished): its checkpoint is no longer needed
+            ckpt = checkpoint_path(work, a.dataset, split, seed, extra)
+            for f in (ckpt, ckpt.with_name(ckpt.name + ".tmp")):
+                f.unlink(missing_ok=True)
     return 0
 
 

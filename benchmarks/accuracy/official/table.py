@@ -6,8 +6,10 @@ Run with grprune's venv::
     .venv/bin/python benchmarks/accuracy/official/table.py            # print it
     .venv/bin/python benchmarks/accuracy/official/table.py --readme benchmarks/accuracy/official/README.md
 
-The official code's runs come from ``results.jsonl`` (``runs.py``); grprune's from the
-committed collect table ``../prune/molbbbp.csv`` (4 seeds per preset, at ``2820ba7``).
+The official code's runs come from ``results.jsonl`` (``runs.py``); grprune's from its
+committed runs (:data:`GRPRUNE`: ``../prune/molbbbp.csv``, 4 seeds per preset at
+``2820ba7``; GOOD-Motif's ``../prune/motif-full*.runs.csv``, the cells ``../table1.py``
+takes). A column the official code has no run of says ``not run``.
 Welch's t compares the official code with grprune's ``official`` preset (the same recipe):
 
 .. math::
@@ -30,13 +32,25 @@ sys.path.insert(0, str(HERE))
 import common  # noqa: E402
 
 #: (dataset, split, Table-1 column name) with official-code runs
-COLUMNS = [("ogbg-molbbbp", "scaffold", "ogbg-molbbbp scaffold (ROC-AUC)"),
+COLUMNS = [("good-motif", "basis", "GOOD-Motif basis (accuracy)"),
+           ("good-motif", "size", "GOOD-Motif size (accuracy)"),
+           ("ogbg-molbbbp", "scaffold", "ogbg-molbbbp scaffold (ROC-AUC)"),
            ("ogbg-molbbbp", "size", "ogbg-molbbbp size (ROC-AUC)")]
-#: grprune's committed runs per dataset: (collect table under benchmarks/accuracy, commit,
-#: hardware)
-GRPRUNE = {"ogbg-molbbbp": ("prune/molbbbp.csv", "2820ba7", "2 cores of an AMD EPYC (CPU)")}
+EPYC = "2 cores of an AMD EPYC (CPU)"
+#: grprune's committed runs per dataset, oldest first (a later file's cell replaces an
+#: earlier one's, as in ``../table1.py``): (table under benchmarks/accuracy, kind, commit,
+#: hardware); kind ``collect`` is a ``grprune collect`` table, ``study`` an
+#: ``ablation.py table`` .runs.csv (one row per GOOD-Motif run)
+GRPRUNE = {"ogbg-molbbbp": [("prune/molbbbp.csv", "collect", "2820ba7", EPYC)],
+           "good-motif": [("prune/motif-full.runs.csv", "study", "a2bbff1",
+                           EPYC + ", AVX-512 kernels"),
+                          ("prune/motif-full-d9fd056.runs.csv", "study", "d9fd056", EPYC)]}
+#: ``ablation.py`` labels -> (method, preset)
+STUDY_LABELS = {"official": ("PrunE", "official"), "paper": ("PrunE", "paper"),
+                "ERM (official model)": ("ERM", "official"), "ERM (paper model)": ("ERM", "paper")}
 #: the paper's PrunE (mean, std), Table 1
-PAPER = {("ogbg-molbbbp", "scaffold"): (70.32, 1.73), ("ogbg-molbbbp", "size"): (81.59, 5.35)}
+PAPER = {("good-motif", "basis"): (91.48, 0.40), ("good-motif", "size"): (66.53, 8.55),
+         ("ogbg-molbbbp", "scaffold"): (70.32, 1.73), ("ogbg-molbbbp", "size"): (81.59, 5.35)}
 BEGIN = "<!-- official-table: written by official/table.py --readme; edit that, not this -->"
 END = "<!-- /official-table -->"
 
@@ -70,13 +84,24 @@ def fmt(mean: float, std: float, n: int) -> str:
     return f"{mean:.2f} ± {std:.2f} (n={n})" if n > 1 else f"{mean:.2f} (n=1)"
 
 
-def grprune_cells(path: Path) -> dict[tuple[str, str, str, str], tuple[float, float, int]]:
-    """``(dataset, split, method, preset) -> (mean, std, n)`` ×100 from a collect table."""
+def grprune_cells(path: Path, kind: str = "collect", commit: str = "", hardware: str = ""
+                  ) -> dict[tuple[str, str, str, str], tuple[float, float, int, str, str]]:
+    """``(dataset, split, method, preset) -> (mean, std, n, commit, hardware)``, test ×100,
+    from a collect table or (``kind="study"``, GOOD-Motif) an ``ablation.py`` .runs.csv."""
     import pandas as pd
+    df = pd.read_csv(path)
     out = {}
-    for r in pd.read_csv(path).itertuples():
+    if kind == "study":
+        for (split, label), g in df.groupby(["split", "label"]):
+            if label in STUDY_LABELS:
+                v = 100 * g["test"].astype(float)
+                out[("good-motif", split, *STUDY_LABELS[label])] = (
+                    float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else 0.0, len(v),
+                    commit, hardware)
+        return out
+    for r in df.itertuples():
         out[(r.dataset, r.split, r.method.split(" (")[0], r.preset)] = (
-            100 * r.test_mean, 100 * r.test_std, int(r.n))
+            100 * r.test_mean, 100 * r.test_std, int(r.n), commit, hardware)
     return out
 
 
@@ -84,14 +109,19 @@ def rows(results: Path = common.RESULTS, root: Path = HERE.parent) -> list[dict]
     """One dict per column: the official code, grprune's presets, ERM, the paper, Welch."""
     from grprune.presets import default_for
     runs = common.read_results(results)
+    none = (math.nan, math.nan, 0, "", "")
     out = []
     for dataset, split, name in COLUMNS:
-        rel, commit, hardware = GRPRUNE[dataset]
-        cells = grprune_cells(root / rel)
+        cells: dict = {}
+        for rel, kind, commit, hardware in GRPRUNE[dataset]:
+            cells.update(grprune_cells(root / rel, kind, commit, hardware))
         mine = [r for r in runs if (r["dataset"], r["split"]) == (dataset, split)]
         off = common.summarize(mine, dataset, split)
         default = default_for(dataset, split)
-        g_off = cells.get((dataset, split, "PrunE", "official"), (math.nan, math.nan, 0))
+        g_off = cells.get((dataset, split, "PrunE", "official"), none)
+        used = [(c, who) for c, who in (
+            (g_off, "PrunE"), (cells.get((dataset, split, "PrunE", default), none), "PrunE"),
+            (cells.get((dataset, split, "ERM", default), none), "ERM")) if c[2]]
         out.append({
             "column": name, "official": off,
             "official_warmup": sum(int(r["best_epoch"]) < 10 for r in mine),
@@ -99,14 +129,26 @@ def rows(results: Path = common.RESULTS, root: Path = HERE.parent) -> list[dict]
                                                  f"code), harness at grprune "
                                                  f"{r['grprune_commit']}" for r in mine})),
             "official_hardware": "; ".join(sorted({r["hardware"] for r in mine})),
-            "grprune_official": g_off, "default_preset": default,
-            "grprune_default": cells.get((dataset, split, "PrunE", default),
-                                         (math.nan, math.nan, 0)),
-            "erm": cells.get((dataset, split, "ERM", default), (math.nan, math.nan, 0)),
+            "grprune_official": g_off[:3], "default_preset": default,
+            "grprune_default": cells.get((dataset, split, "PrunE", default), none)[:3],
+            "erm": cells.get((dataset, split, "ERM", default), none)[:3],
             "paper": PAPER[(dataset, split)],
             "welch": welch(off[0], off[1], off[2], g_off[0], g_off[1], g_off[2]),
-            "grprune_commit": commit, "grprune_hardware": hardware})
+            "grprune_commit": _joined(used, 3), "grprune_hardware": _joined(used, 4)})
     return out
+
+
+def _joined(used: list[tuple[tuple, str]], field: int) -> str:
+    """The commits (``field`` 3) or hardware (4) of the cells used; when they differ, each
+    with its method: ``d9fd056 (PrunE); a2bbff1 (ERM)``."""
+    by_value: dict[str, list[str]] = {}
+    for cell, who in used:
+        by_value.setdefault(cell[field], [])
+        if who not in by_value[cell[field]]:
+            by_value[cell[field]].append(who)
+    if len(by_value) < 2:
+        return next(iter(by_value), "–")
+    return "; ".join(f"{v} ({', '.join(w)})" for v, w in by_value.items())
 
 
 def markdown(table: list[dict]) -> str:
