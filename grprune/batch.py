@@ -23,7 +23,7 @@ padding graph whose nodes, edges and graphs the masks (``node_mask``, ``edge_mas
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
-from typing import Sequence
+from typing import Callable, Sequence
 
 import torch
 from torch import Tensor
@@ -103,6 +103,8 @@ class GraphBatch:
         Real graphs and edges of a padded batch (they come first), host integers.
     csr : dict of str to Segments
         :meth:`segments` computed so far (moved along by :meth:`to`).
+    derived : dict
+        What :meth:`derive` made from this batch so far (dropped by :meth:`to`).
     """
 
     src: Tensor
@@ -127,6 +129,7 @@ class GraphBatch:
     csr: dict[str, Segments] = field(default_factory=dict, repr=False, compare=False)
     row_masks: dict[tuple[str, torch.dtype], RowMask] = field(default_factory=dict, repr=False,
                                                               compare=False)
+    derived: dict[tuple, Tensor] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def num_graphs(self) -> int:
@@ -154,6 +157,34 @@ class GraphBatch:
         if rows is None:
             rows = self.row_masks[key] = RowMask.of(mask, dtype)
         return rows
+
+    def derive(self, key: tuple, make: Callable[[], Tensor]) -> Tensor:
+        """``make()``, a tensor computed from this batch alone (no parameter: it needs no
+        gradient), made on the first call for ``key`` and kept for the batch: the parts of a
+        step that need it (e.g. two regularizers, :meth:`graphs_with_edges`) make it once.
+        ``key`` names what and in which dtype, e.g. ``("graphs_with_edges", torch.float32)``;
+        nobody may write into the result. Under :func:`torch.inference_mode` it is made and
+        not kept (an inference tensor could not be saved for a later backward)."""
+        if torch.is_inference_mode_enabled():
+            return make()
+        value = self.derived.get(key)
+        if value is None:
+            value = self.derived[key] = make()
+        return value
+
+    def graphs_with_edges(self, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+        """The real graphs with at least one edge, as a (B,) mask in ``dtype`` (1 = such a
+        graph, 0 = none or padding), and their number clamped to at least 1 (a scalar in
+        ``dtype``): the graphs over which the size and eps-align regularizers average."""
+        def make() -> Tensor:
+            has_edges = self.num_edges > 0
+            if self.graph_mask is not None:  # padding graphs do not count
+                has_edges = has_edges & self.graph_mask
+            return has_edges.to(dtype)
+        mask = self.derive(("graphs_with_edges", dtype), make)
+        count = self.derive(("graphs_with_edges/count", dtype),
+                            lambda: mask.sum().clamp_min(1))
+        return mask, count
 
     def segments(self, name: str) -> Segments:
         """The CSR layout (:class:`~grprune.ops.Segments`) of the index ``name``, one of
@@ -223,15 +254,17 @@ class GraphBatch:
         return self.src.device
 
     def to(self, device: torch.device | str, non_blocking: bool = False) -> "GraphBatch":
-        """A copy with every tensor on ``device``."""
+        """A copy with every tensor on ``device`` (a tensor already there is not asked to
+        move: on the CPU, ``Trainer`` moving its CPU batches dispatches no ``to``)."""
+        target = torch.device(device)
         moved: dict = {}
         for f in fields(self):
             value = getattr(self, f.name)
-            if isinstance(value, Tensor):
-                value = value.to(device, non_blocking=non_blocking)
+            if isinstance(value, Tensor) and value.device != target:
+                value = value.to(target, non_blocking=non_blocking)
             moved[f.name] = value
         moved["csr"] = {k: v.to(device, non_blocking=non_blocking) for k, v in self.csr.items()}
-        moved["row_masks"] = {}
+        moved["row_masks"], moved["derived"] = {}, {}
         return replace(self, **moved)
 
     def local_edges(self) -> tuple[Tensor, Tensor]:
@@ -244,7 +277,7 @@ class GraphBatch:
         """Pinned copy (used by ``DataLoader(pin_memory=True)`` for CUDA)."""
         pinned = {f.name: getattr(self, f.name).pin_memory()
                   for f in fields(self) if isinstance(getattr(self, f.name), Tensor)}
-        return replace(self, **pinned, csr={}, row_masks={})
+        return replace(self, **pinned, csr={}, row_masks={}, derived={})
 
 
 def collate(samples: Sequence[tuple]) -> GraphBatch:

@@ -36,3 +36,77 @@ def cross_entropy(logits: Tensor, y: Tensor, reduction: str = "mean",
         m = mask.to(per_graph.dtype)
         return (per_graph * m).sum() / m.sum().clamp_min(1)
     return per_graph.mean() if per_graph.numel() else per_graph.sum()
+
+
+class EpochSums:
+    """An epoch's sums of per-step loss terms, kept on the device and read back once.
+
+    Each step adds its terms (scalar Tensors, by name) times a weight, the step's number of
+    real graphs; :meth:`read` returns the sums as Python floats with one device-to-host copy
+    for the epoch (``.tolist()`` of one vector), instead of one ``float(tensor)``, a device
+    synchronisation, per term. While every step gives the same terms, of one dtype, they are
+    added as one vector (``stack``, ``mul``, ``add``: three ops a step, not two per term); a
+    step with other terms (a regularizer that skips one) turns the vector into one sum per
+    term. Either way each sum is :math:`((0 + w_1 x_1) + w_2 x_2) + \\dots` over the steps
+    that gave the term, in step order: the values of summing each term by itself, bit for bit.
+
+    Examples
+    --------
+    >>> sums = EpochSums()
+    >>> sums.add({"ce": torch.tensor(0.5), "total": torch.tensor(1.5)}, 2)
+    >>> sums.add({"ce": torch.tensor(0.25), "total": torch.tensor(1.0)}, 4)
+    >>> sums.read(torch.tensor(3.0))
+    ({'ce': 2.0, 'total': 7.0}, [3.0])
+    """
+
+    def __init__(self) -> None:
+        self._names: tuple[str, ...] | None = None  # the terms of the vector ``_vector``
+        self._vector: Tensor | None = None
+        self._each: dict[str, Tensor] = {}  # one sum per term, once the terms varied
+
+    def add(self, terms: dict[str, Tensor], weight: int) -> None:
+        """Add ``weight * value`` to each term's sum (no gradient is kept).
+
+        Parameters
+        ----------
+        terms : dict of str to Tensor
+            Scalar (0-dim) Tensors, e.g. a step's ``ce`` and ``total``.
+        weight : int
+            The step's real graphs (a Python number: no Tensor is made for it).
+        """
+        with torch.no_grad():
+            names = tuple(terms)
+            values = list(terms.values())
+            # one vector while the terms, their shapes (scalars) and their dtype stay the same:
+            # stacking other dtypes would promote them and round the products otherwise
+            uniform = bool(values) and all(
+                v.dim() == 0 and v.dtype == values[0].dtype and v.device == values[0].device
+                for v in values) and (self._vector is None or values[0].dtype == self._vector.dtype)
+            if self._vector is None and not self._each and uniform:
+                self._names = names
+            if self._names is not None and names == self._names and uniform:
+                step = torch.stack(values) * weight
+                self._vector = step + 0.0 if self._vector is None else self._vector + step
+                return
+            if self._names is not None and self._vector is not None:
+                self._each = dict(zip(self._names, self._vector.unbind()))
+            self._names, self._vector = None, None
+            for k, v in terms.items():
+                self._each[k] = self._each.get(k, 0.0) + v * weight
+
+    def read(self, *extra: Tensor) -> tuple[dict[str, float], list[float]]:
+        """The sums by name, and ``extra`` (scalar Tensors read in the same copy), as floats.
+
+        Returns
+        -------
+        (dict of str to float, list of float)
+            The sums (in the order the terms first came) and one float per ``extra`` (a
+            bool Tensor reads as 1.0 or 0.0).
+        """
+        names = list(self._names or ()) + list(self._each)
+        parts = ([] if self._vector is None else [self._vector]) + [
+            v.reshape(1) for v in (*self._each.values(), *extra)]
+        if not parts:
+            return {}, []
+        values = torch.cat(parts).tolist()  # the one read-back
+        return dict(zip(names, values)), values[len(names):]

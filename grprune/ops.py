@@ -135,7 +135,10 @@ class Segments:
         return int(self.lengths.shape[0])
 
     def to(self, device: torch.device | str, non_blocking: bool = False) -> "Segments":
-        """A copy on ``device``."""
+        """A copy on ``device`` (``self`` when it is there already)."""
+        if all(t is None or t.device == torch.device(device)
+               for t in (self.index, self.order, self.lengths)):
+            return self
         order = None if self.order is None else self.order.to(device, non_blocking=non_blocking)
         return Segments(self.index.to(device, non_blocking=non_blocking), order,
                         self.lengths.to(device, non_blocking=non_blocking))
@@ -267,7 +270,7 @@ def csr_segment_np(ptr: np.ndarray) -> np.ndarray:
 
 # -- ranking --------------------------------------------------------------------
 def rank_in_segment(values: Tensor, segment: Tensor, num_segments: int,
-                    descending: bool = False) -> Tensor:
+                    descending: bool = False, counts: Tensor | None = None) -> Tensor:
     """Rank of each value among the values of its segment (ties: see the module docstring).
 
     Rank 0 is the lowest value (the highest with ``descending``); of equal values
@@ -279,6 +282,9 @@ def rank_in_segment(values: Tensor, segment: Tensor, num_segments: int,
     segment : Tensor of shape (M,), int64 in ``[0, num_segments)``
     num_segments : int
     descending : bool
+    counts : Tensor of shape (num_segments,), int64, optional
+        The rows per segment when known (a batch's ``num_edges`` for ``edge_graph``): they
+        are then not counted again.
 
     Returns
     -------
@@ -296,7 +302,8 @@ def rank_in_segment(values: Tensor, segment: Tensor, num_segments: int,
     """
     order = torch.argsort(values, descending=descending, stable=True)
     order = order[torch.argsort(segment[order], stable=True)]
-    counts = segment.new_zeros(num_segments).index_add_(0, segment, torch.ones_like(segment))
+    if counts is None:
+        counts = segment.new_zeros(num_segments).index_add_(0, segment, torch.ones_like(segment))
     offsets = torch.cumsum(counts, 0) - counts
     rank = torch.empty_like(order)
     rank[order] = torch.arange(order.numel(), device=order.device) - offsets[segment[order]]
@@ -493,3 +500,28 @@ def bond_max_np(values: np.ndarray, bond_of_edge: np.ndarray, num_bonds: int) ->
     out = np.zeros(num_bonds, dtype=np.int64)
     np.maximum.at(out, np.asarray(bond_of_edge), np.asarray(values).astype(np.int64))
     return out
+
+
+# -- checks -----------------------------------------------------------------------
+def all_finite(tensors: list[Tensor]) -> Tensor:
+    """Whether every value of ``tensors`` is finite (no NaN, no ±inf): a bool 0-dim Tensor on
+    the first tensor's device, computed there without a host synchronisation.
+
+    The largest absolute value over all tensors (their joint :math:`\\infty`-norm,
+    :func:`torch.nn.utils.get_total_norm`, one ``_foreach_norm`` per device and dtype, a
+    NaN propagating through the maxima) is finite exactly when every value is; torch
+    before 2.6, which lacks it, checks each tensor with :func:`torch.isfinite`.
+
+    Examples
+    --------
+    >>> all_finite([torch.ones(3), torch.zeros(2, 2)]).item()
+    True
+    >>> all_finite([torch.ones(3), torch.tensor([1.0, float("nan")])]).item()
+    False
+    """
+    if not tensors:
+        return torch.tensor(True)
+    total_norm = getattr(torch.nn.utils, "get_total_norm", None)
+    if total_norm is not None:
+        return torch.isfinite(total_norm(tensors, float("inf")))
+    return torch.stack([torch.isfinite(t).all() for t in tensors]).all()

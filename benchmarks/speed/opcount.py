@@ -32,6 +32,12 @@ counts). ``-H KEY=VALUE`` passes settings (e.g. the padding switch) to every cas
 this version of grprune does not know skips the case with one line and exit code 0, so the
 script runs against older and newer trees alike. Counts are deterministic for a given tree and
 torch version; they are not timings.
+
+``--where OP,OP`` (dispatcher names, e.g. ``_local_scalar_dense,_to_copy``) also prints, per
+case, where the counted epoch dispatched those ops: the innermost frames of grprune and
+``torch.optim`` on the Python stack, with the count per step (``where`` in the row). That is
+how issue 49's host reads were found: all but one per step were Adam's ``foreach`` reads of
+its step counters, which live on the host.
 """
 
 from __future__ import annotations
@@ -59,9 +65,22 @@ WATCHED = ("fill_", "zero_", "empty", "empty_strided", "index_put_", "_index_put
            "index_add_", "scatter_add_", "copy_", "to", "item", "_local_scalar_dense")
 
 
-def _dispatch_counter():
+def _call_site(depth: int = 3) -> str:
+    """The innermost ``depth`` frames of grprune (or ``torch/optim``) on the stack, outermost
+    first, as ``path:line function`` joined by `` > ``."""
+    import traceback
+
+    frames = [f for f in traceback.extract_stack()
+              if ("grprune" in f.filename or "torch/optim" in f.filename)
+              and "benchmarks" not in f.filename]
+    return " > ".join(f"{f.filename.rsplit('site-packages/', 1)[-1].replace(str(ROOT) + '/', '')}"
+                      f":{f.lineno} {f.name}" for f in frames[-depth:])
+
+
+def _dispatch_counter(where: frozenset[str] = frozenset()):
     """A TorchDispatchMode that counts the ops it sees by name (``fill_``, ``mm``), those of
-    an optimizer step apart (its ``in_optimizer`` flag, set by the optimizer's hooks)."""
+    an optimizer step apart (its ``in_optimizer`` flag, set by the optimizer's hooks), and
+    the call sites (:func:`_call_site`) of the ops named in ``where``."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class OpCounter(TorchDispatchMode):
@@ -69,11 +88,14 @@ def _dispatch_counter():
             super().__init__()
             self.counts: Counter[str] = Counter()
             self.optimizer: Counter[str] = Counter()
+            self.sites: Counter[str] = Counter()
             self.in_optimizer = False
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             name = func.overloadpacket.__name__
             (self.optimizer if self.in_optimizer else self.counts)[name] += 1
+            if name in where:
+                self.sites[f"{name} @ {_call_site()}"] += 1
             return func(*args, **(kwargs or {}))
 
     return OpCounter()
@@ -100,8 +122,9 @@ def _aten_events(prof) -> tuple[Counter[str], Counter[str], int]:
 
 
 def count_case(what: str, device: str, steps: int, batch_size: int, fast: bool,
-               overrides: list[str]) -> dict[str, Any]:
-    """The op counts per training step of one case (:data:`CASES`).
+               overrides: list[str], where: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """The op counts per training step of one case (:data:`CASES`); with ``where`` (op
+    names) also ``where``: their call sites and counts per step, most frequent first.
 
     Raises
     ------
@@ -125,7 +148,7 @@ def count_case(what: str, device: str, steps: int, batch_size: int, fast: bool,
     n_steps = -(-len(trainer.splits["train"]) // batch_size)
     cuda = trainer.device.type == "cuda"
     trainer.train_epoch(0)  # warm-up: lazily built state, the first selection's check
-    counter = _dispatch_counter()
+    counter = _dispatch_counter(where)
 
     def enter(*_):
         counter.in_optimizer = True
@@ -153,7 +176,7 @@ def count_case(what: str, device: str, steps: int, batch_size: int, fast: bool,
     out: dict[str, Any] = {
         "what": what, "dataset": data, "split": split, "selector": selector, "reg": reg,
         "steps": n_steps, "batch_size": batch_size, "train_graphs": len(trainer.splits["train"]),
-        "fast_path": fast, "deterministic": bool(cfg["train"]["deterministic"]),
+        "fast_path": fast, "deterministic": bool(cfg.train.deterministic),
         "dispatched": per_step(counter.counts.total() + counter.optimizer.total()),
         "dispatched_model": per_step(counter.counts.total()),
         "aten": per_step(aten.total()), "aten_model": per_step(model.total()),
@@ -164,6 +187,8 @@ def count_case(what: str, device: str, steps: int, batch_size: int, fast: bool,
     }
     if cuda:
         out["launches"] = per_step(launches)
+    if where:
+        out["where"] = {k: per_step(v) for k, v in counter.sites.most_common()}
     return out
 
 
@@ -189,6 +214,8 @@ def main(argv: list[str] | None = None) -> int:
                     f"({', '.join(CASES)})")
     ap.add_argument("-H", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                     help="a setting for every case, e.g. train.pad_buckets=8 (repeatable)")
+    ap.add_argument("--where", default="", metavar="OP,OP",
+                    help="also list where these ops are dispatched, e.g. _local_scalar_dense")
     ap.add_argument("--label", default="", help="a tag stored with the rows (pad-on, before)")
     ap.add_argument("--out", type=Path, help="JSON-lines file to append to (default: print)")
     ap.add_argument("--commit", default=None, help="commit to record (default: "
@@ -209,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     for what in chosen:
         try:
             row = count_case(what, args.device, args.steps, args.batch_size, args.fast,
-                             args.overrides)
+                             args.overrides, frozenset(filter(None, args.where.split(","))))
         except GrpruneError as exc:
             print(f"opcount: {what}: skipped: {exc}", flush=True)
             continue
@@ -223,6 +250,8 @@ def main(argv: list[str] | None = None) -> int:
               f"optimizer), {row['aten']:g} aten events ({row['aten_model']:g}){launches}, "
               f"{row['steps']} steps of {row['batch_size']}; outside the optimizer: {ops}",
               flush=True)
+        for site, count in row.get("where", {}).items():
+            print(f"  {count:9g} per step  {site}", flush=True)
         if args.out:
             args.out.parent.mkdir(parents=True, exist_ok=True)
             with open(args.out, "a") as fh:

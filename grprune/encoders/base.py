@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import weakref
 from abc import ABC, abstractmethod
 from typing import cast
 
@@ -26,12 +28,56 @@ def _multi_hot_sum(feat: Tensor, tables: nn.ModuleList, offsets: Tensor) -> Tens
     for molecule batches; V is 174 for atoms and 13 for bonds). The parameters stay
     OGB's modules, so checkpoints keep their keys.
 
+    The multi-hot matrix depends on the batch only, and a step embeds one batch's bonds in
+    every layer of the selector and of the encoder (and its atoms in both): it is made once
+    per feature tensor, table sizes and dtype (:func:`_multi_hot`) and reused, the same
+    values with fewer ops.
+
     Shapes: ``feat (rows, C)`` int64, ``offsets (C,)`` -> ``(rows, D)``.
     """
     weight = torch.cat([cast(Tensor, table.weight) for table in tables])  # nn.Embedding's
-    hot = weight.new_zeros(feat.shape[0], weight.shape[0])
+    sizes = tuple(cast(nn.Embedding, table).num_embeddings for table in tables)
+    return _multi_hot(feat, offsets, sizes, weight.dtype) @ weight
+
+
+class _HotCache(threading.local):
+    """Per thread, the last multi-hot matrix made for each (table sizes, dtype, device)."""
+
+    def __init__(self) -> None:
+        self.slots: dict[tuple, tuple[weakref.ref, int, Tensor]] = {}
+
+
+_HOT = _HotCache()
+
+
+def _multi_hot(feat: Tensor, offsets: Tensor, sizes: tuple[int, ...],
+               dtype: torch.dtype) -> Tensor:
+    """The ``(rows, sum(sizes))`` multi-hot matrix of ``feat + offsets`` in ``dtype``: 1 in
+    column ``offsets[i] + feat[r, i]`` of row ``r`` for each column ``i``, else 0.
+
+    Kept for the tensor ``feat`` itself (the same object, unchanged since: its version
+    counter) and handed out again until another ``feat`` comes for the same tables; the entry
+    goes when ``feat`` is freed. Nobody writes into the matrix (autograd would refuse it).
+    Under :func:`torch.inference_mode` (whose tensors have no version counter) it is made
+    every time.
+    """
+    inference = torch.is_inference_mode_enabled() or feat.is_inference()
+    key = (sizes, dtype, feat.device)
+    slot = None if inference else _HOT.slots.get(key)
+    if slot is not None and slot[0]() is feat and slot[1] == feat._version:
+        return slot[2]
+    hot = torch.zeros(feat.shape[0], sum(sizes), dtype=dtype, device=feat.device)
     hot.scatter_(1, feat + offsets, 1.0)
-    return hot @ weight
+    if inference:
+        return hot
+    slots = _HOT.slots
+
+    def forget(_ref: weakref.ref, key: tuple = key) -> None:
+        if key in slots and slots[key][0] is _ref:
+            del slots[key]
+
+    slots[key] = (weakref.ref(feat, forget), feat._version, hot)
+    return hot
 
 
 def _table_offsets(tables: nn.ModuleList) -> Tensor:

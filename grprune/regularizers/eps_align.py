@@ -69,7 +69,7 @@ class EpsilonAlignment(Regularizer):
             return 0.5 * (lowest - target_p).abs().sum()
         # per-graph lowest-K%, as a mask: no host synchronisation
         g = batch.edge_graph
-        rank = rank_in_segment(prob.detach(), g, batch.num_graphs)
+        rank = rank_in_segment(prob.detach(), g, batch.num_graphs, counts=batch.num_edges)
         k_graph = torch.clamp((batch.num_edges.double() * frac + 1e-9).floor().long(), min=1)
         chosen = (rank < k_graph[g]).to(prob.dtype)
         if eps == "auto":
@@ -77,9 +77,6 @@ class EpsilonAlignment(Regularizer):
         else:
             target = torch.full_like(prob, float(eps))
         per_graph = batch.segment_sum((prob - target).abs() * chosen, "edge_graph")
-        has_edges = batch.num_edges > 0
-        if batch.graph_mask is not None:  # padding graphs do not count
-            has_edges = has_edges & batch.graph_mask
-        has_edges = has_edges.to(prob.dtype)
+        has_edges, count = batch.graphs_with_edges(prob.dtype)  # shared with the size loss
         per_graph = per_graph / k_graph.to(prob.dtype)
-        return (per_graph * has_edges).sum() / has_edges.sum().clamp_min(1)
+        return (per_graph * has_edges).sum() / count

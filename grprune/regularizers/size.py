@@ -61,9 +61,6 @@ class SizeConstraint(Regularizer):
             return torch.where(r >= eta, 4.0 * (r - eta), eta - r)
         # masked mean over the graphs with edges, written without a host synchronisation
         kept = batch.segment_sum(weight, "edge_graph")
-        has_edges = batch.num_edges > 0
-        if batch.graph_mask is not None:  # padding graphs do not count
-            has_edges = has_edges & batch.graph_mask
-        has_edges = has_edges.to(weight.dtype)
+        has_edges, count = batch.graphs_with_edges(weight.dtype)  # shared with eps-align
         ratio = kept / batch.num_edges.clamp_min(1).to(weight.dtype)
-        return (((ratio - eta) ** 2) * has_edges).sum() / has_edges.sum().clamp_min(1)
+        return (((ratio - eta) ** 2) * has_edges).sum() / count
