@@ -34,6 +34,7 @@ from typing import Any, Callable, Mapping
 
 from grprune.errors import GrpruneError
 from grprune.progress import epoch_progress
+from grprune.record.epoch import EpochRecord
 from grprune.record.settings import SECTIONS  # what keyword hyperparameters may name
 
 
@@ -185,7 +186,7 @@ def train(data: Any = None, reg: str | None = None, *, selector: str | None = No
           download: bool = False, deterministic: bool | None = None,
           progress: str | None = None, force: bool = False,
           hparams: Mapping[str, Any] | None = None,
-          on_epoch: Callable[[dict], None] | None = None, **kwargs: Any):
+          on_epoch: Callable[[EpochRecord], None] | None = None, **kwargs: Any):
     """Train one configuration, as ``grprune run`` does, and return the finished run.
 
     Parameters
@@ -200,8 +201,7 @@ def train(data: Any = None, reg: str | None = None, *, selector: str | None = No
         As ``--selector`` (``auto``), ``--encoder``, ``--split``, ``--shift``, ``--preset``.
     epochs, seed : int, optional
     device : str, optional
-        ``auto`` (default), ``cpu``, ``cuda`` or ``cuda:N``; the returned run's model
-        is put there too.
+        ``auto`` (default), ``cpu``, ``cuda`` or ``cuda:N``; also the returned run's.
     out : path, optional
         Run directory; default ``runs/<dataset>/<method>-seed<seed>-<hash>``.
     config : path, optional
@@ -216,7 +216,9 @@ def train(data: Any = None, reg: str | None = None, *, selector: str | None = No
     hparams : mapping, optional
         Namespaced hyperparameters, ``{"reg.size.eta": 0.75}``; keywords win over them.
     on_epoch : callable, optional
-        Called with each epoch's record (a ``results.jsonl`` line).
+        Called after each epoch with its :class:`~grprune.record.epoch.EpochRecord` (the
+        ``results.jsonl`` line, typed, with ``improved`` and ``epochs``: see the Python
+        API guide; ``record[key]`` of the old dict still works, deprecated).
     **kwargs
         Hyperparameters as ``SECTION_KEY=value`` (:func:`hparam_keywords`).
 

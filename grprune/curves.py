@@ -18,21 +18,25 @@ Warm-up epochs have no selector diagnostics; their panels start after them.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from grprune.record import files as R
+from grprune.record.epoch import EpochRecord
 from grprune.record.rundir import RunDir
 from grprune.errors import GrpruneError
 
+#: a panel's value of one epoch: (record, the metric's name) -> a number or None
+Value = Callable[[EpochRecord, str], Any]
+
 #: (panel title, function of one record -> value or None, y range)
-PANELS: list[tuple[str, Any, tuple[float, float] | None]] = [
-    ("OOD-valid metric", lambda r, m: r.get("valid", {}).get(m), None),
-    ("OOD-test metric", lambda r, m: r.get("test", {}).get(m), None),
+PANELS: list[tuple[str, Value, tuple[float, float] | None]] = [
+    ("OOD-valid metric", lambda r, m: r.value("valid", m), None),
+    ("OOD-test metric", lambda r, m: r.value("test", m), None),
     ("test edges kept (evaluation mask)",
-     lambda r, m: r.get("test", {}).get("kept_edge_fraction"), (0, 1.02)),
-    ("median p (test); band: 10-90 %",
-     lambda r, m: (_sel(r, "test", "p_quantiles") or {}).get("0.5"), (0, 1.02)),
+     lambda r, m: r.value("test", "kept_edge_fraction"), (0, 1.02)),
+    ("median p (test); band: 10-90 %", lambda r, m: _quantile(r, "0.5"), (0, 1.02)),
     ("test bonds with p < 0.1 (solid), p > 0.9 (dashed)",
      lambda r, m: _sel(r, "test", "p_below_0.1"), (0, 1.02)),
     ("motif ROC-AUC: OOD-test (solid), ID-valid (dashed)",
@@ -40,12 +44,43 @@ PANELS: list[tuple[str, Any, tuple[float, float] | None]] = [
     ("Precision@50 (test)", lambda r, m: _sel(r, "test", "precision@50"), (0, 1.02)),
 ]
 #: second lines drawn dashed in a panel: panel index -> function
-DASHED = {4: lambda r, m: _sel(r, "test", "p_above_0.9"),
-          5: lambda r, m: _sel(r, "id-valid", "motif_rocauc")}
+DASHED: dict[int, Value] = {4: lambda r, m: _sel(r, "test", "p_above_0.9"),
+                            5: lambda r, m: _sel(r, "id-valid", "motif_rocauc")}
 
 
-def _sel(record: dict, split: str, key: str) -> Any:
-    return ((record.get(split) or {}).get("selector") or {}).get(key)
+def _sel(record: EpochRecord, split: str, key: str) -> Any:
+    """``split``'s selector diagnostic ``key`` in ``record``; None without one."""
+    selector = record.value(split, "selector")
+    return selector.get(key) if isinstance(selector, dict) else None
+
+
+def _quantile(record: EpochRecord, q: str) -> Any:
+    """The ``q`` quantile (``"0.5"``) of the test split's keep probability p."""
+    quantiles = _sel(record, "test", "p_quantiles")
+    return quantiles.get(q) if isinstance(quantiles, dict) else None
+
+
+@dataclass(frozen=True)
+class Series:
+    """One group of runs (:func:`series`): its ``label``, the dataset's ``metric``, its
+    run directories ``runs`` and, per run, its epochs' ``records`` (``results.jsonl``,
+    typed; runs of a group may have different lengths)."""
+
+    label: str
+    metric: str
+    runs: tuple[str, ...]
+    records: tuple[tuple[EpochRecord, ...], ...]
+
+    @property
+    def epochs(self) -> int:
+        """The most epochs of any of its runs."""
+        return max((len(r) for r in self.records), default=0)
+
+    def curve(self, fn: Value) -> list[float]:
+        """``fn`` of each epoch, averaged over the runs that reached it (NaN where
+        none has a value)."""
+        return [_mean([fn(rs[e], self.metric) if e < len(rs) else None
+                       for rs in self.records]) for e in range(self.epochs)]
 
 
 def _mean(values: Sequence[Any]) -> float:
@@ -53,9 +88,9 @@ def _mean(values: Sequence[Any]) -> float:
     return sum(v) / len(v) if v else math.nan
 
 
-def series(dirs: Sequence[str | Path]) -> list[dict]:
-    """One entry per group of runs: ``label``, ``metric``, ``runs`` and ``records`` (a list
-    per run).
+def series(dirs: Sequence[str | Path]) -> list[Series]:
+    """One :class:`Series` per group of runs: ``label``, ``metric``, ``runs`` and
+    ``records`` (a tuple of typed epoch records per run).
 
     Raises
     ------
@@ -79,15 +114,15 @@ def series(dirs: Sequence[str | Path]) -> list[dict]:
         label = f"{labels[ckey]} {method_label(reg, selector, preset)}"
         if len(settings_per_group[gkey]) > 1:
             label += f" [{sid[:6]}]"
-        records = [RunDir(r.path).record_lines() for r in members]
-        out.append({"label": label, "metric": members[0].metric,
-                    "runs": [str(r.path) for r in members], "records": records})
+        records = tuple(tuple(RunDir(r.path).records()) for r in members)
+        out.append(Series(label=label, metric=members[0].metric,
+                          runs=tuple(str(r.path) for r in members), records=records))
     if not out:
         raise GrpruneError(f"no finished runs under {', '.join(map(str, dirs))}")
     return out
 
 
-def plot(groups: Sequence[dict], path: str | Path) -> Path:
+def plot(groups: Sequence[Series], path: str | Path) -> Path:
     """Draw :data:`PANELS` for every group into a PNG at ``path``; returns the path."""
     import matplotlib
     matplotlib.use("Agg")
@@ -100,21 +135,17 @@ def plot(groups: Sequence[dict], path: str | Path) -> Path:
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for gi, g in enumerate(groups):
         color = colors[gi % len(colors)]
-        epochs = max(len(r) for r in g["records"])
-        xs = list(range(epochs))
-
-        def curve(fn):
-            return [_mean([fn(rs[e], g["metric"]) if e < len(rs) else None
-                           for rs in g["records"]]) for e in xs]
+        xs = list(range(g.epochs))
+        curve = g.curve
 
         for i, (title, fn, ylim) in enumerate(PANELS):
             ax = axes[i // cols][i % cols]
-            ax.plot(xs, curve(fn), color=color, label=g["label"] if i == 0 else None, lw=1.4)
+            ax.plot(xs, curve(fn), color=color, label=g.label if i == 0 else None, lw=1.4)
             if i in DASHED:
                 ax.plot(xs, curve(DASHED[i]), color=color, ls="--", lw=1.2)
             if i == 3:
-                lo = curve(lambda r, m: (_sel(r, "test", "p_quantiles") or {}).get("0.1"))
-                hi = curve(lambda r, m: (_sel(r, "test", "p_quantiles") or {}).get("0.9"))
+                lo = curve(lambda r, m: _quantile(r, "0.1"))
+                hi = curve(lambda r, m: _quantile(r, "0.9"))
                 ax.fill_between(xs, lo, hi, color=color, alpha=0.15, lw=0)
             ax.set_title(title, fontsize=9)
             ax.set_xlabel("epoch", fontsize=8)

@@ -43,10 +43,15 @@ CPUs, or two torch builds round differently.
 from __future__ import annotations
 
 import os
+import random
 import warnings
+import zlib
 from typing import Any
 
+import numpy as np
 import torch
+
+from grprune.errors import GrpruneError
 
 #: cuBLAS workspace setting required for deterministic cuBLAS (CUDA >= 10.2)
 CUBLAS_WORKSPACE = ":4096:8"
@@ -95,3 +100,36 @@ def apply(device: torch.device, deterministic: bool) -> dict[str, Any]:
             "mkl_cbwr": os.environ.get("MKL_CBWR"),
             "cpu_capability": capability,
             "torch": torch.__version__}
+
+
+def select_device(name: str) -> torch.device:
+    """``auto`` -> CUDA when available, else CPU.
+
+    Raises
+    ------
+    GrpruneError
+        If CUDA is asked for but not available.
+    """
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise GrpruneError(f"--device {name}: CUDA is not available on this machine "
+                           f"(torch {torch.__version__}); use --device cpu or auto")
+    try:
+        return torch.device(name)
+    except RuntimeError as exc:
+        raise GrpruneError(f"bad device {name!r}: {exc}") from None
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python, NumPy and torch (CPU and CUDA)."""
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def eval_seed(seed: int, split: str) -> int:
+    """The seed of evaluation's random stream on ``split`` (:meth:`Trainer.evaluate`):
+    CRC-32 of ``"{seed}/{split}"``, an int in [0, 2**32), the same on every machine and
+    Python process (unlike :func:`hash` of a string)."""
+    return zlib.crc32(f"{seed}/{split}".encode())

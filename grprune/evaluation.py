@@ -304,7 +304,7 @@ def evaluate_batches(model, batches: Iterable[GraphBatch], *, num_classes: int =
         Also return every edge's output (:attr:`Evaluation.edges`).
     seed : int
         Seed of evaluation's random stream (the trainer's is
-        :func:`grprune.trainer.eval_seed` of the run's seed and the split).
+        :func:`grprune.determinism.eval_seed` of the run's seed and the split).
 
     Returns
     -------

@@ -383,7 +383,7 @@ def _scores(run, dataset, part: str, todo: list[int], log: Callable[[str], None]
             f"{run.run_dir.name}/edge_probs.npz")
         return stored
     log(f"scoring {len(todo)} graphs of {dataset.name} ({part}) on {run.device}")
-    from grprune.trainer import eval_seed
+    from grprune.determinism import eval_seed
     return dict(zip(todo, run.score([dataset.graphs[i] for i in todo], keys=todo,
                                     seed=eval_seed(int(run.cfg.train.seed or 0), part))))
 

@@ -1,7 +1,7 @@
 """A finished run's model, rebuilt from its directory and evaluated as the trainer does.
 
 :func:`load_run` reads ``config.json``, ``summary.json`` and ``checkpoint.pt``
-and rebuilds the model with :func:`grprune.trainer.build_model_from_dims` (the
+and rebuilds the model with :func:`grprune.trainer.build_model_from_features` (the
 feature and class sizes are ``config.json``'s ``features`` record, a
 :class:`~grprune.record.runconfig.FeatureSpec`; older runs have them in ``summary["model"]``,
 and runs older still load their dataset to recover them). :func:`score_graphs` scores
@@ -27,9 +27,10 @@ mask (see :mod:`grprune.evaluation`).
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 import torch
@@ -175,13 +176,14 @@ class Run:
     Parameters
     ----------
     run_dir : str or Path
-    cfg : dict
-        The resolved configuration (``config.json``).
+    cfg : RunConfig
+        The resolved configuration (``config.json``; a plain mapping is read once here,
+        with :meth:`RunConfig.from_dict`).
     summary : RunSummary or dict
         ``summary.json`` (kept as a :class:`~grprune.record.summary.RunSummary`).
     device : torch.device
         Where :attr:`model` is put.
-    dims : FeatureSpec or dict, optional
+    features : FeatureSpec, optional
         The training data's :class:`~grprune.record.runconfig.FeatureSpec`; default
         ``config.json``'s ``features`` record (older runs: ``summary["model"]``; runs
         older still load their dataset).
@@ -208,16 +210,16 @@ class Run:
     >>> run.predict(["CCO", "c1ccccc1O"])                                    # doctest: +SKIP
     """
 
-    def __init__(self, run_dir: str | Path, cfg: RunConfig | Mapping[str, Any],
-                 summary: RunSummary | dict,
+    def __init__(self, run_dir: str | Path, cfg: RunConfig, summary: RunSummary | dict,
                  device: torch.device | str = "cpu", *,
-                 dims: FeatureSpec | dict | None = None,
+                 features: FeatureSpec | None = None,
                  model: GraphClassifier | None = None, dataset: Any = None) -> None:
         self.run_dir = Path(run_dir)
+        # the public boundary: a plain config.json mapping is read (and upgraded) once here
         self.cfg, self.summary = RunConfig.from_dict(cfg), RunSummary.from_dict(summary)
         self.device = torch.device(device)
         self._model, self._dataset = model, dataset
-        self._features = (FeatureSpec.from_dict(dims) if isinstance(dims, dict) else dims)
+        self._features = features
         self.rundir = RunDir(self.run_dir)  # reads only: a finished run takes no lock
         self.use_selector = evaluation_uses_selector(self.summary, self.rundir.records())
 
@@ -262,8 +264,12 @@ class Run:
 
     @property
     def dims(self) -> dict:
-        """:attr:`features` as :func:`grprune.trainer.model_dims` writes them
+        """Deprecated (a :class:`DeprecationWarning`): ``run.features.summary_record()``,
+        :attr:`features` in the form of ``summary.json``'s older ``"model"`` record
         (``feature_kind``, ``node_dim``, ``edge_dim``, ``num_classes``)."""
+        warnings.warn("Run.dims is deprecated; use run.features (a FeatureSpec), or "
+                      "run.features.summary_record() for the old dict", DeprecationWarning,
+                      stacklevel=2)
         return self.features.summary_record()
 
     @property
@@ -283,7 +289,7 @@ class Run:
     @property
     def dataset_name(self) -> str:
         """The training dataset's name (``data.name``)."""
-        return self.cfg.dataset
+        return self.cfg.data.name
 
     @property
     def num_classes(self) -> int:
@@ -448,7 +454,7 @@ class Explanation(ExplainResult):
     edges: Any = None
 
 
-def _load_model(run_dir: Path, cfg: RunConfig | Mapping[str, Any], dims: FeatureSpec,
+def _load_model(run_dir: Path, cfg: RunConfig, features: FeatureSpec,
                 device: torch.device) -> GraphClassifier:
     """A run's model from ``checkpoint.pt``, in eval mode, on ``device``.
 
@@ -458,10 +464,10 @@ def _load_model(run_dir: Path, cfg: RunConfig | Mapping[str, Any], dims: Feature
         If the checkpoint is missing, unreadable (:meth:`grprune.record.rundir.RunDir.read_checkpoint`)
         or of another model.
     """
-    from grprune.trainer import build_model_from_dims
+    from grprune.trainer import build_model_from_features
     rundir = RunDir(run_dir)
     state = rundir.read_checkpoint(device)  # missing or damaged: one message, before building
-    model, _ = build_model_from_dims(cfg, dims)
+    model, _ = build_model_from_features(cfg, features)
     try:
         model.load_state_dict(state)
     except Exception as exc:  # a checkpoint of another model
@@ -480,7 +486,7 @@ def load_run(run_dir: str | Path, device: str = "cpu", *, lazy: bool = False) ->
     run_dir : str or Path
         A directory written by ``grprune run`` or :func:`grprune.train`.
     device : str
-        ``auto``, ``cpu``, ``cuda`` or ``cuda:N`` (:func:`grprune.trainer.select_device`).
+        ``auto``, ``cpu``, ``cuda`` or ``cuda:N`` (:func:`grprune.determinism.select_device`).
     lazy : bool
         Load the model on first use of :attr:`Run.model` instead of now (then a
         missing or broken checkpoint is reported there).
@@ -497,7 +503,7 @@ def load_run(run_dir: str | Path, device: str = "cpu", *, lazy: bool = False) ->
         checkpoint is missing or does not fit the configuration, or CUDA is asked
         for and absent.
     """
-    from grprune.trainer import select_device
+    from grprune.determinism import select_device
 
     run_dir = Path(run_dir)
     if not run_dir.is_dir():

@@ -251,7 +251,7 @@ def molecule_featurizer(run):
         If the run's features come from no SMILES featurizer (synthetic graphs).
     """
     from grprune.data.molecule_csv import run_featurizer
-    to_graph = run_featurizer(run.cfg, run.dims)
+    to_graph = run_featurizer(run.cfg, run.features)
     if to_graph is None:
         raise GrpruneError(f"predict works on molecule models; this run was trained on "
                            f"{run.dataset_name} (synthetic features)")
@@ -422,7 +422,7 @@ def draw_prediction(pred: Prediction, out_dir: str | Path, fmt: str = "png",
 
 
 def prediction_seed(run) -> int:
-    """The evaluation seed of predict: :func:`grprune.trainer.eval_seed` of the run's seed
+    """The evaluation seed of predict: :func:`grprune.determinism.eval_seed` of the run's seed
     and ``"predict"`` (keys of the noise are the molecules' own, :func:`smiles_key`)."""
-    from grprune.trainer import eval_seed
+    from grprune.determinism import eval_seed
     return eval_seed(int(run.cfg.train.seed or 0), "predict")

@@ -4,7 +4,7 @@ printer for ``grprune run`` and :func:`grprune.train` alike.
 :func:`epoch_progress` wraps a run: it starts an :class:`EpochPrinter` (``train.progress``:
 a rich line on a terminal, plain lines on stderr otherwise, or nothing), says where the run
 goes, and hands back the ``on_epoch`` callback that :func:`grprune.run.execute` calls
-with each epoch's record. :func:`print_summary` prints the final metrics as a table.
+with each epoch's :class:`~grprune.record.epoch.EpochRecord`. :func:`print_summary` prints the final metrics as a table.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import math
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Mapping
 
 import click
 
@@ -64,8 +64,9 @@ class _EpochLine:
         self.times: list[float] = []
         self.started = time.monotonic()
 
-    def update(self, rec: dict | EpochRecord, metric: str) -> None:
-        """Show one finished epoch's record (what ``run``'s ``on_epoch`` gets)."""
+    def update(self, rec: EpochRecord | Mapping[str, Any], metric: str) -> None:
+        """Show one finished epoch's record (what ``run``'s ``on_epoch`` gets; a dict of the
+        form it got before issue 53 is read with :meth:`EpochRecord.from_dict`)."""
         self.rec, self.metric = EpochRecord.from_dict(rec), metric
         self.times = [*self.times, float(self.rec.epoch_time_s or 0.0)][-self.ETA_WINDOW:]
 
@@ -148,7 +149,10 @@ class EpochPrinter:
                              refresh_per_second=4, transient=False)
             self.live.start()
 
-    def __call__(self, rec: dict) -> None:
+    def __call__(self, rec: EpochRecord | Mapping[str, Any]) -> None:
+        """Show one finished epoch (its ``improved`` draws the new-best ``*``); a dict of
+        the form ``on_epoch`` got before issue 53 is read with
+        :meth:`EpochRecord.from_dict`."""
         if self.mode == "rich":
             self.line.update(rec, self.metric)
             self.live.refresh()
@@ -201,8 +205,8 @@ def print_summary(summary: RunSummary | dict, run_dir: Path, status: str) -> Non
 @contextmanager
 def epoch_progress(mode: str, epochs: int, title: str, run_dir: Path, *,
                    log: Callable[[str], None],
-                   on_epoch: Callable[[dict], None] | None = None,
-                   ) -> Iterator[Callable[[dict], None]]:
+                   on_epoch: Callable[[EpochRecord], None] | None = None,
+                   ) -> Iterator[Callable[[EpochRecord], None]]:
     """The progress of one run, from its first epoch to its end (a context manager).
 
     Parameters
@@ -220,20 +224,22 @@ def epoch_progress(mode: str, epochs: int, title: str, run_dir: Path, *,
     log : callable
         Writes one message line (the caller's own ``"grprune: ..."`` on stderr).
     on_epoch : callable, optional
-        The caller's own callback, called after the printer with each epoch's record.
+        The caller's own callback, called after the printer with each epoch's
+        :class:`~grprune.record.epoch.EpochRecord`, the same object.
 
     Yields
     ------
     callable
-        The ``on_epoch`` callback for :func:`grprune.run.execute`: each epoch's record
-        (a ``results.jsonl`` line) to the printer, then to ``on_epoch``. The printer
+        The ``on_epoch`` callback for :func:`grprune.run.execute`: each epoch's
+        :class:`~grprune.record.epoch.EpochRecord` (its ``results.jsonl`` line, with
+        ``improved`` and ``epochs``) to the printer, then to ``on_epoch``. The printer
         is closed when the block ends, also on an error or Ctrl-C.
     """
     printer = EpochPrinter(mode, "?", epochs, title)
     if printer.mode != "none":
         log(f"{title} -> {run_dir}")
 
-    def callback(rec: dict) -> None:
+    def callback(rec: EpochRecord) -> None:
         printer.metric = EpochRecord.from_dict(rec).metric or printer.metric
         printer(rec)
         if on_epoch is not None:

@@ -334,10 +334,10 @@ def _with_eval_budget(cfg: RunConfig) -> dict[str, Any]:
     """
     selector = dict(cfg.selector.hparams)
     if cfg.setting("selector.eval_mode") != "budget" or cfg.setting("selector.eval_budget"):
-        return {"name": cfg.selector_name, **selector}
-    if "size" not in cfg.regularizers:
+        return {"name": cfg.selector.name, **selector}
+    if "size" not in cfg.reg:
         raise GrpruneError("selector.eval_mode=budget keeps the eval_budget fraction of "
                            "each graph's bonds: set -H selector.eval_budget=FRACTION, or "
                            "use the size regularizer, whose reg.size.eta it then takes")
-    return {"name": cfg.selector_name, **selector,
+    return {"name": cfg.selector.name, **selector,
             "eval_budget": float(cfg.setting("reg.size.eta"))}

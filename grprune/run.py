@@ -13,25 +13,26 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from grprune.errors import DivergedError, GrpruneError
+from grprune.record.epoch import EpochRecord
+from grprune.record.error import DIVERGED, ErrorRecord
 from grprune.record.runconfig import FeatureSpec, RunConfig
 from grprune.record.rundir import RunDir
 from grprune.record.settings import OPTION_KEYS, config_hash
 from grprune.record.summary import RunSummary
 
 
-def load_config_dataset(cfg: RunConfig | Mapping[str, Any]):
+def load_config_dataset(cfg: RunConfig):
     """The dataset a resolved config trains on (``data.limit`` is applied by the trainer)."""
     from grprune.data import load_dataset
-    data = RunConfig.from_dict(cfg).data
+    data = cfg.data
     return load_dataset(data.name, root=data.root or None, download=bool(data.download),
                         **data.params)
 
 
-def default_run_dir(cfg: RunConfig | Mapping[str, Any], root: str | Path = "runs") -> Path:
+def default_run_dir(cfg: RunConfig, root: str | Path = "runs") -> Path:
     """``runs/<dataset>/<method>-seed<seed>-<hash>`` for a resolved config."""
     from grprune.naming import method_slug
-    cfg = RunConfig.from_dict(cfg)
-    return Path(root) / cfg.dataset / f"{method_slug(cfg)}-seed{cfg.train.seed}-{cfg.hash}"
+    return Path(root) / cfg.data.name / f"{method_slug(cfg)}-seed{cfg.train.seed}-{cfg.hash}"
 
 
 @dataclass(frozen=True)
@@ -46,8 +47,8 @@ class RunPlan:
         """``"ogbg-molbbbp PrunE seed 0"``: dataset, method label and seed."""
         from grprune.naming import method_label
         cfg = self.cfg
-        method = method_label(cfg.regularizers, cfg.selector_name, cfg.preset)
-        return f"{cfg.dataset} {method} seed {cfg.train.seed}"
+        method = method_label(list(cfg.reg), cfg.selector.name, cfg.preset)
+        return f"{cfg.data.name} {method} seed {cfg.train.seed}"
 
 
 def plan_run(*, data: str | None = None, selector: str | None = None, reg: str | None = None,
@@ -113,7 +114,7 @@ def option_flags(**options: Any) -> dict[str, Any]:
     return {OPTION_KEYS[name]: value for name, value in options.items() if value is not None}
 
 
-def prepare_run_dir(cfg: RunConfig | Mapping[str, Any], run_dir: Path, force: bool = False,
+def prepare_run_dir(cfg: RunConfig, run_dir: Path, force: bool = False,
                     held: bool = False) -> tuple[str, Any]:
     """Decide what to do with ``run_dir`` (:meth:`grprune.record.rundir.RunDir.status`);
     ``held``: the caller holds the run's lock.
@@ -123,7 +124,7 @@ def prepare_run_dir(cfg: RunConfig | Mapping[str, Any], run_dir: Path, force: bo
     (status, payload)
         ``("finished", summary)`` when the same configuration already finished;
         ``("resume", state)`` when an interrupted (or failed) run of it can continue
-        from its ``state.pt``; ``("fresh", None)`` otherwise (old run files are removed).
+        from its ``state.pt`` (a :class:`~grprune.record.trainstate.TrainState`); ``("fresh", None)`` otherwise (old run files are removed).
 
     Raises
     ------
@@ -158,31 +159,35 @@ def prepare_run_dir(cfg: RunConfig | Mapping[str, Any], run_dir: Path, force: bo
     if state == "finished" and not force:
         return "finished", status.summary
     if state in ("interrupted", "failed") and rundir.has_state() and not force:
-        return "resume", rundir.read_state(epochs=RunConfig.from_dict(cfg).train.epochs)
+        return "resume", rundir.read_state(epochs=cfg.train.epochs)
     rundir.clear()
     return "fresh", None
 
 
-def execute(cfg: RunConfig | Mapping[str, Any], run_dir: str | Path, *, force: bool = False,
-            on_epoch: Callable[[dict], None] | None = None,
+def execute(cfg: RunConfig, run_dir: str | Path, *, force: bool = False,
+            on_epoch: Callable[[EpochRecord], None] | None = None,
             log: Callable[[str], None] = print, dataset=None) -> tuple[str, RunSummary]:
     """Run (or resume, or skip) one configuration.
 
     Parameters
     ----------
-    cfg : dict
-        A resolved configuration (:func:`plan_run`).
+    cfg : RunConfig
+        A resolved configuration (:func:`plan_run`); a plain mapping (a stored
+        ``config.json``) is read once here, with :meth:`RunConfig.from_dict`.
     run_dir : str or Path
     force : bool
         Start over in a finished, corrupt or other-configuration directory
         (:func:`prepare_run_dir`).
     on_epoch : callable, optional
-        Receives each epoch's record (a ``results.jsonl`` line).
+        Receives each epoch's :class:`~grprune.record.epoch.EpochRecord` once its line is
+        in ``results.jsonl`` (``improved``: it became the selected epoch; ``epochs``: the
+        run's ``train.epochs``). Reading it as the dict it was before
+        (``record[key]``) still works, with a :class:`DeprecationWarning`.
     log : callable
         Receives notes (``"resuming ..."``).
     dataset : GraphDataset, optional
         The data to train on; default :func:`load_config_dataset` of ``cfg``. One
-        given here must be what ``cfg["data"]`` describes (:func:`grprune.train`
+        given here must be what ``cfg.data`` describes (:func:`grprune.train`
         passes graphs built in memory, saved where ``data.path`` points).
 
     Returns
@@ -196,6 +201,7 @@ def execute(cfg: RunConfig | Mapping[str, Any], run_dir: str | Path, *, force: b
     GrpruneError
         As :func:`prepare_run_dir`; if ``run_dir`` is a file.
     """
+    cfg = RunConfig.from_dict(cfg)  # the public boundary: a stored config.json, upgraded
     run_dir = Path(run_dir)
     if run_dir.exists() and not run_dir.is_dir():
         raise GrpruneError(f"--out {run_dir} exists and is not a directory")
@@ -203,7 +209,7 @@ def execute(cfg: RunConfig | Mapping[str, Any], run_dir: str | Path, *, force: b
         return _execute_locked(cfg, run_dir, force, on_epoch, log, dataset)
 
 
-def _execute_locked(cfg: RunConfig | Mapping[str, Any], run_dir: Path, force: bool, on_epoch, log,
+def _execute_locked(cfg: RunConfig, run_dir: Path, force: bool, on_epoch, log,
                     dataset=None) -> tuple[str, RunSummary]:
     """:func:`execute` with the run's lock held.
 
@@ -224,22 +230,25 @@ def _execute_locked(cfg: RunConfig | Mapping[str, Any], run_dir: Path, force: bo
     if getattr(dataset, "ids", None) is not None and duplicate_ids_note(dataset):
         log(f"note: {duplicate_ids_note(dataset)}")
     # the data's sizes, so that a checkpoint can be rebuilt without loading the data
-    cfg = RunConfig.from_dict(cfg).with_features(FeatureSpec.of(dataset))
+    cfg = cfg.with_features(FeatureSpec.of(dataset))
     rundir = RunDir(run_dir)
     rundir.write_config(cfg)
     trainer = Trainer(cfg, dataset, run_dir, on_epoch=on_epoch)
     if status == "resume":
         # read (and a damaged line refused) before the note; the trainer takes them as read
-        payload = {**payload, "records": rundir.resumed_records(payload["n_records"])}
+        records = rundir.resumed_records(payload.n_records)
         problem = model_problem(trainer, payload)  # another model's weights: refused whole
         if problem:
             rundir.reject_state(problem, loaded=True)
-        log(f"resuming {run_dir} after epoch {payload['epoch']}")
+        log(f"resuming {run_dir} after epoch {payload.epoch}")
+    else:
+        records = None
     try:
-        summary = trainer.fit(resume=payload, data_load_s=load_s, started=t0)
+        summary = trainer.fit(resume=payload, records=records, data_load_s=load_s,
+                              started=t0)
     except DivergedError as exc:  # the run can't go on: its directory says so
-        rundir.write_error({"message": str(exc), "kind": "diverged", "epoch": exc.epoch,
-                            "hash": cfg.hash})
+        rundir.write_error(ErrorRecord(message=str(exc), kind=DIVERGED, epoch=exc.epoch,
+                                       hash=cfg.hash))
         raise
     rundir.write_summary(summary)
     rundir.remove_state()

@@ -19,18 +19,17 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import random
 import resource
 import time
 import warnings
-import zlib
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
 
 from grprune import determinism
+from grprune.determinism import eval_seed, seed_everything, select_device
 from grprune.record.rundir import RunDir
 from grprune.batch import Bucket, GraphBatch, choose_buckets, pad_to_bucket
 from grprune.compat import dgl  # noqa: F401  (DGL import order)
@@ -39,7 +38,8 @@ from grprune.data.store import GraphStore
 from grprune.encoders import ENCODERS
 from grprune.errors import DivergedError, GrpruneError
 from grprune.evaluation import EdgeScores, Evaluation, edge_probs_arrays, evaluate_batches
-from grprune.losses import cross_entropy
+from grprune.losses import EpochSums, cross_entropy
+from grprune.ops import all_finite
 from grprune.model import GraphClassifier
 from grprune.provenance import environment
 from grprune.record.epoch import EpochRecord, split_scores
@@ -48,79 +48,57 @@ from grprune.record.summary import RunSummary
 from grprune.regularizers import REGULARIZERS, Regularizer, StepContext
 from grprune.regularizers.base import check_supports, sum_terms
 from grprune.selectors import SELECTORS, check_selection
-from grprune.record.trainstate import Best, model_problem, restore_state, state_of
+from grprune.record.trainstate import Best, TrainState, model_problem, restore_state, state_of
 
 EVAL_SPLITS = ("train", "valid", "test", "id-valid")
 #: in-distribution hold-outs, evaluated with the selected checkpoint (id-valid every epoch too)
 FINAL_SPLITS = ("id-valid", "id-test")
 
 
-def select_device(name: str) -> torch.device:
-    """``auto`` -> CUDA when available, else CPU.
+def build_model_from_features(cfg: RunConfig, features: FeatureSpec
+                              ) -> tuple[GraphClassifier, dict[str, Regularizer]]:
+    """Instantiate selector, encoder, classifier and regularizers from a resolved config
+    and the data's :class:`~grprune.record.runconfig.FeatureSpec` (``cfg.features`` of a
+    stored run), without the data.
 
-    Raises
-    ------
-    GrpruneError
-        If CUDA is asked for but not available.
+    Parameters
+    ----------
+    cfg : RunConfig
+        A resolved configuration; a plain mapping (a stored ``config.json``) is read once
+        here, with :meth:`RunConfig.from_dict`.
+    features : FeatureSpec
+        The training data's feature sizes and classes; a ``features`` record (a dict) is
+        read with :meth:`FeatureSpec.from_dict`.
     """
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name.startswith("cuda") and not torch.cuda.is_available():
-        raise GrpruneError(f"--device {name}: CUDA is not available on this machine "
-                           f"(torch {torch.__version__}); use --device cpu or auto")
-    try:
-        return torch.device(name)
-    except RuntimeError as exc:
-        raise GrpruneError(f"bad device {name!r}: {exc}") from None
-
-
-def seed_everything(seed: int) -> None:
-    """Seed Python, NumPy and torch (CPU and CUDA)."""
-    random.seed(seed)
-    np.random.seed(seed % 2**32)
-    torch.manual_seed(seed)
-
-
-def eval_seed(seed: int, split: str) -> int:
-    """The seed of evaluation's random stream on ``split`` (:meth:`Trainer.evaluate`):
-    CRC-32 of ``"{seed}/{split}"``, an int in [0, 2**32), the same on every machine and
-    Python process (unlike :func:`hash` of a string)."""
-    return zlib.crc32(f"{seed}/{split}".encode())
-
-
-def model_dims(dataset) -> dict[str, Any]:
-    """What a model needs to know about a dataset's features and classes, in the form of
-    ``summary.json``'s ``"model"`` record (kept for readers of older runs; new code
-    uses :class:`grprune.record.runconfig.FeatureSpec`, which ``config.json`` records).
-
-    Returns
-    -------
-    dict
-        ``feature_kind`` (``"ogb"`` or ``"linear"``), ``node_dim``, ``edge_dim``
-        (0 without edge features) and ``num_classes``.
-    """
-    return FeatureSpec.of(dataset).summary_record()
-
-
-def build_model_from_dims(cfg: RunConfig | Mapping[str, Any],
-                          dims: FeatureSpec | dict[str, Any]
-                          ) -> tuple[GraphClassifier, dict[str, Regularizer]]:
-    """Instantiate selector, encoder, classifier and regularizers from a config and the
-    data's :class:`~grprune.record.runconfig.FeatureSpec` (or a :func:`model_dims` dict)."""
-    spec = dims if isinstance(dims, FeatureSpec) else FeatureSpec.from_dict(dims)
-    cfg = RunConfig.from_dict(cfg)
-    feat, enc, sel, head = spec.model_kwargs(), cfg.encoder, cfg.selector, cfg.model
+    cfg = RunConfig.from_dict(cfg)  # the public boundary: a stored config.json, upgraded
+    if not isinstance(features, FeatureSpec):
+        features = FeatureSpec.from_dict(features)
+    feat, enc, sel, head = features.model_kwargs(), cfg.encoder, cfg.selector, cfg.model
     encoder = ENCODERS.make(enc.name, **feat, **enc.hparams)
     selector = SELECTORS.make(sel.name, **feat, **sel.hparams) if sel.name != "none" else None
-    model = GraphClassifier(encoder, spec.classes, selector, readout=head.readout,
+    model = GraphClassifier(encoder, features.classes, selector, readout=head.readout,
                             head_layers=head.head_layers)
     regs = {name: REGULARIZERS.make(name, **hp) for name, hp in cfg.reg.items()}
     return model, regs
 
 
-def build_model(cfg: RunConfig | Mapping[str, Any], dataset
-                ) -> tuple[GraphClassifier, dict[str, Regularizer]]:
-    """Instantiate selector, encoder, head and regularizers from a resolved config.
+def __getattr__(name: str) -> Any:
+    """The names of feature sizes before issue 53, deprecated (a :class:`DeprecationWarning`):
+    ``build_model_from_dims`` is :func:`build_model_from_features`, ``model_dims(dataset)``
+    is ``FeatureSpec.of(dataset).summary_record()``."""
+    new = {"build_model_from_dims": ("build_model_from_features", build_model_from_features),
+           "model_dims": ("FeatureSpec.of(dataset)",
+                          lambda dataset: FeatureSpec.of(dataset).summary_record())}
+    if name not in new:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    warnings.warn(f"grprune.trainer.{name} is deprecated; use {new[name][0]}",
+                  DeprecationWarning, stacklevel=2)
+    return new[name][1]
+
+
+def build_model(cfg: RunConfig, dataset) -> tuple[GraphClassifier, dict[str, Regularizer]]:
+    """Instantiate selector, encoder, head and regularizers from a resolved config (a
+    plain mapping is read once here, with :meth:`RunConfig.from_dict`) and the data.
 
     Raises
     ------
@@ -129,10 +107,10 @@ def build_model(cfg: RunConfig | Mapping[str, Any], dataset
         (:meth:`Regularizer.supports`, e.g. environment ids on a dataset with one),
         before anything is built.
     """
-    cfg = RunConfig.from_dict(cfg)
-    check_supports({name: REGULARIZERS.get(name) for name in cfg.regularizers},
-                   cfg.selector_name, dataset)
-    return build_model_from_dims(cfg, FeatureSpec.of(dataset))
+    cfg = RunConfig.from_dict(cfg)  # the public boundary: a stored config.json, upgraded
+    check_supports({name: REGULARIZERS.get(name) for name in cfg.reg},
+                   cfg.selector.name, dataset)
+    return build_model_from_features(cfg, FeatureSpec.of(dataset))
 
 
 def lr_at(epoch: int, lr: float, milestones: str, gamma: float) -> float:
@@ -178,17 +156,20 @@ class Trainer:
 
     Parameters
     ----------
-    cfg : RunConfig or dict
-        Resolved configuration (:func:`grprune.resolve.resolve_config`; a stored one is
-        read in the current layout, :meth:`RunConfig.from_dict`).
+    cfg : RunConfig
+        Resolved configuration (:func:`grprune.resolve.resolve_config`; a plain mapping, a
+        stored ``config.json``, is read once here in the current layout,
+        :meth:`RunConfig.from_dict`).
     dataset : GraphDataset
     run_dir : Path
     on_epoch : callable, optional
-        Called with each epoch's record (for progress display).
+        Called after each epoch, once its line is in ``results.jsonl`` and its
+        ``state.pt`` written, with its :class:`~grprune.record.epoch.EpochRecord`
+        (``improved`` and ``epochs`` set; for progress display).
     """
 
-    def __init__(self, cfg: RunConfig | Mapping[str, Any], dataset, run_dir: str | Path,
-                 on_epoch: Callable[[dict], None] | None = None) -> None:
+    def __init__(self, cfg: RunConfig, dataset, run_dir: str | Path,
+                 on_epoch: Callable[[EpochRecord], None] | None = None) -> None:
         cfg = RunConfig.from_dict(cfg)
         self.cfg, self.dataset, self.run_dir = cfg, dataset, Path(run_dir)
         self.rundir = RunDir(self.run_dir)  # the one reader and writer of its files
@@ -196,7 +177,7 @@ class Trainer:
         self.on_epoch = on_epoch or (lambda record: None)
         self.device = select_device(self.tc.device)
         self.determinism = determinism.apply(self.device, self.tc.deterministic)
-        seed_everything(cfg.seed)
+        seed_everything(cfg.train.seed)
         self.model, self.regs = build_model(cfg, dataset)
         self.model.to(self.device)
         for reg in self.regs.values():
@@ -355,20 +336,25 @@ class Trainer:
 
     # -- one epoch ---------------------------------------------------------
     def train_epoch(self, epoch: int) -> dict[str, float]:
-        """One pass over the training split; returns mean loss terms per graph."""
+        """One pass over the training split; returns mean loss terms per graph.
+
+        Nothing in a step reads the device back (``tests/test_no_readback.py``): the loss
+        terms, the kept edges and whether the weights are finite are summed on the device
+        and read once, after the last step (:class:`~grprune.losses.EpochSums`).
+        """
         warm = epoch < self.tc.warmup_epochs
         self.model.train()
         for reg in self.regs.values():
             reg.train()
         # accumulated on the device and read once per epoch: no host sync per step
-        sums: dict[str, torch.Tensor] = {}
+        sums = EpochSums()
         kept = torch.zeros((), device=self.device)
         graphs, edges = 0, 0
         first_step = (epoch - self.tc.warmup_epochs) * self._train_batches_per_epoch()
         for i, batch in enumerate(self._batches("train", train=True)):
             out = self.model(batch, use_selector=not warm)
             if not warm and not self._selection_checked and out.selection is not None:
-                check_selection(out.selection, batch, self.cfg.selector_name)
+                check_selection(out.selection, batch, self.cfg.selector.name)
                 self._selection_checked = True
             ce = cross_entropy(out.logits, batch.y, mask=batch.graph_mask)
             terms = {"ce": ce}
@@ -383,20 +369,20 @@ class Trainer:
             self.optimizer.step()
             b = batch.num_real_graphs
             graphs += b
-            for k, v in terms.items():
-                sums[k] = sums.get(k, 0.0) + v.detach() * b
+            sums.add(terms, b)
             kept += (batch.real_edge_sum(out.selection.edge_weight.detach())
                      if out.selection is not None else batch.num_real_edges)
             edges += batch.num_real_edges
-        losses = {k: float(v) / max(graphs, 1) for k, v in sums.items()}
+        finite = all_finite(list(self.model.parameters()))
+        totals, (kept_sum, weights_ok) = sums.read(kept, finite)  # one device sync an epoch
+        losses = {k: v / max(graphs, 1) for k, v in totals.items()}
         if not math.isfinite(losses.get("total", 0.0)):
             raise DivergedError(f"loss became {losses['total']} at epoch {epoch}; "
                                 f"try a lower train.lr or smaller regularizer weights", epoch)
-        finite = torch.stack([torch.isfinite(p).all() for p in self.model.parameters()])
-        if not bool(finite.all()):  # one device sync an epoch
+        if not weights_ok:
             raise DivergedError(f"weights became nan or inf at epoch {epoch}; try a lower "
                                 f"train.lr or smaller regularizer weights", epoch)
-        losses["kept_edge_fraction"] = float(kept) / edges if edges else 1.0
+        losses["kept_edge_fraction"] = kept_sum / edges if edges else 1.0
         return losses
 
     def _train_batches_per_epoch(self) -> int:
@@ -442,12 +428,17 @@ class Trainer:
         return ev, ev.edges
 
     # -- the run -----------------------------------------------------------
-    def fit(self, resume: dict | None = None, *, data_load_s: float = 0.0,
+    def fit(self, resume: TrainState | None = None, *,
+            records: Sequence[EpochRecord] | None = None, data_load_s: float = 0.0,
             started: float | None = None) -> RunSummary:
         """Train all epochs (continuing from ``resume`` state), write outputs, return the summary.
 
-        ``data_load_s`` (seconds the caller spent loading the data) and ``started`` (when the
-        run began, :func:`time.perf_counter`; default now) go into the summary, whose
+        ``records``: the epochs ``resume`` counts, as :func:`grprune.run.execute` read them
+        (:meth:`RunDir.resumed_records`; read here when not given). ``results.jsonl`` is
+        first cut to those epochs (:meth:`RunDir.keep_records`: none on a fresh start),
+        then each epoch's line is appended to it. ``data_load_s`` (seconds the caller spent
+        loading the data) and ``started`` (when the run began, :func:`time.perf_counter`;
+        default now) go into the summary, whose
         ``wall_time_s`` counts from ``started``. Torch's thread count, lowered to one by
         ``train.deterministic`` on the CPU, is given back when it returns. Warns
         (``UserWarning``) when a run with a selector has no epoch after the ERM warm-up
@@ -461,11 +452,12 @@ class Trainer:
                           f"the regularizers never train; raise --epochs or set "
                           f"-H train.warmup_epochs", stacklevel=2)
         try:
-            return self._fit(resume, data_load_s, started)
+            return self._fit(resume, records, data_load_s, started)
         finally:
             torch.set_num_threads(self.determinism["threads_available"])
 
-    def _fit(self, resume: dict | None, data_load_s: float, started: float) -> RunSummary:
+    def _fit(self, resume: TrainState | None, resumed: Sequence[EpochRecord] | None,
+             data_load_s: float, started: float) -> RunSummary:
         t_start = time.perf_counter()
         if self.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(self.device)
@@ -476,12 +468,13 @@ class Trainer:
             if problem:
                 self.rundir.reject_state(problem, loaded=True)
             restore_state(self, resume)
-            best = Best(**resume["best"])
-            records = (resume["records"] if "records" in resume  # read by run.execute
-                       else self.rundir.resumed_records(resume["n_records"]))
+            best = dataclasses.replace(resume.best)
+            records = list(resumed if resumed is not None
+                           else self.rundir.resumed_records(resume.n_records))
             # early-stopped runs killed before their summary finish without training more
-            start = tc.epochs if resume.get("stopped") else resume["epoch"] + 1
-        lines = [r.to_dict() for r in records]  # results.jsonl
+            start = resume.next_epoch(tc.epochs)
+        # results.jsonl: the epochs state.pt counts (a later or torn line goes), then appended
+        self.rundir.keep_records(len(records))
         for epoch in range(start, tc.epochs):
             t0 = time.perf_counter()
             warm = epoch < tc.warmup_epochs
@@ -501,13 +494,13 @@ class Trainer:
                 self.rundir.save_checkpoint(self.model.state_dict())
             record = EpochRecord(epoch=epoch, phase="warmup" if warm else "train", lr=lr,
                                  loss=losses, scores=scores, epoch_time_s=epoch_time,
-                                 train_time_s=t_train, best_epoch=best.epoch)
+                                 train_time_s=t_train, best_epoch=best.epoch,
+                                 improved=bool(improved), epochs=tc.epochs)
             records.append(record)
-            lines.append(record.to_dict())
             stop = bool(tc.patience and not warm and best.since >= tc.patience)
-            self.rundir.write_records(lines)
+            self.rundir.append_record(record)
             self.rundir.save_state(state_of(self, epoch, best, len(records), stop))
-            self.on_epoch({**lines[-1], "improved": improved, "epochs": tc.epochs})
+            self.on_epoch(record)
             if stop:
                 break
         if tc.save_last:
@@ -557,8 +550,8 @@ class Trainer:
         peak = (torch.cuda.max_memory_allocated(self.device) / 2**20
                 if self.device.type == "cuda" else peak_rss)
         return RunSummary(
-            dataset=cfg.dataset, split=cfg.split, selector=cfg.selector_name,
-            reg=tuple(cfg.regularizers), preset=cfg.preset, seed=cfg.seed, metric=self.metric,
+            dataset=cfg.data.name, split=cfg.data.split, selector=cfg.selector.name,
+            reg=tuple(cfg.reg), preset=cfg.preset, seed=cfg.train.seed, metric=self.metric,
             best_epoch=best.epoch, valid=best.valid if best.epoch >= 0 else None,
             test=ev.metric, train=best.train, id_valid=final.get("id-valid"),
             id_test=final.get("id-test"), kept_edge_fraction=ev.kept,
@@ -576,7 +569,7 @@ class Trainer:
             peak_mem_mib=round(peak, 1), peak_rss_mib=round(peak_rss, 1),
             device=str(self.device), config_hash=cfg.hash,
             environment=environment(self.device), determinism=self.determinism,
-            model=FeatureSpec.of(self.dataset), data_load_s=round(data_load_s, 3),
+            features=FeatureSpec.of(self.dataset), data_load_s=round(data_load_s, 3),
             wall_time_s=round(time.perf_counter() - started, 3),
             dataset_info=getattr(self.dataset, "info", {}),
             absent=frozenset(n.replace("-", "_") for n in FINAL_SPLITS if n not in final))

@@ -101,7 +101,7 @@ def test_interrupted_run_resumes_to_the_same_result(tmp_path):
     execute(cfg, tmp_path / "full", log=lambda m: None)
 
     def stop_after_first(record):
-        if record["epoch"] == 1:
+        if record.epoch == 1:
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):

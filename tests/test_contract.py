@@ -34,7 +34,8 @@ from grprune.model import GraphClassifier
 from grprune.regularizers import REGULARIZERS, Regularizer, StepContext
 from grprune.regularizers.base import Unsupported, check_supports, needs_selector
 from grprune.selectors import SELECTORS, Selection, Selector, check_selection
-from grprune.trainer import Trainer, model_dims
+from grprune.record.runconfig import FeatureSpec
+from grprune.trainer import Trainer
 
 LIMIT = 64
 #: the parameters the dataset's own tests load with (tests/test_good_hiv.py): one
@@ -124,11 +125,11 @@ def check_dataset_contract(name: str, **params) -> None:
             g, label, env, j = ds[int(i)]
             assert j == int(i) and 0 <= label < ds.num_classes
             _check_graph(g, ds.atom_encoder)
-    # one batch through selector + encoder + head, with the dims a run would use
-    dims = model_dims(ds)
-    feat = {k: dims[k] for k in ("feature_kind", "node_dim", "edge_dim")}
+    # one batch through selector + encoder + head, with the features a run would use
+    features = FeatureSpec.of(ds)
+    feat = features.model_kwargs()
     torch.manual_seed(0)
-    model = GraphClassifier(ENCODERS.make("gin", **feat, layers=2, hidden=16), dims["num_classes"],
+    model = GraphClassifier(ENCODERS.make("gin", **feat, layers=2, hidden=16), features.classes,
                             SELECTORS.make("gumbel-gin", **feat, hidden=16)).train()
     batch = collate([ds[int(i)] for i in ds.splits["train"][:8]])
     out = model(batch)

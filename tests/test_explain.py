@@ -249,15 +249,15 @@ def test_explain_rerun_overwrites_and_bad_input(bbbp_run, tmp_path):
     assert res.exit_code == 2 and "not a grprune run directory" in res.output
 
 
-def test_load_run_without_model_dims(bbbp_run, tmp_path):
-    """Runs finished before summary["model"] existed load their dataset for the dims."""
+def test_load_run_without_the_summary_model_record(bbbp_run, tmp_path):
+    """Runs finished before summary["model"] existed load their dataset for the features."""
     old = tmp_path / "old"
     shutil.copytree(bbbp_run, old)
     summary = json.loads((old / R.SUMMARY).read_text())
-    dims = summary.pop("model")
+    model_record = summary.pop("model")
     (old / R.SUMMARY).write_text(json.dumps(summary))
     run = load_run(old)
-    assert run.dims == dims and run.use_selector and not run.model.training
+    assert run.features.summary_record() == model_record and run.use_selector and not run.model.training
     new = load_run(bbbp_run)
     for a, b in zip(run.model.state_dict().values(), new.model.state_dict().values()):
         assert torch.equal(a, b)

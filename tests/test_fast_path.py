@@ -23,9 +23,10 @@ from grprune.trainer import Trainer
 SMALL = {"train.epochs": 2, "data.limit": 96, "train.batch_size": 32, "train.device": "cpu",
          "train.progress": "none"}
 NEW_KEYS = ("fast_path", "eval_batch_size", "pad_buckets")
-#: fields that measure time or memory, not the computation
+#: fields that measure time or memory, not the computation, and whether the data cache was
+#: built or hit (built by the first run of a session that starts with an empty cache)
 VOLATILE = {"epoch_time_s", "train_time_s", "wall_time_s", "data_load_s", "peak_mem_mib",
-            "peak_rss_mib", "epoch_time_s_median", "load_seconds", "environment"}
+            "peak_rss_mib", "epoch_time_s_median", "load_seconds", "environment", "cache"}
 
 
 def _strip(obj):

@@ -161,7 +161,7 @@ def interrupted(tmp_path_factory, data_root):
     out = tmp_path_factory.mktemp("hostile") / "run"
 
     def stop(record):
-        if record["epoch"] == 1:
+        if record.epoch == 1:
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):

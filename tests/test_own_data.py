@@ -19,6 +19,7 @@ from grprune.resolve import resolve_config
 from grprune.data import DATASETS, from_graphs, load_dataset, save_dataset
 from grprune.data.dgl_graphs import example_graphs
 from grprune.data.molecule_csv import dgllife_graph, run_featurizer
+from grprune.record.runconfig import FeatureSpec, RunConfig
 from grprune.data.molecules import smiles_to_graph
 from grprune.data.ogbg import FILES
 from grprune.errors import DataError
@@ -157,8 +158,10 @@ def test_dgllife_featurizer(bace_csv, tmp_path, data_root):
     res = _cli("predict", out, "--smiles", "CCO", "--smiles", "C", "--device", "cpu")
     assert res.exit_code == 0, res.output
     cfg = json.loads((out / "config.json").read_text())
-    assert run_featurizer(cfg, summary["model"]) is dgllife_graph
-    assert run_featurizer({"data": {"name": "good-motif"}}, {"feature_kind": "linear"}) is None
+    features = FeatureSpec.from_dict(summary["model"])
+    assert run_featurizer(RunConfig.from_dict(cfg), features) is dgllife_graph
+    motif = RunConfig.from_dict({"data": {"name": "good-motif"}})
+    assert run_featurizer(motif, FeatureSpec("linear", 1, 0, 3)) is None
 
 
 def test_dgl_graphs_file_reports_motif_metrics(tmp_path, data_root):

@@ -15,22 +15,29 @@ from rich.cells import cell_len
 from rich.console import Console
 
 from grprune.progress import EpochPrinter, epoch_progress
+from grprune.record.epoch import EpochRecord
 
 EPOCHS = 100
 
 
-def _record(epoch: int, *, improved: bool, phase: str = "train") -> dict:
-    """An epoch record as ``run``'s ``on_epoch`` gets it (see grprune/trainer.py)."""
-    return {"epoch": epoch, "phase": phase, "lr": 1e-3, "epochs": EPOCHS,
+def _line(epoch: int, phase: str = "train") -> dict:
+    """A ``results.jsonl`` line."""
+    return {"epoch": epoch, "phase": phase, "lr": 1e-3,
             "loss": {"total": 0.3121, "kept_edge_fraction": 0.85},
             "train": {"rocauc": 0.9012, "kept_edge_fraction": 0.9},
             "valid": {"rocauc": 0.9568, "kept_edge_fraction": 0.9},
             "test": {"rocauc": 0.6753, "kept_edge_fraction": 0.9},
-            "epoch_time_s": 1.9, "train_time_s": 1.5, "best_epoch": epoch,
-            "improved": improved}
+            "epoch_time_s": 1.9, "train_time_s": 1.5, "best_epoch": epoch}
 
 
-def _frames(width: int, records: list[dict]) -> list[str]:
+def _record(epoch: int, *, improved: bool, phase: str = "train") -> EpochRecord:
+    """An epoch record as ``run``'s ``on_epoch`` gets it (see grprune/trainer.py)."""
+    import dataclasses
+    return dataclasses.replace(EpochRecord.from_dict(_line(epoch, phase)),
+                               improved=improved, epochs=EPOCHS)
+
+
+def _frames(width: int, records: list[EpochRecord]) -> list[str]:
     """Every frame the rich line drew, the last one drawn by ``close()``."""
     console = Console(file=io.StringIO(), width=width, force_terminal=True,
                       color_system=None, record=True)
@@ -102,7 +109,7 @@ def test_epoch_progress_says_where_the_run_goes_then_prints_and_passes_each_epoc
     """What the CLI and the API share: the title line through ``log``, each record to the
     printer and then to the caller's ``on_epoch``; nothing at all with progress ``none``."""
     logged: list[str] = []
-    seen: list[dict] = []
+    seen: list[EpochRecord] = []
     records = [_record(e, improved=e == 0) for e in range(2)]
     with epoch_progress("plain", EPOCHS, "t", Path("runs/x"), log=logged.append,
                         on_epoch=seen.append) as on_epoch:
@@ -130,3 +137,21 @@ def test_epoch_progress_closes_the_printer_when_the_run_stops(monkeypatch):
             cb(_record(0, improved=True))
             raise KeyboardInterrupt
     assert closed == ["plain"]
+
+
+def test_the_record_is_passed_on_as_it_is_and_its_callback_fields_are_not_in_the_line():
+    rec = _record(3, improved=True)
+    seen: list[EpochRecord] = []
+    with epoch_progress("none", EPOCHS, "t", Path("runs/x"), log=lambda m: None,
+                        on_epoch=seen.append) as on_epoch:
+        on_epoch(rec)
+    assert seen[0] is rec and rec.improved and rec.epochs == EPOCHS
+    assert rec.to_dict() == _line(3)  # improved and epochs are never written
+
+
+def test_a_dict_of_the_old_form_still_prints(capsys):
+    """Code that calls the printer with the dict ``on_epoch`` got before issue 53."""
+    printer = EpochPrinter("plain", "rocauc", EPOCHS, "t")
+    printer({**_line(82), "improved": True, "epochs": EPOCHS})
+    printer.close()
+    assert capsys.readouterr().err.strip().endswith("train kept 0.85  * (1.9s)")

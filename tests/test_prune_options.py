@@ -381,6 +381,6 @@ def test_sampled_evaluation_leaves_training_as_it_was(tmp_path):
 
 
 def test_eval_seed_is_fixed_per_seed_and_split():
-    from grprune.trainer import eval_seed
+    from grprune.determinism import eval_seed
     assert eval_seed(0, "test") == __import__("zlib").crc32(b"0/test")
     assert len({eval_seed(s, split) for s in (0, 1) for split in ("valid", "test")}) == 4

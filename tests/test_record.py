@@ -59,7 +59,7 @@ def test_the_summary_fields_are_typed():
     assert motif.dataset == "good-motif" and motif.preset == "official"
     assert motif.reg == ("size", "eps-align") and motif.metric == "accuracy"
     assert motif.in_distribution and motif.score("id-test") == motif.id_test
-    assert isinstance(motif.model, FeatureSpec) and motif.model.classes == 3
+    assert isinstance(motif.features, FeatureSpec) and motif.features.classes == 3
     erm = RunSummary.from_dict(json.loads(
         (FIXTURES / "molbbbp-erm-no-eval-train" / "summary.json").read_text()))
     assert not erm.in_distribution and erm.train is None and erm.score("train") is None
@@ -72,7 +72,7 @@ def test_an_older_summary_reads_with_defaults_and_keeps_what_it_had():
            "model": {"feature_kind": "ogb", "node_dim": 9}, "someday": [1, 2]}
     summary = RunSummary.from_dict(old)
     assert summary.selected == "best-valid" and summary.use_selector is None
-    assert summary.model is None and summary.extra["someday"] == [1, 2]
+    assert summary.features is None and summary.extra["someday"] == [1, 2]
     assert summary.to_dict() == old  # the incomplete model record is kept as it was
     assert summary.test == 0.7 and summary.valid is None
 
@@ -104,11 +104,11 @@ def test_the_typed_sections_are_the_declared_settings():
     assert {"name", *DataSettings.params} <= {f.name for f in dataclasses.fields(DataConfig)}
     cfg = RunConfig.from_dict(json.loads(
         (FIXTURES / "good-motif-basis-official" / "config.json").read_text()))
-    assert cfg.train.epochs == cfg.epochs == 2 and cfg.data.limit == 600
-    assert cfg.data.split == cfg.split == "basis" and cfg.data.shift == cfg.shift
-    assert cfg.model.readout == "sum-l2" and cfg.selector.name == cfg.selector_name
+    assert cfg.train.epochs == 2 and cfg.data.limit == 600
+    assert cfg.data.split == "basis" and cfg.data.shift == cfg["data"]["shift"]
+    assert cfg.model.readout == "sum-l2" and cfg.selector.name == cfg["selector"]["name"]
     assert "tau" in cfg.selector.hparams and "name" not in cfg.encoder.hparams
-    assert list(cfg.reg) == cfg.regularizers and cfg.setting("reg.size.eta") == cfg.reg[
+    assert list(cfg.reg) == list(cfg["reg"]) and cfg.setting("reg.size.eta") == cfg.reg[
         "size"]["eta"]
     assert cfg.preset == "official" and cfg.setting("preset.name") == "official"
     older = {k: v for k, v in cfg["train"].items() if k not in ("fast_path", "eval_batch_size")}
@@ -197,9 +197,9 @@ def test_a_run_config_is_read_only_at_every_depth(name):
         cfg.hash = "x"  # type: ignore[misc]
     with pytest.raises(AttributeError):
         cfg["reg"].update({})  # a read-only section has no update
-    # a dotted key reads a setting, a plain key the top level
-    assert cfg.get("train.epochs") == stored["train"]["epochs"] == cfg.setting("train.epochs")
-    assert cfg.get("reg.nothing.eta", 3) == 3 and cfg.get("hash") == stored["hash"]
+    # setting() reads a dotted key, get() the top level (a dotted key there is deprecated)
+    assert cfg.setting("train.epochs") == stored["train"]["epochs"]
+    assert cfg.setting("reg.nothing.eta", 3) == 3 and cfg.get("hash") == stored["hash"]
     # what is written is what was read, and a copy changes nothing in it
     plain = cfg.to_dict()
     assert type(plain) is dict and to_json(plain) == to_json(stored)
@@ -210,6 +210,14 @@ def test_a_run_config_is_read_only_at_every_depth(name):
     again = pickle.loads(pickle.dumps(cfg))
     assert isinstance(again, RunConfig) and again == cfg and config_hash(again) == cfg.hash
     # a new configuration is a new object
-    spec = FeatureSpec("ogb", 9, 3, 2)
-    new = cfg.with_features(spec)
-    assert new.features == spec and new is not cfg and cfg.to_dict() == stored
+    features = FeatureSpec("ogb", 9, 3, 2)
+    new = cfg.with_features(features)
+    assert new.features == features and new is not cfg and cfg.to_dict() == stored
+
+
+def test_the_summary_names_its_feature_sizes_features_and_writes_them_as_model():
+    record = json.loads((FIXTURES / "good-motif-basis-official" / "summary.json").read_text())
+    summary = RunSummary.from_dict(record)
+    assert summary.to_dict() == record and list(summary.to_dict()) == list(record)
+    with pytest.warns(DeprecationWarning, match="summary.features"):
+        assert summary.model == summary.features

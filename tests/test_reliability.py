@@ -151,7 +151,7 @@ def test_a_damaged_epoch_record_is_refused_not_resumed_with_a_gap(tmp_path, data
     run = tmp_path / "run"
 
     def stop(record):
-        if record["epoch"] == 2:
+        if record.epoch == 2:
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):

@@ -113,17 +113,21 @@ def test_runs_of_one_seed_repeat_exactly_while_another_process_keeps_a_core_busy
 _KILLER = """
 import os, signal, sys
 from pathlib import Path
-from grprune.record import files as R  # where the atomic writers live
+from grprune.record import files as R  # where the writers live
 target, nth = sys.argv[1], int(sys.argv[2])
-count, write = 0, R.atomic_write_bytes
-def write_then_maybe_die(path, data):
-    global count
-    write(path, data)
-    if Path(path).name == target:
-        count += 1
-        if count == nth:
-            os.kill(os.getpid(), signal.SIGKILL)
-R.atomic_write_bytes = write_then_maybe_die
+count = 0
+def then_maybe_die(write):
+    def wrapped(path, data):
+        global count
+        write(path, data)
+        if Path(path).name == target:
+            count += 1
+            if count == nth:
+                os.kill(os.getpid(), signal.SIGKILL)
+    return wrapped
+# atomic writes, and results.jsonl's appends (one line per epoch)
+R.atomic_write_bytes = then_maybe_die(R.atomic_write_bytes)
+R.append_bytes = then_maybe_die(R.append_bytes)
 from grprune.cli import main
 main(sys.argv[3:])
 """

@@ -54,8 +54,8 @@ def test_model_section_holds_the_classifier_settings_not_the_encoder():
     assert "readout" not in ENCODERS.get("gin").defaults
     assert "readout" not in SELECTORS.get("gumbel-gin").defaults  # its GNN inherits nothing
     assert set(ModelSettings.defaults) == {"readout", "head_layers"}
-    assert cfg.dataset == "good-motif" and cfg.selector_name == "gumbel-gin"
-    assert cfg.regularizers == ["size", "eps-align"] and cfg.preset == "official"
+    assert cfg.data.name == "good-motif" and cfg.selector.name == "gumbel-gin"
+    assert list(cfg.reg) == ["size", "eps-align"] and cfg.preset == "official"
 
 
 def test_old_encoder_keys_are_moved_with_one_note():
@@ -201,3 +201,89 @@ def test_a_run_writes_config_json_once_with_its_features(tmp_path, monkeypatch, 
     stored = json.loads((plan.run_dir / R.SUMMARY).read_text())
     assert RunSummary.from_dict(stored).to_dict() == stored
     assert list(stored)[-3:] == ["data_load_s", "wall_time_s", "dataset_info"]
+
+
+# -- one spelling per value (issue 53) ----------------------------------------------------------
+#: the deprecation warnings of the older spellings (RunConfig's shortcuts, dims)
+OLD_SPELLING = ("RunConfig.", "Run.dims", "grprune.trainer.build_model_from_dims",
+                "grprune.trainer.model_dims")
+
+
+def test_each_old_spelling_warns_and_reads_the_one_spelling():
+    from grprune.record.runconfig import DEPRECATED
+    cfg = resolve_config(data="good-motif", preset="official")
+    canonical = {"dataset": cfg.data.name, "split": cfg.data.split, "shift": cfg.data.shift,
+                 "selector_name": cfg.selector.name, "regularizers": list(cfg.reg),
+                 "seed": cfg.train.seed, "epochs": cfg.train.epochs}
+    assert set(canonical) | {"get(dotted key)"} == set(DEPRECATED)
+    for old, value in canonical.items():
+        with pytest.warns(DeprecationWarning, match=rf"RunConfig\.{old} is deprecated"):
+            assert getattr(cfg, old) == value
+    with pytest.warns(DeprecationWarning, match=r"use cfg\.setting\('reg\.size\.eta'\)"):
+        assert cfg.get("reg.size.eta") == cfg.setting("reg.size.eta") == cfg.reg["size"]["eta"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)  # the plain Mapping get: no warning
+        assert cfg.get("hash") == cfg.hash and cfg.get("nothing", 3) == 3
+
+
+def test_the_old_feature_names_warn_and_build_the_same_model(bbbp_run):
+    import torch
+    from grprune import trainer
+    from grprune.trainer import build_model_from_features
+    run = load_run(bbbp_run)
+    with pytest.warns(DeprecationWarning, match="Run.dims is deprecated"):
+        assert run.dims == run.features.summary_record()
+    torch.manual_seed(0)
+    new, _ = build_model_from_features(run.cfg, run.features)
+    torch.manual_seed(0)
+    with pytest.warns(DeprecationWarning, match="build_model_from_dims is deprecated"):
+        old, _ = trainer.build_model_from_dims(run.cfg, run.features)
+    with pytest.warns(DeprecationWarning, match="model_dims is deprecated"):
+        assert trainer.model_dims(run.load_dataset()) == run.features.summary_record()
+    with pytest.raises(AttributeError):
+        trainer.no_such_name  # noqa: B018
+    for a, b in zip(new.state_dict().values(), old.state_dict().values()):
+        assert torch.equal(a, b)
+
+
+def test_grprune_reads_no_old_spelling(tmp_path, data_root):
+    """A run, its collect table, load_run, predict and a sweep plan: grprune's own code
+    emits none of the older spellings' DeprecationWarnings (plugins may still read them)."""
+    runner = CliRunner()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = tmp_path / "runs"
+        res = runner.invoke(main, ["run", "--data", "ogbg-molbbbp", "--epochs", "1", "-H",
+                                   "data.limit=40", "--progress", "none", "--out",
+                                   str(out / "run")])
+        assert res.exit_code == 0, res.output
+        res = runner.invoke(main, ["collect", str(out)])
+        assert res.exit_code == 0, res.output
+        run = load_run(out / "run")
+        assert len(run.predict(["CCO"])) == 1 and run.dataset_name == "ogbg-molbbbp"
+        res = runner.invoke(main, ["sweep", "--data", "ogbg-molbbbp", "--seeds", "0,1",
+                                   "--out", str(tmp_path / "sw"), "--dry-run"])
+        assert res.exit_code == 0, res.output
+    old = [str(w.message) for w in caught if issubclass(w.category, DeprecationWarning)
+           and str(w.message).startswith(OLD_SPELLING)]
+    assert not old, old
+
+
+def test_grprune_source_names_no_old_spelling():
+    """The old names that no other type shares (``selector_name``, ``regularizers``,
+    ``dims``, ``build_model_from_dims``, ``model_dims``) are read nowhere in grprune outside
+    their deprecated definitions (the shared ones, ``cfg.seed`` and the like, are caught
+    at run time by :func:`test_grprune_reads_no_old_spelling`)."""
+    import ast
+    from pathlib import Path
+    package = Path(__file__).resolve().parents[1] / "grprune"
+    old_attrs = {"selector_name", "regularizers", "dims"}
+    old_calls = {"build_model_from_dims", "model_dims"}
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr in old_attrs:
+                found.append(f"{path.relative_to(package.parent)}:{node.lineno}: {node.attr}")
+            elif isinstance(node, ast.Name) and node.id in old_calls:
+                found.append(f"{path.relative_to(package.parent)}:{node.lineno}: {node.id}")
+    assert not found, found

@@ -103,6 +103,7 @@ def test_streamed_predict_is_order_and_batch_free(sampled_run, library, tmp_path
 
 
 def test_eval_metrics_do_not_depend_on_the_eval_batch_size(sampled_run, tmp_path):
+    from grprune.record.runconfig import RunConfig
     from grprune.trainer import Trainer
     run = load_run(sampled_run)
     dataset = run.load_dataset()
@@ -110,7 +111,7 @@ def test_eval_metrics_do_not_depend_on_the_eval_batch_size(sampled_run, tmp_path
     for size in (64, 4096):
         cfg = run.cfg.to_dict()
         cfg["train"]["eval_batch_size"] = size
-        trainer = Trainer(cfg, dataset, tmp_path / str(size))
+        trainer = Trainer(RunConfig.from_dict(cfg), dataset, tmp_path / str(size))
         trainer.model.load_state_dict(run.model.state_dict())
         metrics.append({split: trainer.evaluate(split)[0].metric for split in ("valid", "test")})
     assert metrics[0] == metrics[1]

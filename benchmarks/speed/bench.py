@@ -110,7 +110,7 @@ def measure(data: str, method: str, device: str, epochs: int, limit: int, thread
 
     def iterate(move: bool) -> None:
         idx = trainer.splits["train"][trainer.train_order()]
-        size = cfg["train"]["batch_size"]
+        size = cfg.train.batch_size
         for k in range(0, len(idx), size):
             batch = trainer.store.batch(idx[k:k + size])
             if move:
@@ -134,13 +134,13 @@ def measure(data: str, method: str, device: str, epochs: int, limit: int, thread
         "device_name": torch.cuda.get_device_name(dev) if cuda else "cpu",
         "threads": torch.get_num_threads(), "deterministic": deterministic,
         "train_graphs": n_train, "epochs": epochs,
-        "batch_size": cfg["train"]["batch_size"], "load_s": round(load_s, 3),
+        "batch_size": cfg.train.batch_size, "load_s": round(load_s, 3),
         "train_epoch_s": med(train), "graphs_per_s": n_train / med(train),
         "eval_s": med(evals), "collate_s": med(collate), "copy_s": med(copy),
         "peak_mem_mib": (torch.cuda.max_memory_allocated(dev) / 2**20 if cuda
                          else rss.peak - base_rss),
         "peak_mem_kind": "cuda allocated" if cuda else "RSS above post-load",
-        "torch": torch.__version__, "config_hash": cfg["hash"],
+        "torch": torch.__version__, "config_hash": cfg.hash,
     }
 
 

@@ -137,5 +137,5 @@ def curves(dirs, out) -> None:
     groups = C.series(dirs)
     path = C.plot(groups, out or dirs[0] / "curves.png")
     for g in groups:
-        click.echo(f"  {g['label']}: {len(g['runs'])} run(s)", err=True)
+        click.echo(f"  {g.label}: {len(g.runs)} run(s)", err=True)
     click.echo(f"grprune: wrote {path}", err=True)

@@ -55,24 +55,24 @@ class Run:
 
     @property
     def dataset(self) -> str:
-        return self.config.dataset
+        return self.config.data.name
 
     @property
     def split(self) -> str | None:
-        return self.config.split
+        return self.config.data.split
 
     @property
     def shift(self) -> str | None:
-        return self.config.shift
+        return self.config.data.shift
 
     @property
     def reg(self) -> tuple[str, ...]:
         """The regularizer names in canonical order (``size`` before ``eps-align``)."""
-        return canonical_reg(self.config.regularizers)
+        return canonical_reg(list(self.config.reg))
 
     @property
     def selector(self) -> str:
-        return self.config.selector_name
+        return self.config.selector.name
 
     @property
     def preset(self) -> str:
@@ -169,7 +169,7 @@ def read_run(run_dir: str | Path) -> Run | Problem:
                    seed=cfg.setting("train.seed"))
     kind = {"interrupted": "unfinished", "empty": "foreign"}.get(st.state, st.state)
     error = rundir.error() if kind == "failed" else None
-    if isinstance(error, dict) and error.get("kind") == "diverged":
+    if error is not None and error.diverged:
         kind = "diverged"  # the loss became NaN: a result of its settings, not a fault
     return Problem(run_dir, kind, st.reason or "an empty directory")
 

@@ -75,6 +75,7 @@ from grprune.data.featurize import parallel_scaffolds
 from grprune.data.splits import random_split, scaffold_envs, scaffold_split, size_split
 from grprune.errors import DataError, GrpruneError
 from grprune.hparams import Param, short_repr
+from grprune.record.runconfig import FeatureSpec, RunConfig
 from grprune.record.userfiles import expand_user
 
 #: width of dgllife's canonical atom and bond features
@@ -154,16 +155,16 @@ FEATURIZERS: dict[str, tuple[str, Callable[..., dgl.DGLGraph]]] = {
 }
 
 
-def run_featurizer(cfg: dict, dims: dict) -> Callable[..., dgl.DGLGraph] | None:
+def run_featurizer(cfg: RunConfig, features: FeatureSpec) -> Callable[..., dgl.DGLGraph] | None:
     """The featurizer a molecule run was trained with, to featurize new SMILES.
 
     Parameters
     ----------
-    cfg : dict
-        The run's resolved configuration (``cfg["data"]["featurizer"]`` where the
-        dataset has that key).
-    dims : dict
-        :func:`grprune.trainer.model_dims` of the run (``feature_kind``, ``node_dim``).
+    cfg : RunConfig
+        The run's resolved configuration (``data.featurizer`` where the dataset has that
+        key).
+    features : FeatureSpec
+        The run's feature sizes (``kind``, ``node_dim``).
 
     Returns
     -------
@@ -171,15 +172,15 @@ def run_featurizer(cfg: dict, dims: dict) -> Callable[..., dgl.DGLGraph] | None:
         ``to_graph(smiles, lenient=False) -> DGLGraph``; None for a run on
         non-molecular data (its features come from no SMILES featurizer).
     """
-    name = (cfg.get("data") or {}).get("featurizer")
+    name = cfg.setting("data.featurizer")
     if name is None:
-        name = "ogb" if dims.get("feature_kind") == "ogb" else None
+        name = "ogb" if features.kind == "ogb" else None
     if name is None or name not in FEATURIZERS:
         return None
     kind, to_graph = FEATURIZERS[name]
-    if kind != dims.get("feature_kind"):
+    if kind != features.kind:
         return None
-    if kind == "linear" and int(dims.get("node_dim", 0)) != DGLLIFE_ATOM_DIM:
+    if kind == "linear" and features.node_dim != DGLLIFE_ATOM_DIM:
         return None
     return to_graph
 

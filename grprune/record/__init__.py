@@ -6,10 +6,13 @@ or the resolver, so nothing above it can make an import cycle through it
 
 * :mod:`grprune.record.files`: run file names (and a sweep's ``sweep.json``), atomic
   writers (:func:`atomic_write_bytes`, :func:`atomic_write_json`, :func:`atomic_save`),
-  readers (:func:`read_json`, :func:`read_records`) and :func:`file_sha256`;
+  the appender of JSON lines (:func:`append_record`, :func:`keep_records`), readers
+  (:func:`read_json`, :func:`read_records`) and :func:`file_sha256`;
 * :mod:`grprune.record.rundir`: :class:`~grprune.record.rundir.RunDir`, the one reader and
   writer of a run directory's files, the judge of its state and its lock;
-* :mod:`grprune.record.trainstate`: what ``state.pt`` holds, and its checks;
+* :mod:`grprune.record.trainstate`: what ``state.pt`` holds (:class:`TrainState`), and its
+  checks;
+* :mod:`grprune.record.error`: ``error.json`` (:class:`~grprune.record.error.ErrorRecord`);
 * :mod:`grprune.record.settings`: the ``train``, ``model`` and ``data`` settings, their
   parsers (``-H`` overrides: :func:`~grprune.record.settings.parse_override`) and
   :func:`config_hash`;
@@ -22,17 +25,20 @@ or the resolver, so nothing above it can make an import cycle through it
 """
 
 from grprune.record.files import (  # noqa: F401  (re-exported)
+    append_record,
     atomic_save,
     atomic_save_to,
     atomic_write_bytes,
     atomic_write_json,
     file_sha256,
+    keep_records,
     read_json,
     read_records,
     to_json,
     write_records,
 )
 from grprune.record.epoch import EpochRecord  # noqa: F401  (re-exported)
+from grprune.record.error import ErrorRecord  # noqa: F401  (re-exported)
 from grprune.record.runconfig import FeatureSpec, RunConfig  # noqa: F401  (re-exported)
 from grprune.record.settings import (  # noqa: F401  (re-exported)
     OPTION_KEYS,

@@ -147,6 +147,57 @@ def write_records(path: str | Path, records: Iterable[Mapping[str, Any]]) -> Non
     atomic_write_bytes(path, text.encode())
 
 
+def append_bytes(path: str | Path, data: bytes) -> None:
+    """Append ``data`` to ``path`` (created with the umask's mode when absent) in one
+    ``write``, then flush and fsync it.
+
+    Not atomic: a crash mid-append can leave a torn last line, which
+    :func:`read_records` skips and :func:`keep_records` removes.
+
+    Raises
+    ------
+    OSError
+        As the write raised it; one that names no file (a full disk) is raised again
+        naming ``path``.
+    """
+    path = Path(path)
+    try:
+        with open(path, "ab") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as exc:
+        if exc.filename is None:
+            raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
+        raise
+
+
+def append_record(path: str | Path, record: Mapping[str, Any]) -> None:
+    """Append one line of strict JSON (:func:`to_json`) to a JSON-lines file, flushed and
+    fsync'ed (:func:`append_bytes`)."""
+    append_bytes(path, (to_json(record, indent=None) + "\n").encode())
+
+
+def keep_records(path: str | Path, n: int) -> None:
+    """Cut a JSON-lines file to its first ``n`` lines, as they are written (their bytes
+    unchanged, each ending in a newline); what follows, a torn last line included, is
+    dropped. The file is replaced atomically (:func:`atomic_write_bytes`), and only when
+    it changes; ``n`` 0 removes it. The caller checks that the lines are sound
+    (:func:`read_records`)."""
+    p = Path(path)
+    if n <= 0:
+        p.unlink(missing_ok=True)
+        return
+    try:
+        data = p.read_bytes()
+    except FileNotFoundError:
+        data = b""
+    lines = data.splitlines(keepends=True)[:n]
+    kept = b"".join(x if x.endswith((b"\n", b"\r")) else x + b"\n" for x in lines)
+    if kept != data:
+        atomic_write_bytes(p, kept)
+
+
 def read_records(path: str | Path) -> list[dict]:
     """Records of a JSON-lines file, up to the first line that is not a JSON object: a
     torn last line (crash mid-write) is dropped, and so is everything from a damaged

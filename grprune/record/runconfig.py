@@ -233,6 +233,14 @@ class RunConfig(Mapping[str, Any]):
     Build one with :func:`grprune.resolve.resolve_config`, or from a stored
     ``config.json`` with :meth:`from_dict` (which upgrades older layouts).
 
+    Each value has one spelling, the path of ``config.json``: a section
+    (``cfg.data.name``, ``cfg.data.split``, ``cfg.train.seed``, ``cfg.train.epochs``,
+    ``cfg.selector.name``, ``list(cfg.reg)``), a record (``cfg.hash``, ``cfg.preset``,
+    ``cfg.features``) or a setting by its dotted key (``cfg.setting("reg.size.eta")``).
+    The older shortcuts ``dataset``, ``split``, ``shift``, ``selector_name``,
+    ``regularizers``, ``seed``, ``epochs`` and a dotted key to :meth:`get` still work
+    but are deprecated: each emits a :class:`DeprecationWarning` (:data:`DEPRECATED`).
+
     Raises
     ------
     TypeError
@@ -270,10 +278,15 @@ class RunConfig(Mapping[str, Any]):
         return self
 
     def get(self, key: str, default: Any = None) -> Any:
-        """A top-level entry (``cfg.get("hash")``), or with a dotted key any setting or
-        record field (``cfg.get("reg.size.eta")``, as :meth:`setting`); ``default``
-        when the configuration lacks it."""
-        return lookup(self, key, default) if "." in key else self._body.get(key, default)
+        """A top-level entry (``cfg.get("hash")``), ``default`` when the configuration
+        lacks it: the plain mapping's ``get``. A setting by its dotted key is
+        :meth:`setting`; a dotted key here (``cfg.get("reg.size.eta")``) still reads the
+        setting but is deprecated (a :class:`DeprecationWarning`).
+        """
+        if "." in key:
+            _deprecated(f"get({key!r})", f"setting({key!r})")
+            return lookup(self, key, default)
+        return self._body.get(key, default)
 
     def to_dict(self) -> dict[str, Any]:
         """The plain ``dict`` of ``config.json`` (a new one: changing it changes nothing
@@ -284,35 +297,6 @@ class RunConfig(Mapping[str, Any]):
     def from_dict(cls, cfg: Mapping[str, Any]) -> "RunConfig":
         """A stored configuration in the current layout (:func:`upgrade`)."""
         return cfg if isinstance(cfg, RunConfig) else cls(upgrade(cfg))
-
-    @property
-    def dataset(self) -> str:
-        """``data.name``."""
-        return str(self["data"]["name"])
-
-    @property
-    def split(self) -> str | None:
-        """``data.split`` (None for datasets without one)."""
-        return self["data"].get("split")
-
-    @property
-    def selector_name(self) -> str:
-        """``selector.name``; ``"none"`` for ERM."""
-        return str(self["selector"]["name"])
-
-    @property
-    def regularizers(self) -> list[str]:
-        """Regularizer names in ``--reg`` order; empty for none."""
-        return list(self["reg"])
-
-    @property
-    def seed(self) -> int:
-        return int(self["train"]["seed"])
-
-    @property
-    def shift(self) -> str | None:
-        """``data.shift`` (None for datasets without one)."""
-        return self["data"].get("shift")
 
     @property
     def data(self) -> DataConfig:
@@ -365,10 +349,6 @@ class RunConfig(Mapping[str, Any]):
         return lookup(self, key, default)
 
     @property
-    def epochs(self) -> int:
-        return int(self["train"]["epochs"])
-
-    @property
     def preset(self) -> str:
         """The preset the run was resolved with (``paper`` for runs without a record)."""
         return str((self.get("preset") or {}).get("name", "paper"))
@@ -379,9 +359,64 @@ class RunConfig(Mapping[str, Any]):
         record = self.get("features")
         return FeatureSpec.from_dict(record) if isinstance(record, Mapping) else None
 
-    def with_features(self, spec: FeatureSpec) -> "RunConfig":
+    def with_features(self, features: FeatureSpec) -> "RunConfig":
         """A new configuration with the ``features`` record set."""
-        return RunConfig({**self._body, "features": spec.to_dict()})
+        return RunConfig({**self._body, "features": features.to_dict()})
+
+    # -- deprecated spellings: each value has one, the section path of config.json ----------
+    @property
+    def dataset(self) -> str:
+        """Deprecated: ``cfg.data.name`` (a :class:`DeprecationWarning`)."""
+        _deprecated("dataset", "data.name")
+        return self.data.name
+
+    @property
+    def split(self) -> str | None:
+        """Deprecated: ``cfg.data.split`` (a :class:`DeprecationWarning`)."""
+        _deprecated("split", "data.split")
+        return self.data.split
+
+    @property
+    def shift(self) -> str | None:
+        """Deprecated: ``cfg.data.shift`` (a :class:`DeprecationWarning`)."""
+        _deprecated("shift", "data.shift")
+        return self.data.shift
+
+    @property
+    def selector_name(self) -> str:
+        """Deprecated: ``cfg.selector.name`` (a :class:`DeprecationWarning`)."""
+        _deprecated("selector_name", "selector.name")
+        return self.selector.name
+
+    @property
+    def regularizers(self) -> list[str]:
+        """Deprecated: ``list(cfg.reg)`` (a :class:`DeprecationWarning`)."""
+        _deprecated("regularizers", "reg (list(cfg.reg))")
+        return list(self.reg)
+
+    @property
+    def seed(self) -> int:
+        """Deprecated: ``cfg.train.seed`` (a :class:`DeprecationWarning`)."""
+        _deprecated("seed", "train.seed")
+        return self.train.seed
+
+    @property
+    def epochs(self) -> int:
+        """Deprecated: ``cfg.train.epochs`` (a :class:`DeprecationWarning`)."""
+        _deprecated("epochs", "train.epochs")
+        return self.train.epochs
+
+
+#: the deprecated spellings of :class:`RunConfig` -> their one spelling
+DEPRECATED = {"dataset": "data.name", "split": "data.split", "shift": "data.shift",
+              "selector_name": "selector.name", "regularizers": "reg",
+              "seed": "train.seed", "epochs": "train.epochs", "get(dotted key)": "setting"}
+
+
+def _deprecated(old: str, new: str) -> None:
+    """Warn that ``RunConfig.old`` is spelled ``cfg.new`` (warned from the caller's line)."""
+    warnings.warn(f"RunConfig.{old} is deprecated; use cfg.{new}", DeprecationWarning,
+                  stacklevel=3)
 
 
 def check_config(cfg: Any) -> str | None:

@@ -41,10 +41,11 @@ import zipfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, NoReturn
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, NoReturn
 
 from grprune.errors import GrpruneError
 from grprune.record.epoch import EpochRecord
+from grprune.record.error import ErrorRecord
 from grprune.record.files import (
     CHECKPOINT,
     CONFIG,
@@ -55,16 +56,20 @@ from grprune.record.files import (
     RESULTS,
     STATE,
     SUMMARY,
+    append_record,
     atomic_save,
     atomic_write_json,
     damaged_zip_member,
+    keep_records,
     read_json,
     read_records,
-    write_records,
 )
 from grprune.record.runconfig import RunConfig, check_config
 from grprune.record.settings import config_hash
 from grprune.record.summary import RunSummary, check_summary
+
+if TYPE_CHECKING:  # trainstate imports torch: read_state imports it when it runs
+    from grprune.record.trainstate import TrainState
 
 LOCK = ".lock"
 #: files a directory may hold and still count as empty
@@ -139,8 +144,9 @@ class RunDir:
         data, why = load_json(self.path / ERROR)
         if why is not None:
             return f"failed ({why})"
-        msg = data.get("message") or json.dumps(data) if isinstance(data, dict) else data
-        return one_line(msg)
+        if not isinstance(data, dict):
+            return one_line(data)
+        return one_line(ErrorRecord.from_dict(data).message or json.dumps(data))
 
     def _progress(self, cfg: RunConfig) -> str:
         """``"3/100 epochs; state.pt present: ...; last written 2 min ago"``."""
@@ -258,10 +264,12 @@ class RunDir:
         data = read_json(self.path / SUMMARY)
         return RunSummary.from_dict(data) if isinstance(data, dict) else None
 
-    def error(self) -> dict | None:
-        """``error.json`` (a failure a sweep or the run recorded); None without one."""
+    def error(self) -> ErrorRecord | None:
+        """``error.json``, typed (:class:`~grprune.record.error.ErrorRecord`: a failure a
+        sweep or the run recorded); None without one, or when it is unreadable or not a
+        JSON object."""
         data = read_json(self.path / ERROR)
-        return data if isinstance(data, dict) else None
+        return ErrorRecord.from_dict(data) if isinstance(data, dict) else None
 
     def record_lines(self) -> list[dict]:
         """``results.jsonl`` as written, one dict per epoch (a torn last line is skipped)."""
@@ -293,7 +301,7 @@ class RunDir:
                 f"or run the same command with --force to start this run over")
         return records
 
-    def read_state(self, epochs: int | None = None) -> dict:
+    def read_state(self, epochs: int | None = None) -> TrainState:
         """``state.pt`` (:mod:`grprune.record.trainstate`), read without running code from it, and
         checked as a whole before anything of it is used.
 
@@ -304,6 +312,7 @@ class RunDir:
         in ``[0, epochs - 1]``, the record count, the selected epoch, the random streams
         (the model's shapes are checked against the model by the trainer,
         :func:`grprune.record.trainstate.model_problem`, through :meth:`reject_state`).
+        It is returned typed (:class:`~grprune.record.trainstate.TrainState`).
 
         Parameters
         ----------
@@ -317,7 +326,7 @@ class RunDir:
             do not match, or not what grprune writes) or its contents are not a state of
             this run (:meth:`reject_state`).
         """
-        from grprune.record.trainstate import state_problem
+        from grprune.record.trainstate import TrainState, state_problem
         path = self.path / STATE
         bad = damaged_zip_member(path)  # torch.load does not check the archive's checksums
         reason = None if bad is None else f"it is damaged ({bad} does not match its checksum)"
@@ -327,7 +336,7 @@ class RunDir:
         if state is not None:
             problem = state_problem(state, epochs)
             if problem is None:
-                return state
+                return TrainState.from_dict(state, epochs)
             self.reject_state(problem, loaded=True)
         self.reject_state(reason or "it is not a grprune training state")
 
@@ -405,13 +414,25 @@ class RunDir:
         """Write ``config.json`` (a :class:`RunConfig` or a configuration mapping)."""
         atomic_write_json(self.path / CONFIG, _plain(cfg))
 
-    def write_records(self, lines: Iterable[Mapping[str, Any]]) -> None:
-        """Write ``results.jsonl``: every epoch's line so far (:meth:`EpochRecord.to_dict`)."""
-        write_records(self.path / RESULTS, lines)
+    def keep_records(self, n: int) -> None:
+        """Cut ``results.jsonl`` to its first ``n`` lines, their bytes unchanged (``n`` 0
+        removes it): before a run trains its first epoch, or resumes after the ``n``
+        epochs its ``state.pt`` counts (:meth:`resumed_records` checked them), lines of
+        later epochs and a torn last line (a crash mid-append) go. Atomic, and nothing is
+        written when the file already holds just those lines."""
+        keep_records(self.path / RESULTS, n)
 
-    def save_state(self, state: Mapping[str, Any]) -> None:
-        """Write ``state.pt`` (:func:`grprune.record.trainstate.state_of`)."""
-        self._torch_save(STATE, state)
+    def append_record(self, record: EpochRecord) -> None:
+        """Append one epoch's line (:meth:`EpochRecord.to_dict`) to ``results.jsonl``,
+        flushed and fsync'ed (:func:`grprune.record.files.append_bytes`): a crash mid-append
+        leaves at most a torn last line, which readers skip and :meth:`keep_records`
+        removes on resume."""
+        append_record(self.path / RESULTS, record.to_dict())
+
+    def save_state(self, state: TrainState) -> None:
+        """Write ``state.pt`` (:func:`grprune.record.trainstate.state_of`;
+        :meth:`~grprune.record.trainstate.TrainState.to_dict` on disk)."""
+        self._torch_save(STATE, state.to_dict())
 
     def save_checkpoint(self, state_dict: Mapping[str, Any], last: bool = False) -> None:
         """Write the model's ``state_dict`` to ``checkpoint.pt`` (the selected epoch), or
@@ -428,9 +449,11 @@ class RunDir:
         """Write ``summary.json``: the run is finished."""
         atomic_write_json(self.path / SUMMARY, summary.to_dict())
 
-    def write_error(self, record: Mapping[str, Any]) -> None:
-        """Write ``error.json``: why the run failed (``message``, ``kind``, ...)."""
-        atomic_write_json(self.path / ERROR, dict(record))
+    def write_error(self, record: ErrorRecord | Mapping[str, Any]) -> None:
+        """Write ``error.json``: why the run failed (:class:`ErrorRecord`, or a mapping of
+        its fields: ``message``, ``kind``, ...)."""
+        data = record.to_dict() if isinstance(record, ErrorRecord) else dict(record)
+        atomic_write_json(self.path / ERROR, data)
 
     def remove_error(self) -> None:
         (self.path / ERROR).unlink(missing_ok=True)

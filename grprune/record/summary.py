@@ -18,6 +18,7 @@ seconds, memory in MiB.
 from __future__ import annotations
 
 import copy
+import warnings
 from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
 
@@ -27,6 +28,9 @@ from grprune.record.runconfig import FeatureSpec
 #: the scores of the selected model, by split (``id_valid`` and ``id_test`` where the
 #: dataset has in-distribution hold-outs)
 SCORES = ("train", "valid", "test", "id_valid", "id_test")
+#: a field whose key in ``summary.json`` is another name (kept for the file's bytes)
+ON_DISK = {"features": "model"}
+IN_MEMORY = {v: k for k, v in ON_DISK.items()}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -72,9 +76,10 @@ class RunSummary:
     environment, determinism, dataset_info : mapping
         Software and hardware (:func:`grprune.provenance.environment`), the determinism
         settings in force, and the dataset's own record (sizes, skipped rows).
-    model : FeatureSpec or None
-        The data's feature and class sizes (written in its older ``feature_kind`` /
-        ``num_classes`` form; ``config.json``'s ``features`` is the newer record).
+    features : FeatureSpec or None
+        The data's feature and class sizes, written under the key ``model`` in its older
+        ``feature_kind`` / ``num_classes`` form (``config.json``'s ``features`` is the
+        newer record); :attr:`model` is a deprecated alias.
     extra : mapping
         Keys of a summary read from a file that this version does not know (the file's
         ``non_finite`` among them), written back after the known ones.
@@ -114,7 +119,7 @@ class RunSummary:
     config_hash: str | None = None
     environment: Mapping[str, Any] = field(default_factory=dict)
     determinism: Mapping[str, Any] = field(default_factory=dict)
-    model: FeatureSpec | None = None
+    features: FeatureSpec | None = None
     data_load_s: float | None = None
     wall_time_s: float | None = None
     dataset_info: Mapping[str, Any] = field(default_factory=dict)
@@ -124,7 +129,8 @@ class RunSummary:
     @classmethod
     def keys_written(cls) -> tuple[str, ...]:
         """The known keys of ``summary.json``, in the file's order."""
-        return tuple(f.name for f in fields(cls) if f.name not in ("extra", "absent"))
+        return tuple(ON_DISK.get(f.name, f.name) for f in fields(cls)
+                     if f.name not in ("extra", "absent"))
 
     def to_dict(self) -> dict[str, Any]:
         """The ``summary.json`` record (a new dict, nothing shared with the summary)."""
@@ -132,7 +138,7 @@ class RunSummary:
         for name in self.keys_written():
             if name in self.absent:
                 continue
-            value = getattr(self, name)
+            value = getattr(self, IN_MEMORY.get(name, name))
             if name == "reg":
                 value = list(value)
             elif name == "model":
@@ -164,7 +170,8 @@ class RunSummary:
             except (GrpruneError, AttributeError):
                 extra["model"] = values.pop("model")
         absent = frozenset(k for k in names if k not in values)
-        return cls(**values, extra=extra, absent=absent)
+        return cls(**{IN_MEMORY.get(k, k): v for k, v in values.items()}, extra=extra,
+                   absent=absent)
 
     def score(self, split: str) -> float | None:
         """The selected model's score on ``split`` (``test``, ``valid``, ``train``,
@@ -180,9 +187,12 @@ class RunSummary:
         return not {"id_valid", "id_test"} <= self.absent
 
     @property
-    def features(self) -> FeatureSpec | None:
-        """:attr:`model`: the data's :class:`~grprune.record.runconfig.FeatureSpec`."""
-        return self.model
+    def model(self) -> FeatureSpec | None:
+        """Deprecated: :attr:`features` (the field's name up to issue 53, after its key in
+        ``summary.json``)."""
+        warnings.warn("RunSummary.model is deprecated; use summary.features",
+                      DeprecationWarning, stacklevel=2)
+        return self.features
 
 
 def check_summary(summary: Any, cfg: Mapping[str, Any]) -> str | None:

@@ -3,10 +3,12 @@
 :func:`state_of` gathers, after each epoch, everything the next epoch depends on: the
 model's, the regularizers' and the optimizer's state, the selected epoch so far
 (:class:`Best`), every random stream (Python, NumPy, torch on the CPU and CUDA, the
-shuffle's generators) and how many epochs ``results.jsonl`` holds. It is tensors and
-plain Python values only, so :func:`torch.load` reads it with ``weights_only=True`` (no
-pickled code). :func:`restore_state` puts it back into a :class:`grprune.trainer.Trainer`;
-:meth:`grprune.record.rundir.RunDir.read_state` reads the file and
+shuffle's generators) and how many epochs ``results.jsonl`` holds, as a
+:class:`TrainState`. On disk it is :meth:`TrainState.to_dict`: tensors and plain Python
+values only, so :func:`torch.load` reads it with ``weights_only=True`` (no pickled code).
+:func:`restore_state` puts it back into a :class:`grprune.trainer.Trainer`;
+:meth:`grprune.record.rundir.RunDir.read_state` reads the file (checked by
+:func:`state_problem`, typed by :meth:`TrainState.from_dict`) and
 :meth:`~grprune.record.rundir.RunDir.resumed_records` the epochs it counts.
 """
 
@@ -55,10 +57,75 @@ class Best:
         return False
 
 
+@dataclass(frozen=True)
+class TrainState:
+    """``state.pt``, typed: the training state after epoch ``epoch`` (from 0).
+
+    Attributes
+    ----------
+    epoch : int
+        The last epoch trained, in ``[0, train.epochs - 1]``.
+    model, optimizer : mapping
+        The model's and the optimizer's ``state_dict``.
+    regs : mapping
+        Regularizer name -> its ``state_dict``.
+    best : Best
+        The selected epoch so far.
+    rng : mapping
+        Every random stream: ``torch`` and ``loader`` (byte tensors), ``numpy`` (NumPy's
+        legacy 5 fields, its 624 keys a tensor), ``python`` (3 fields, 625 words), and
+        ``cuda``, ``loader_device`` where the run used them.
+    n_records : int
+        The epochs ``results.jsonl`` holds for it: ``epoch + 1``.
+    stopped : bool
+        Early stopping ended the run after ``epoch``.
+    """
+
+    epoch: int
+    model: Mapping[str, Any]
+    regs: Mapping[str, Any]
+    optimizer: Mapping[str, Any]
+    best: Best
+    rng: Mapping[str, Any]
+    n_records: int
+    stopped: bool = False
+
+    def next_epoch(self, epochs: int) -> int:
+        """The epoch a resumed run of ``epochs`` epochs trains next: ``epoch + 1``, or
+        ``epochs`` (none) when early stopping had ended it."""
+        return epochs if self.stopped else self.epoch + 1
+
+    def to_dict(self) -> dict[str, Any]:
+        """What ``state.pt`` holds (:data:`STATE_KEYS`, in that order): tensors and plain
+        values only, ``best`` as a dict."""
+        return {"epoch": self.epoch, "model": self.model, "regs": self.regs,
+                "optimizer": self.optimizer, "best": dataclasses.asdict(self.best),
+                "rng": self.rng, "n_records": self.n_records, "stopped": self.stopped}
+
+    @classmethod
+    def from_dict(cls, state: Any, epochs: int | None = None) -> "TrainState":
+        """A loaded ``state.pt`` (:meth:`to_dict`), checked by :func:`state_problem`.
+
+        Raises
+        ------
+        ValueError
+            If :func:`state_problem` finds it unsound (the message says what is wrong).
+        """
+        if isinstance(state, TrainState):
+            return state
+        problem = state_problem(state, epochs)
+        if problem is not None:
+            raise ValueError(f"not a training state: {problem}")
+        return cls(epoch=state["epoch"], model=state["model"], regs=state["regs"],
+                   optimizer=state["optimizer"], best=Best(**state["best"]),
+                   rng=state["rng"], n_records=state["n_records"], stopped=state["stopped"])
+
+
 def state_of(trainer: Any, epoch: int, best: Best, n_records: int,
-             stopped: bool) -> dict[str, Any]:
+             stopped: bool) -> TrainState:
     """The state of ``trainer`` (a :class:`grprune.trainer.Trainer`) after ``epoch``, with
-    ``n_records`` epochs in ``results.jsonl``; ``stopped``: early stopping ended the run."""
+    ``n_records`` epochs in ``results.jsonl``; ``stopped``: early stopping ended the run.
+    ``best`` is copied."""
     numpy_state: Any = np.random.get_state()  # the legacy 5-tuple
     kind, keys, pos, has_gauss, gauss = numpy_state
     version, py_state, py_gauss = random.getstate()
@@ -71,19 +138,20 @@ def state_of(trainer: Any, epoch: int, best: Best, n_records: int,
         rng["cuda"] = torch.cuda.get_rng_state(trainer.device)
     if trainer.device_gen is not None:
         rng["loader_device"] = trainer.device_gen.get_state()
-    return {"epoch": epoch, "model": trainer.model.state_dict(),
-            "regs": {n: r.state_dict() for n, r in trainer.regs.items()},
-            "optimizer": trainer.optimizer.state_dict(), "best": dataclasses.asdict(best),
-            "rng": rng, "n_records": n_records, "stopped": stopped}
+    return TrainState(epoch=epoch, model=trainer.model.state_dict(),
+                      regs={n: r.state_dict() for n, r in trainer.regs.items()},
+                      optimizer=trainer.optimizer.state_dict(),
+                      best=dataclasses.replace(best), rng=rng, n_records=n_records,
+                      stopped=stopped)
 
 
-def restore_state(trainer: Any, state: dict[str, Any]) -> None:
+def restore_state(trainer: Any, state: TrainState) -> None:
     """Put a :func:`state_of` back into ``trainer``: weights, optimizer, random streams."""
-    trainer.model.load_state_dict(state["model"])
+    trainer.model.load_state_dict(state.model)
     for n, r in trainer.regs.items():
-        r.load_state_dict(state["regs"][n])
-    trainer.optimizer.load_state_dict(state["optimizer"])
-    rng = state["rng"]
+        r.load_state_dict(state.regs[n])
+    trainer.optimizer.load_state_dict(state.optimizer)
+    rng = state.rng
     torch.set_rng_state(rng["torch"])
     kind, keys, pos, has_gauss, gauss = rng["numpy"]
     np.random.set_state((kind, keys.numpy().astype(np.uint32), pos, has_gauss, gauss))
@@ -183,13 +251,13 @@ def _shape_problem(what: str, saved: Any, live: Mapping[str, Any]) -> str | None
     return None
 
 
-def model_problem(trainer: Any, state: Mapping[str, Any]) -> str | None:
-    """Whether a sound :func:`state_problem` state fits ``trainer``'s model, regularizers and
-    optimizer (names and shapes); in words, None when it does."""
-    problem = _shape_problem("model", state["model"], trainer.model.state_dict())
+def model_problem(trainer: Any, state: TrainState) -> str | None:
+    """Whether a sound state fits ``trainer``'s model, regularizers and optimizer (names
+    and shapes); in words, None when it does."""
+    problem = _shape_problem("model", state.model, trainer.model.state_dict())
     if problem:
         return problem
-    regs = state["regs"]
+    regs = state.regs
     if set(regs) != set(trainer.regs):
         return (f"its regularizers are {sorted(regs) or 'none'}, this run's "
                 f"{sorted(trainer.regs) or 'none'}")
@@ -197,7 +265,7 @@ def model_problem(trainer: Any, state: Mapping[str, Any]) -> str | None:
         problem = _shape_problem(f"regularizer {name}", regs[name], reg.state_dict())
         if problem:
             return problem
-    opt, live = state["optimizer"], trainer.optimizer.state_dict()
+    opt, live = state.optimizer, trainer.optimizer.state_dict()
     groups = opt.get("param_groups")
     if (not isinstance(groups, list) or not isinstance(opt.get("state"), Mapping)
             or len(groups) != len(live["param_groups"])

@@ -109,7 +109,7 @@ def keyed_uniform(seed: int, graph_key: Tensor, unit_key: Tensor, draw: int = 0)
     Parameters
     ----------
     seed : int
-        The evaluation's seed (e.g. :func:`grprune.trainer.eval_seed`).
+        The evaluation's seed (e.g. :func:`grprune.determinism.eval_seed`).
     graph_key : Tensor of shape (M,), int64
         Each unit's graph identity (dataset index, or a hash of the canonical SMILES).
     unit_key : Tensor of shape (M,), int64

@@ -338,13 +338,13 @@ def _lookup(key: str, cfg: Mapping[str, Any]) -> Any:
     return lookup(cfg, key, _MISSING)
 
 
-def applies(key: str, cfg: Mapping[str, Any]) -> bool:
+def applies(key: str, cfg: RunConfig) -> bool:
     """Whether the ``-H`` key names a hyperparameter of a part of ``cfg``.
 
     ``reg.size.eta`` applies when ``size`` is one of the regularizers and declares
     ``eta``; ``selector.tau`` when there is a selector that declares ``tau``.
     """
-    if key.startswith("selector.") and RunConfig.from_dict(cfg).selector_name == "none":
+    if key.startswith("selector.") and cfg.selector.name == "none":
         return False
     return _lookup(key, cfg) is not _MISSING
 
@@ -359,7 +359,7 @@ def value_of(axis: str, conf: Configuration) -> Any:
     if axis in PART_KEYS or axis in OPTION_KEYS:  # --data is data.name, --epochs train.epochs
         return cfg.setting(PART_KEYS.get(axis) or OPTION_KEYS[axis])
     if axis == "reg":
-        return ",".join(cfg.regularizers) or "none"
+        return ",".join(cfg.reg) or "none"
     if any(d.split("=", 1)[0] == axis for d in conf.dropped):
         return None
     value = _lookup(axis, cfg)

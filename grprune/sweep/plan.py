@@ -18,6 +18,7 @@ from typing import Any, Callable, Mapping, Sequence
 from grprune.errors import GrpruneError
 from grprune.record import files as R
 from grprune.record.runconfig import RunConfig
+from grprune.record.error import ErrorRecord
 from grprune.record.rundir import RUNNING_ELSEWHERE, RunDir
 from grprune.record.settings import same_run
 from grprune.sweep.grid import Configuration, Expansion
@@ -83,7 +84,7 @@ def plan_entries(expansion: Expansion, root: Path) -> list[dict]:
     for conf in expansion.configs:
         cfg = conf.cfg
         out.append({"hash": conf.hash, "run_dir": rel_dir(conf, root),
-                    "dataset": cfg.dataset, "method": method_slug(cfg), "seed": cfg.seed,
+                    "dataset": cfg.data.name, "method": method_slug(cfg), "seed": cfg.train.seed,
                     "values": expansion.values(conf), "dropped": list(conf.dropped)})
     return out
 
@@ -337,12 +338,11 @@ def finish_job(job: Job, returncode: int | None, error: str | None = None) -> tu
     if returncode == 0 and error is None:
         message = "exited with code 0 but wrote no summary.json"
     # what the run itself recorded (a diverged run's kind and epoch) is kept
-    own = rundir.error() or {}
-    own = {k: own[k] for k in ("kind", "epoch") if k in own}
-    rundir.write_error({
-        **own, "message": message, "returncode": returncode, "time": now(),
-        "command": "python -m grprune " + shlex.join(job.args), "hash": cfg.hash,
-        "log": rundir.log_path.name, "stderr_tail": lines})
+    own = rundir.error() or ErrorRecord()
+    rundir.write_error(ErrorRecord(
+        kind=own.kind, epoch=own.epoch, message=message, returncode=returncode, time=now(),
+        command="python -m grprune " + shlex.join(job.args), hash=cfg.hash,
+        log=rundir.log_path.name, stderr_tail=tuple(lines)))
     return False, message
 
 

@@ -65,7 +65,7 @@ def good_runs(dirs: list[Path]):
 def run_curve(cfg, records) -> list[dict]:
     """One row per epoch of a run (:data:`CURVE_FIELDS`): the learning rate, the mean
     training loss per graph and the scores ×100."""
-    return [{"dataset": cfg.dataset, "split": cfg.split, "seed": cfg.seed, "epoch": r.epoch,
+    return [{"dataset": cfg.data.name, "split": cfg.data.split, "seed": cfg.train.seed, "epoch": r.epoch,
              "lr": r.lr, "loss": round(r.loss.get("total", 0.0), 5),
              "valid": _pct(r.scores.get("valid"), r.metric),
              "test": _pct(r.scores.get("test"), r.metric),
@@ -88,9 +88,9 @@ def run_row(rd, cfg, records, commit: str = "", hardware: str = "") -> dict:
     times = sorted(r.epoch_time_s for r in records if r.epoch_time_s is not None)
     summary = rd.summary()
     env = (summary.environment if summary is not None else None) or {}
-    return {"dataset": cfg.dataset, "split": cfg.split, "seed": cfg.seed,
+    return {"dataset": cfg.data.name, "split": cfg.data.split, "seed": cfg.train.seed,
             "preset": "good", "finished": summary is not None,
-            "epochs_done": len(records), "epochs": cfg.epochs, "best_epoch": best,
+            "epochs_done": len(records), "epochs": cfg.train.epochs, "best_epoch": best,
             "valid": round(100 * valid[best], 2), "test": round(100 * test[best], 2),
             "test_last": round(100 * test[-1], 2), "test_max": round(100 * max(test), 2),
             "epoch_s_median": round(times[len(times) // 2], 1) if times else "",

@@ -44,8 +44,8 @@ import torch
 from grprune.record import files as R
 from grprune.data.store import GraphStore
 from grprune.run import load_config_dataset
-from grprune.record.runconfig import FeatureSpec
-from grprune.trainer import build_model_from_dims
+from grprune.record.runconfig import RunConfig
+from grprune.trainer import build_model_from_features
 
 MASKS = ("selector", "all edges", "motif only", "no motif", "selector + motif",
          "selector - motif")
@@ -65,11 +65,12 @@ def _masks(sel_weight: torch.Tensor, gt: torch.Tensor) -> dict[str, torch.Tensor
             "selector - motif": sel_weight * (ones - motif)}
 
 
-def load_model(run_dir: Path, cfg: dict, checkpoint: str = "best"):
+def load_model(run_dir: Path, cfg: RunConfig, checkpoint: str = "best"):
     """The run's model from the file :data:`CHECKPOINTS` names, in eval mode, on the CPU."""
     name, key = CHECKPOINTS[checkpoint]
     state = torch.load(run_dir / name, map_location="cpu", weights_only=True)
-    model, _ = build_model_from_dims(cfg, FeatureSpec.from_dict(cfg["features"]))
+    assert cfg.features is not None, f"{run_dir}: config.json has no features record"
+    model, _ = build_model_from_features(cfg, cfg.features)
     model.load_state_dict(state[key] if key else state)
     return model.eval()
 
@@ -85,11 +86,11 @@ def probe(run_dir: Path, parts: list[str], checkpoint: str = "best", seed: int =
         "kept_motif_by_class": {class: float}, "graphs": int, "split": str}``, where
         ``split`` is the run's ``data.split`` (what ``--from-json --split`` selects by).
     """
-    cfg = json.loads((run_dir / R.CONFIG).read_text())
+    cfg = RunConfig.from_dict(json.loads((run_dir / R.CONFIG).read_text()))
     model = load_model(run_dir, cfg, checkpoint)
     dataset = load_config_dataset(cfg)
     store = GraphStore.from_dataset(dataset)
-    limit = int(cfg["data"].get("limit", 0) or 0)
+    limit = int(cfg.data.limit or 0)
     torch.manual_seed(seed)
     out = {}
     for part in parts:
@@ -115,7 +116,7 @@ def probe(run_dir: Path, parts: list[str], checkpoint: str = "best", seed: int =
                 acc = by_class.setdefault(int(c), [0.0, 0])
                 acc[0] += float(sel.edge_weight[where].sum())
                 acc[1] += int(where.sum())
-        out[part] = {"graphs": int(len(idx)), "split": cfg["data"].get("split"),
+        out[part] = {"graphs": int(len(idx)), "split": cfg.data.split,
                      "accuracy": {m: correct[m] / len(idx) for m in MASKS},
                      "kept_motif": kept["motif"][0] / max(kept["motif"][1], 1),
                      "kept_other": kept["other"][0] / max(kept["other"][1], 1),
