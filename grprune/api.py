@@ -67,7 +67,7 @@ def hparam_keywords(kwargs: Mapping[str, Any]) -> dict[str, Any]:
                 f"(data_path=..., train_lr=..., reg_size_eta=...) or hparams="
                 f"{{'reg.size.eta': 0.75}}; sections: {', '.join(SECTIONS)}")
         if section == "reg":
-            from grprune.regularizers import REGULARIZERS
+            from grprune.regularizers.base import REGULARIZERS
             names = sorted(REGULARIZERS.names(), key=len, reverse=True)
             name = next((n for n in names if rest.startswith(n.replace("-", "_") + "_")), None)
             if name is None:
@@ -145,7 +145,8 @@ def store_graphs(dataset, root: str | Path | None = None) -> Path:
         ``dgl-graphs`` file (:func:`grprune.data.save_dataset`) with the ``split``
         tensor; written only when it is not there yet.
     """
-    from grprune.data import default_root, save_dataset
+    from grprune.data.registry import default_root
+    from grprune.data.dgl_graphs import save_dataset
     folder = Path(root or default_root()).expanduser() / "graphs"
     name = re.sub(r"[^A-Za-z0-9_.-]+", "-", str(dataset.name)) or "graphs"
     path = folder / f"{name}-{graphs_fingerprint(dataset)[:16]}.bin"

@@ -98,7 +98,8 @@ def series(dirs: Sequence[str | Path]) -> list[Series]:
         If no run with records is found.
     """
     from grprune.collect.selection import _column_labels, _group_key
-    from grprune.collect import method_label, scan_runs
+    from grprune.naming import method_label
+    from grprune.collect.reading import scan_runs
     scan = scan_runs(dirs)
     runs = list(scan.runs)
     groups: dict[tuple, list] = {}

@@ -17,7 +17,7 @@ ABLATION_ROWS = ("size,eps-align", "size", "eps-align", "none")
 
 def _reg_class(name: str):
     try:
-        from grprune.regularizers import REGULARIZERS
+        from grprune.regularizers.base import REGULARIZERS
         return REGULARIZERS.get(name)
     except Exception:  # an unknown or broken plugin: named by its own name
         return None
@@ -27,7 +27,7 @@ def _selector_class(name: str):
     if name == "none":
         return None
     try:
-        from grprune.selectors import SELECTORS
+        from grprune.selectors.base import SELECTORS
         return SELECTORS.get(name)
     except Exception:
         return None
@@ -128,8 +128,8 @@ def ablation_label(reg: Sequence[str], selector: str) -> str:
 
 def _table_orders() -> dict[str, float]:
     """``display_name`` -> ``table_order`` of every registered regularizer and selector."""
-    from grprune.regularizers import REGULARIZERS
-    from grprune.selectors import SELECTORS
+    from grprune.regularizers.base import REGULARIZERS
+    from grprune.selectors.base import SELECTORS
     out = {}
     for registry in (REGULARIZERS, SELECTORS):
         for name in registry.names():

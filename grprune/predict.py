@@ -390,7 +390,7 @@ def draw_prediction(pred: Prediction, out_dir: str | Path, fmt: str = "png",
     from grprune.record import files as R
     from grprune.draw import (draw_graph, draw_molecule, highlight_caption, highlighted_bonds,
                               rdkit_drawing_error)
-    from grprune.explain import ranking_score
+    from grprune.explain_metrics import ranking_score
 
     out_dir = Path(out_dir)
     written = []

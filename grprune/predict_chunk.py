@@ -14,8 +14,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from grprune.predict import (EMPTY, MISMATCH, MOLECULE_COLUMNS, OK, TOO_LARGE, UNPARSABLE,
-                             smiles_key, too_large)
+from grprune.predict import EMPTY, MISMATCH, MOLECULE_COLUMNS, OK, UNPARSABLE, smiles_key, too_large
+from grprune.data.molecules import TOO_LARGE
 
 
 @dataclass
@@ -140,7 +140,8 @@ def chunk_batches(flat, keys: np.ndarray, batch_size: int):
     """
     import torch
 
-    from grprune.batch import GraphBatch, bond_ids
+    from grprune.batch import GraphBatch
+    from grprune.ops import bond_ids
     node_ptr = np.concatenate([[0], np.cumsum(flat.num_nodes)])
     edge_ptr = np.concatenate([[0], np.cumsum(flat.num_edges)])
     for lo in range(0, len(flat), batch_size):

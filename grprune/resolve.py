@@ -37,9 +37,9 @@ def preset_items(preset: Any, data_name: str, source: Any, encoder_name: str,
     GrpruneError
         On a key that no registered part of its kind declares (a typo in the preset).
     """
-    from grprune.encoders import ENCODERS
-    from grprune.regularizers import REGULARIZERS
-    from grprune.selectors import SELECTORS
+    from grprune.encoders.base import ENCODERS
+    from grprune.regularizers.base import REGULARIZERS
+    from grprune.selectors.base import SELECTORS
 
     def known(registry, key):
         return any(key in getattr(registry.get(n), "defaults", {}) for n in registry.names())
@@ -151,7 +151,7 @@ def resolve_config(*, data: str | None = None, selector: str | None = None,
     split = _requested_split(parts, [*recommended, *given_items])
     chosen, requested, from_preset = _preset(preset, file_cfg, parts, split)
     items: list[tuple[str, Any]] = [*recommended, *from_preset.items(), *given_items]
-    from grprune.encoders import ENCODERS
+    from grprune.encoders.base import ENCODERS
     encoder_cls = ENCODERS.get(parts.encoder)
     given, reg_given = _split_items(move_keys(items, encoder_cls.defaults), parts.reg)
 
@@ -186,10 +186,10 @@ class _Parts:
 def _pick_parts(file_cfg: Mapping[str, Any], *, data, selector, reg, encoder) -> _Parts:
     """Part names from the flags, else the config file, else the defaults; ``--selector
     auto`` becomes gumbel-gin when a regularizer needs a selector, none otherwise."""
-    from grprune.data import DATASETS
-    from grprune.encoders import ENCODERS
-    from grprune.regularizers import REGULARIZERS
-    from grprune.selectors import SELECTORS
+    from grprune.data.registry import DATASETS
+    from grprune.encoders.base import ENCODERS
+    from grprune.regularizers.base import REGULARIZERS
+    from grprune.selectors.base import SELECTORS
 
     def pick(section: str, cli_value: str | None, default: str) -> str:
         if cli_value is not None:
@@ -249,7 +249,7 @@ def _split_items(items, reg_classes: Mapping[str, Any]):
     GrpruneError
         On ``reg.NAME.key`` for a regularizer that is not in ``--reg``.
     """
-    from grprune.regularizers import REGULARIZERS
+    from grprune.regularizers.base import REGULARIZERS
     given: dict[str, dict[str, Any]] = {s: {} for s in SECTIONS if s != "reg"}
     reg_given: dict[str, dict[str, Any]] = {n: {} for n in reg_classes}
     for key, value in items:
@@ -296,7 +296,7 @@ def _selector_section(parts: _Parts, given: Mapping[str, Any]) -> dict[str, Any]
         If two regularizers need different values of one key, a regularizer needs a
         (learned) selector the run lacks, or selector keys are set without a selector.
     """
-    from grprune.selectors import SELECTORS
+    from grprune.selectors.base import SELECTORS
     reg_selector: dict[str, Any] = {}
     for name, cls in parts.reg.items():
         for key, value in getattr(cls, "selector_defaults", {}).items():

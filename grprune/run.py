@@ -23,7 +23,7 @@ from grprune.record.summary import RunSummary
 
 def load_config_dataset(cfg: RunConfig):
     """The dataset a resolved config trains on (``data.limit`` is applied by the trainer)."""
-    from grprune.data import load_dataset
+    from grprune.data.registry import load_dataset
     data = cfg.data
     return load_dataset(data.name, root=data.root or None, download=bool(data.download),
                         **data.params)

@@ -40,8 +40,8 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from grprune.errors import DataError, GrpruneError
-from grprune.predict_chunk import (OK, ChunkGraphs, bond_table, chunk_table, featurize_rows,
-                                   score_chunk)
+from grprune.predict import OK
+from grprune.predict_chunk import ChunkGraphs, bond_table, chunk_table, featurize_rows, score_chunk
 
 #: input rows per chunk (each chunk is scored and written before the next is read)
 CHUNK_ROWS = 20_000

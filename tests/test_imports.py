@@ -124,6 +124,58 @@ def test_the_record_layer_imports_only_errors_and_hparams():
         assert g[m] <= {"grprune", "grprune.errors"}, f"{m} imports {sorted(g[m])}"
 
 
+#: names a module imports on purpose to hand on: DGL, imported after compat's workaround
+FORWARDED = {("grprune.compat", "dgl")}
+
+
+def _top_level(tree: ast.Module):
+    for node in tree.body:
+        yield from (ast.walk(node) if isinstance(node, (ast.If, ast.Try)) else [node])
+
+
+def defining_module(module: str, name: str, mods: dict[str, Path]) -> str | None:
+    """The grprune module that defines ``name`` (a def, class or assignment at its top
+    level), following the from-imports of ``module``; None for a submodule."""
+    for _ in range(10):
+        if f"{module}.{name}" in mods or module not in mods:
+            return None
+        tree = ast.parse(mods[module].read_text(encoding="utf-8"))
+        nodes = list(_top_level(tree))
+        for n in nodes:
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
+                    and n.name == name:
+                return module
+            targets = (n.targets if isinstance(n, ast.Assign) else
+                       [n.target] if isinstance(n, ast.AnnAssign) else [])
+            if any(isinstance(x, ast.Name) and x.id == name
+                   for t in targets for x in ast.walk(t)):
+                return module
+        source = [(n.module, a.name) for n in nodes if isinstance(n, ast.ImportFrom)
+                  and not n.level and n.module for a in n.names if (a.asname or a.name) == name]
+        if not source:
+            return module
+        module, name = source[0]
+    return module
+
+
+def test_every_import_names_the_module_that_defines_the_name():
+    """``from grprune.X import name`` inside ``grprune/`` imports from where ``name`` is
+    defined, never through a package or module that imports it from elsewhere (issue 53);
+    the packages' re-exports are for users."""
+    mods, bad = modules(), []
+    for module, path in sorted(mods.items()):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.ImportFrom) and not node.level and node.module
+                    and node.module in mods):
+                continue
+            for alias in node.names:
+                where = defining_module(node.module, alias.name, mods)
+                if where not in (None, node.module) and (node.module, alias.name) not in FORWARDED:
+                    bad.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: "
+                               f"{alias.name} from {node.module}, defined in {where}")
+    assert not bad, "\n".join(bad)
+
+
 def test_the_cycle_finder_finds_a_deferred_import_cycle():
     g = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "p": {"p.x"}, "p.x": {"p"}, "d": set()}
     # a package and a submodule that imports a name from it are a cycle too

@@ -15,7 +15,7 @@ from grprune.cli.options import _names, option
 def _load(name: str, split: str | None, shift: str | None, overrides: tuple[str, ...],
           root: str | None, download: bool):
     """Resolve dataset parameters (``--split``, ``--shift``, ``-H``) and load."""
-    from grprune.data import DATASETS, load_dataset
+    from grprune.data.registry import DATASETS, load_dataset
     from grprune.errors import GrpruneError
     from grprune.record.settings import parse_override
 

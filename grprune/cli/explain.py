@@ -281,7 +281,7 @@ def _predict_stream(run, csv_file, smiles_column, id_column, keep_columns, out, 
     _note(summary.line())
     if out is not None:
         _note("wrote " + " and ".join(str(f) for f in summary.files))
-    from grprune.predict import TOO_LARGE
+    from grprune.data.molecules import TOO_LARGE
     return summary.scored, summary.skipped.get(TOO_LARGE, 0)
 
 
@@ -320,8 +320,9 @@ def _predict_in_memory(run, smiles, csv_file, smiles_column, id_column, keep_col
     """``predict --smiles``, ``--draw`` and runs with other featurizers: every molecule in
     memory (:func:`grprune.predict.predict_smiles`); the molecules scored and those too
     large to score."""
-    from grprune.predict import (OK, TOO_LARGE, draw_prediction, predict_smiles,
-                                 read_smiles_csv, write_prediction)
+    from grprune.predict import (OK, draw_prediction, predict_smiles, read_smiles_csv,
+                                 write_prediction)
+    from grprune.data.molecules import TOO_LARGE
     inputs = list(smiles) if smiles else read_smiles_csv(csv_file, smiles_column)
     ids = _csv_ids(run, csv_file, id_column) if csv_file is not None else None
     pred = predict_smiles(run, inputs, batch_size=batch_size)

@@ -42,11 +42,11 @@ def ls(kind) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from grprune.data import DATASETS
-    from grprune.encoders import ENCODERS
+    from grprune.data.registry import DATASETS
+    from grprune.encoders.base import ENCODERS
     from grprune.record.settings import DataSettings, ModelSettings, TrainSettings
-    from grprune.regularizers import REGULARIZERS
-    from grprune.selectors import SELECTORS
+    from grprune.regularizers.base import REGULARIZERS
+    from grprune.selectors.base import SELECTORS
 
     console = Console(width=140)
     groups = {"selectors": ("selector", SELECTORS), "encoders": ("encoder", ENCODERS),

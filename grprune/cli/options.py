@@ -26,13 +26,13 @@ def _names(kind: str) -> str:
     """The registered names of one kind of part (``data``, ``encoder``, ``reg``,
     ``selector``), comma-separated; imports that registry."""
     if kind == "data":
-        from grprune.data import DATASETS as registry
+        from grprune.data.registry import DATASETS as registry
     elif kind == "encoder":
-        from grprune.encoders import ENCODERS as registry
+        from grprune.encoders.base import ENCODERS as registry
     elif kind == "reg":
-        from grprune.regularizers import REGULARIZERS as registry
+        from grprune.regularizers.base import REGULARIZERS as registry
     else:
-        from grprune.selectors import SELECTORS as registry
+        from grprune.selectors.base import SELECTORS as registry
     return ", ".join(registry.names(load_plugins=False))
 
 

@@ -35,7 +35,7 @@ def skipped_rows_line(info: dict, dataset: str) -> str:
     reasons = Counter(_reason_kind(str(b.get("reason", "?"))) for b in info.get("bad_rows", []))
     by = "; ".join(f"{k} {v}" for k, v in reasons.most_common())
     total = info.get("n_source_rows")
-    from grprune.data import DATASETS
+    from grprune.data.registry import DATASETS
     from grprune.data.registry import FileDatasetSource
     own_file = issubclass(DATASETS.get(dataset), FileDatasetSource)  # molecule-csv, dgl-graphs
     path = " -H data.path=..." if own_file else ""

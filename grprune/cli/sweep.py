@@ -156,7 +156,7 @@ def _command(params: dict, plugins: Sequence[str] = ()) -> list[str]:
 
 
 def _grids(params: dict):
-    from grprune.sweep import grid_from_options, load_spec
+    from grprune.sweep.grid import grid_from_options, load_spec
     if params["config_file"] is not None and not Path(params["config_file"]).is_file():
         raise GrpruneError(f"config file not found: {params['config_file']}")
     cli = grid_from_options(
@@ -315,7 +315,8 @@ def sweep(ctx, **params) -> None:
       grprune sweep --spec sweep.yaml --launcher ray --address auto --out /shared/runs
       grprune --plugin my_regs sweep --reg size,eps-align,edge-entropy --seeds 0-3
     """
-    from grprune.sweep import expand, run_sweep, write_plan
+    from grprune.sweep.grid import expand
+    from grprune.sweep.plan import run_sweep, write_plan
     from grprune.sweep.plan import Outcome
 
     _check_options(params)

@@ -82,7 +82,8 @@ import torch
 
 from grprune.data.cache import CACHE_DIRNAME, load_or_build
 from grprune.data.dataset import GraphDataset
-from grprune.data.molecules import featurize_smiles, file_sha256
+from grprune.data.molecules import featurize_smiles
+from grprune.record.files import file_sha256
 from grprune.data.packed import PackedGraphs
 from grprune.hparams import Param
 from grprune.data.registry import DATASETS, DatasetSource

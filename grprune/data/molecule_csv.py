@@ -66,9 +66,9 @@ import torch
 from grprune.compat import dgl
 from grprune.data.cache import CACHE_DIRNAME, cached_strings, load_or_build
 from grprune.data.dataset import GraphDataset
-from grprune.data.molecules import (MAX_ATOMS, file_sha256, lenient_mol, match_columns,
-                                    read_text_csv, smiles_to_graph, too_large_reason,
-                                    unparsable_reason)
+from grprune.data.molecules import (MAX_ATOMS, lenient_mol, match_columns, read_text_csv,
+                                    smiles_to_graph, too_large_reason, unparsable_reason)
+from grprune.record.files import file_sha256
 from grprune.data.packed import graph_sizes
 from grprune.data.registry import DATASETS, FileDatasetSource
 from grprune.data.featurize import parallel_scaffolds

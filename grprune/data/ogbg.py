@@ -38,12 +38,8 @@ import torch
 
 from grprune.data.cache import CACHE_DIRNAME, cached_strings
 from grprune.data.dataset import GraphDataset
-from grprune.data.molecules import (
-    cached_molecule_csv,
-    file_sha256,
-    graph_from_arrays,
-    read_molecule_csv,
-)
+from grprune.data.molecules import cached_molecule_csv, graph_from_arrays, read_molecule_csv
+from grprune.record.files import file_sha256
 from grprune.data.packed import graph_sizes
 from grprune.hparams import Param
 from grprune.data.registry import DATASETS, DatasetSource

@@ -22,7 +22,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from grprune.batch import GraphBatch, bond_ids
+from grprune.batch import GraphBatch
+from grprune.ops import bond_ids
 from grprune.data.packed import PackedGraphs, widen
 
 

@@ -236,7 +236,7 @@ def check_supports(regs: Mapping[str, type[Regularizer]], selector: str = "none"
         selector and (if given) the dataset, and the reason.
     """
     if selectors is None:
-        from grprune.selectors import SELECTORS as selectors
+        from grprune.selectors.base import SELECTORS as selectors
     sel_cls = None if selector == "none" else selectors.get(selector)
     for name, cls in regs.items():
         try:

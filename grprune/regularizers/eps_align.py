@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from grprune.batch import rank_in_segment
+from grprune.ops import rank_in_segment
 from grprune.hparams import Param
 from grprune.regularizers.base import REGULARIZERS, Regularizer, StepContext
 

@@ -62,8 +62,8 @@ alone and the configuration is not run).
 from __future__ import annotations
 
 from grprune.sweep.grid import (Configuration, Expansion, Grid, expand, grid_from_mapping,
-                                grid_from_options, load_spec, parse_hparams, parse_reg,
-                                parse_seeds, run_command)
+                                grid_from_options, load_spec, run_command)
+from grprune.sweep.parsing import parse_hparams, parse_reg, parse_seeds
 from grprune.record.files import PLAN
 from grprune.sweep.plan import Job, Outcome, read_plan, run_status, run_sweep, write_plan
 

@@ -329,7 +329,7 @@ def _lookup(key: str, cfg: Mapping[str, Any]) -> Any:
     if rest == "name" or (section == "reg" and "." not in rest):
         return _MISSING
     if section == "reg":
-        from grprune.regularizers import REGULARIZERS
+        from grprune.regularizers.base import REGULARIZERS
         name, _, hp = rest.partition(".")
         try:
             key = f"reg.{REGULARIZERS.canonical(name)}.{hp}"

@@ -45,10 +45,10 @@ def search_space(parts: Iterable[tuple[str, Any]]) -> dict[str, list[str]]:
 
 def _parts(grid: Grid) -> list[tuple[str, Any]]:
     """The regularizers, selectors and encoders a grid's configurations can use."""
-    from grprune.encoders import ENCODERS
-    from grprune.regularizers import REGULARIZERS
+    from grprune.encoders.base import ENCODERS
+    from grprune.regularizers.base import REGULARIZERS
     from grprune.regularizers.base import needs_selector
-    from grprune.selectors import SELECTORS
+    from grprune.selectors.base import SELECTORS
 
     reg_names: list[str] = []
     for reg_set in grid.axes.get("reg", ["size,eps-align"]):
