@@ -12,7 +12,9 @@
 #   bash benchmarks/device.sh speed [S]  # issues 43 and 49 in one call of at most S s
 #                                        # (default 450): benchmarks/speed/targets.py, the
 #                                        # fast path on and off, deterministic on and off,
-#                                        # profiles, the padding A/B, op counts, the device
+#                                        # profiles, the padding A/B, the train.compile A/B
+#                                        # (compile.py; GRPRUNE_COMPILE_BUDGET s, default
+#                                        # 150, 0 = none), op counts, the device
 #                                        # tests, then the drift of one seed
 #                                        # (GRPRUNE_DEVICE=cpu: the same on a CPU, --quick)
 #   bash benchmarks/device.sh official-motif [S]       # issue 51: the official PrunE code
@@ -86,8 +88,8 @@ start_mps() {
   fi
 }
 # speed: install (above), GOOD-Motif generated on the CPU while the fast path's device tests
-# run, then the timings alone on the machine (with the padding A/B where the tree has the
-# switch), the op counts, the other device tests, and with the time left the drift of one seed
+# run, then the timings alone on the machine (with the padding A/B and the train.compile A/B,
+# compile.py, where the tree has the switches), the op counts, the other device tests, and with the time left the drift of one seed
 # without deterministic kernels (issue 49, item 6).
 speed() {
   local budget=${1:-450} left k quick="" steps=8 pad="" main
@@ -113,6 +115,15 @@ for o in sys.argv[1:]: resolve_config(overrides=[o])" "$pad_on" "$pad_off" >/dev
   else
     echo "padding: $pad_on or $pad_off unknown to this tree: no padding A/B"
   fi
+  # the compiled step (issue 49, item 3): GRPRUNE_COMPILE_BUDGET seconds (default 150) kept
+  # for compile.py where this tree knows train.compile (0: no compile A/B)
+  local comp=0
+  if [ "${GRPRUNE_COMPILE_BUDGET:-150}" -gt 0 ] && $PY -c "from grprune.resolve import \
+resolve_config; resolve_config(overrides=['train.compile=default'])" >/dev/null 2>&1; then
+    comp=${GRPRUNE_COMPILE_BUDGET:-150}; echo "compile: A/B of train.compile in ${comp} s"
+  else
+    echo "compile: train.compile unknown to this tree or no budget: no compile A/B"
+  fi
   if [ "${GRPRUNE_CUDA_TESTS:-1}" = 1 ]; then
     timeout 150 $PY -m pytest -q -p no:cacheprovider -k "fast_path and ($k)" \
       tests/test_device.py >"$OUT/cuda-tests-fast.txt" 2>&1
@@ -121,7 +132,7 @@ for o in sys.argv[1:]: resolve_config(overrides=[o])" "$pad_on" "$pad_off" >/dev
   wait $motif || { tail -5 /tmp/motif-data.out; exit 1; }
   echo "data ready, fast-path tests done after $(( $(date +%s) - t0 )) s"
   # GRPRUNE_TESTS_RESERVE: seconds kept for the op counts and the other device tests
-  left=$(( budget - ($(date +%s) - t0) - ${GRPRUNE_TESTS_RESERVE:-120} ))
+  left=$(( budget - ($(date +%s) - t0) - ${GRPRUNE_TESTS_RESERVE:-120} - comp ))
   main=$(( pad ? left * 2 / 3 : left ))
   # shellcheck disable=SC2086  # GRPRUNE_TARGETS_ARGS: more flags, e.g. --only motif
   $PY benchmarks/speed/targets.py --device "$DEVICE" --out "$OUT" --budget "$main" $quick \
@@ -129,7 +140,7 @@ for o in sys.argv[1:]: resolve_config(overrides=[o])" "$pad_on" "$pad_off" >/dev
   echo "targets done after $(( $(date +%s) - t0 )) s"
   if [ -n "$pad" ]; then
     for setting in "$pad_off" "$pad_on"; do
-      left=$(( (budget - ($(date +%s) - t0) - ${GRPRUNE_TESTS_RESERVE:-120}) / 2 ))
+      left=$(( (budget - ($(date +%s) - t0) - ${GRPRUNE_TESTS_RESERVE:-120} - comp) / 2 ))
       [ "$setting" = "$pad_on" ] && left=$(( left * 2 ))
       [ "$left" -gt 20 ] || { echo "padding: no time left for $setting"; break; }
       # shellcheck disable=SC2086
@@ -138,6 +149,14 @@ for o in sys.argv[1:]: resolve_config(overrides=[o])" "$pad_on" "$pad_off" >/dev
         --label "pad-${setting##*=}"
     done
     echo "padding A/B done after $(( $(date +%s) - t0 )) s"
+  fi
+  if [ "$comp" -gt 0 ]; then
+    # none, reduce-overhead, default side by side in one process (compile.jsonl); a run starts
+    # only within the budget, and one that overruns it is cut 120 s after
+    # shellcheck disable=SC2086  # GRPRUNE_COMPILE_ARGS: more flags, e.g. --only motif
+    timeout $(( comp + 120 )) $PY benchmarks/speed/compile.py --device "$DEVICE" --out "$OUT" \
+      --budget "$comp" $quick ${GRPRUNE_COMPILE_ARGS:-} 2>&1 | grep -v '^USDT'
+    echo "compile A/B done after $(( $(date +%s) - t0 )) s"
   fi
   # ATen ops per training step (the launches' proxy; on CUDA the profiler's launches too)
   timeout 120 $PY benchmarks/speed/opcount.py --device "$DEVICE" --steps "$steps" \

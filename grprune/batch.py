@@ -164,8 +164,9 @@ class GraphBatch:
         step that need it (e.g. two regularizers, :meth:`graphs_with_edges`) make it once.
         ``key`` names what and in which dtype, e.g. ``("graphs_with_edges", torch.float32)``;
         nobody may write into the result. Under :func:`torch.inference_mode` it is made and
-        not kept (an inference tensor could not be saved for a later backward)."""
-        if torch.is_inference_mode_enabled():
+        not kept (an inference tensor could not be saved for a later backward), nor under
+        :func:`torch.compile` (``train.compile``), whose graph makes it once anyway."""
+        if torch.compiler.is_compiling() or torch.is_inference_mode_enabled():
             return make()
         value = self.derived.get(key)
         if value is None:

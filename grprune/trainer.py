@@ -12,7 +12,9 @@ is the one at the best validation epoch after warm-up.
 (off by default; :meth:`Trainer.prepare_batch`) pads every training batch to one of at most
 8 static shapes (:func:`grprune.batch.choose_buckets`, :func:`grprune.batch.pad_batch`), the
 padding masked out of BatchNorm, the readout, the losses, the regularizers and the logged
-metrics: what CUDA graphs and ``torch.compile`` need (not in the trainer yet).
+metrics: what CUDA graphs and ``torch.compile`` need. ``train.compile`` (off by default;
+:class:`grprune.step.TrainStep`, needs ``train.pad_buckets``) runs each step's forward, loss
+and backward through ``torch.compile``, one graph per bucket.
 """
 
 from __future__ import annotations
@@ -35,19 +37,19 @@ from grprune.batch import Bucket, GraphBatch, choose_buckets, pad_to_bucket
 from grprune.compat import dgl  # noqa: F401  (DGL import order)
 from grprune.record.settings import parse_milestones
 from grprune.data.store import GraphStore
-from grprune.encoders import ENCODERS
+from grprune.encoders.base import ENCODERS
 from grprune.errors import DivergedError, GrpruneError
 from grprune.evaluation import EdgeScores, Evaluation, edge_probs_arrays, evaluate_batches
-from grprune.losses import EpochSums, cross_entropy
+from grprune.losses import EpochSums
 from grprune.ops import all_finite
 from grprune.model import GraphClassifier
 from grprune.provenance import environment
 from grprune.record.epoch import EpochRecord, split_scores
 from grprune.record.runconfig import FeatureSpec, RunConfig, TrainConfig
 from grprune.record.summary import RunSummary
-from grprune.regularizers import REGULARIZERS, Regularizer, StepContext
-from grprune.regularizers.base import check_supports, sum_terms
-from grprune.selectors import SELECTORS, check_selection
+from grprune.regularizers.base import REGULARIZERS, Regularizer, StepContext, check_supports
+from grprune.selectors.base import SELECTORS, check_selection
+from grprune.step import TrainStep, add_reg_terms
 from grprune.record.trainstate import Best, TrainState, model_problem, restore_state, state_of
 
 EVAL_SPLITS = ("train", "valid", "test", "id-valid")
@@ -195,6 +197,7 @@ class Trainer:
                            if self.fast and self.device.type == "cuda" else None)
         self.store = self._store()
         self.buckets = self._buckets() if self.tc.pad_buckets else ()
+        self.train_step = self._train_step()
         # evaluation batches are the same every epoch: batched once, then reused
         self._eval_batches: dict[str, list[GraphBatch]] = {}
         self._selection_checked = False  # the first selection is validated (check_selection)
@@ -268,6 +271,15 @@ class Trainer:
         sizes = (getattr(self.store, k).cpu()[idx].numpy()
                  for k in ("num_nodes", "num_edges", "num_bonds"))
         return choose_buckets(*sizes, batch_size=self.tc.batch_size)
+
+    def _train_step(self) -> TrainStep:
+        """The step's loss, compiled with ``train.compile`` (:class:`grprune.step.TrainStep`),
+        which needs ``train.pad_buckets``' static shapes: a GrpruneError without them."""
+        mode = str(self.tc.compile)
+        if mode != "none" and not self.buckets:
+            raise GrpruneError(f"train.compile={mode} needs static batch shapes: add "
+                               f"-H train.pad_buckets=true (or -H train.compile=none)")
+        return TrainStep(mode)
 
     def prepare_batch(self, batch: GraphBatch) -> GraphBatch:
         """A training batch as the step takes it, padded (``train.pad_buckets``) and with its
@@ -352,26 +364,18 @@ class Trainer:
         graphs, edges = 0, 0
         first_step = (epoch - self.tc.warmup_epochs) * self._train_batches_per_epoch()
         for i, batch in enumerate(self._batches("train", train=True)):
-            out = self.model(batch, use_selector=not warm)
-            if not warm and not self._selection_checked and out.selection is not None:
-                check_selection(out.selection, batch, self.cfg.selector.name)
+            total, terms, selection, kept_step = self.train_step(
+                self.model, self.regs, batch, warm, epoch, first_step + i)
+            if not warm and not self._selection_checked and selection is not None:
+                check_selection(selection, batch, self.cfg.selector.name)
                 self._selection_checked = True
-            ce = cross_entropy(out.logits, batch.y, mask=batch.graph_mask)
-            terms = {"ce": ce}
-            total = ce
-            if not warm and self.regs:
-                ctx = StepContext(batch=batch, output=out, model=self.model, epoch=epoch,
-                                  step=first_step + i)
-                total = self._add_reg_terms(ctx, total, terms)
-            terms["total"] = total
             self.optimizer.zero_grad(set_to_none=True)
             total.backward()
             self.optimizer.step()
             b = batch.num_real_graphs
             graphs += b
             sums.add(terms, b)
-            kept += (batch.real_edge_sum(out.selection.edge_weight.detach())
-                     if out.selection is not None else batch.num_real_edges)
+            kept += kept_step if kept_step is not None else batch.num_real_edges
             edges += batch.num_real_edges
         finite = all_finite(list(self.model.parameters()))
         totals, (kept_sum, weights_ok) = sums.read(kept, finite)  # one device sync an epoch
@@ -391,21 +395,8 @@ class Trainer:
 
     def _add_reg_terms(self, ctx: StepContext, total: torch.Tensor,
                        log: dict[str, torch.Tensor]) -> torch.Tensor:
-        """``total`` plus every regularizer's weighted terms (:meth:`Regularizer.terms`).
-
-        Logs into ``log``: ``<reg>`` the unweighted value :math:`R_i` of a
-        regularizer that implements :meth:`Regularizer.loss` (the sum of its weighted
-        terms otherwise), and ``<reg>/<term>`` each weighted term.
-        """
-        for name, reg in self.regs.items():
-            reg_terms = reg.terms(ctx)
-            for term, value in reg_terms.items():
-                log[f"{name}/{term}"] = value
-                total = total + value
-            if reg_terms:
-                log[name] = (ctx.values[reg.name] if reg.name in ctx.values
-                             else sum_terms(reg_terms))
-        return total
+        """``total`` plus every regularizer's weighted terms: :func:`grprune.step.add_reg_terms`."""
+        return add_reg_terms(self.regs, ctx, total, log)
 
     def evaluate(self, split: str, use_selector: bool = True,
                  collect_edges: bool = False) -> tuple[Evaluation, EdgeScores | None]:

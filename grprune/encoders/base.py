@@ -59,9 +59,11 @@ def _multi_hot(feat: Tensor, offsets: Tensor, sizes: tuple[int, ...],
     counter) and handed out again until another ``feat`` comes for the same tables; the entry
     goes when ``feat`` is freed. Nobody writes into the matrix (autograd would refuse it).
     Under :func:`torch.inference_mode` (whose tensors have no version counter) it is made
-    every time.
+    every time, and so it is under :func:`torch.compile` (``train.compile``), whose graph
+    makes it once per step.
     """
-    inference = torch.is_inference_mode_enabled() or feat.is_inference()
+    compiling = torch.compiler.is_compiling()
+    inference = compiling or torch.is_inference_mode_enabled() or feat.is_inference()
     key = (sizes, dtype, feat.device)
     slot = None if inference else _HOT.slots.get(key)
     if slot is not None and slot[0]() is feat and slot[1] == feat._version:

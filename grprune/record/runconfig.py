@@ -139,6 +139,7 @@ class TrainConfig:
     fast_path: bool
     eval_batch_size: int
     pad_buckets: bool
+    compile: str
 
     @classmethod
     def from_dict(cls, body: Mapping[str, Any]) -> "TrainConfig":

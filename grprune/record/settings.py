@@ -26,7 +26,8 @@ RECORDS = ("version", "hash", "preset", "features")
 #: ``train.eval_batch_size``, like ``train.device``, change how a run is computed, not which)
 VOLATILE_KEYS = {("data", "root"), ("data", "download"), ("data", "id_column"),
                  ("train", "device"), ("train", "progress"), ("train", "loader_workers"),
-                 ("train", "fast_path"), ("train", "eval_batch_size"), ("train", "pad_buckets")}
+                 ("train", "fast_path"), ("train", "eval_batch_size"), ("train", "pad_buckets"),
+                 ("train", "compile")}
 #: the options of ``grprune run`` (and :func:`grprune.train`, and a sweep's axes and shared
 #: settings) that set one setting: ``--epochs 5`` is ``train.epochs=5``
 OPTION_KEYS = {"split": "data.split", "shift": "data.shift", "epochs": "train.epochs",
@@ -171,6 +172,12 @@ class TrainSettings(Configurable):
                                     "chosen from the data (grprune.batch.pad_batch; for CUDA "
                                     "graphs); the padding is masked out, so a step computes the "
                                     "same within rounding (the dropout stream differs)"),
+        "compile": Param("none", "run each training step's forward, loss and backward through "
+                                 "torch.compile in this mode (grprune.step.TrainStep; one graph "
+                                 "per batch shape; reduce-overhead = CUDA graphs on a GPU); "
+                                 "needs train.pad_buckets; the same method, another random "
+                                 "stream (inductor draws the Gumbel noise and dropout)",
+                         choices=("none", "default", "reduce-overhead", "max-autotune")),
     }
 
 

@@ -1,0 +1,127 @@
+"""A/B of ``train.compile`` (issue 49, item 3): the step eager, and through ``torch.compile``.
+
+Usage::
+
+    python benchmarks/speed/compile.py --device cuda --out "$OUT" --budget 200   # device.sh
+    python benchmarks/speed/compile.py --device cpu --quick --out /tmp/c         # try on a CPU
+
+Runs, in this one process and one after the other, :data:`CASES` (``targets.py``'s
+``motif-prune-epoch``, GOOD-Motif basis epochs of PrunE, and ``molbbbp-prune-run-100``, a
+whole 100-epoch ogbg-molbbbp PrunE run) with ``train.fast_path=true``,
+``train.pad_buckets=true`` (GOOD-Motif with ``reg.eps-align.form=paper``: the official form,
+its preset's, compiles again for every batch) and each ``train.compile`` mode of ``--modes`` (default
+``none,reduce-overhead,default``), modes next to each other, each after
+``torch._dynamo.reset()``, so a mode pays its own compilation. Each finished run appends one
+JSON object to ``OUT/compile.jsonl`` (``targets.py``'s fields: ``seconds`` is the run's
+``wall_time_s`` or the median epoch after the first; ``train_epoch_s`` every epoch's training
+time, whose first entries carry the compilation), with ``compile``, ``compile_s``
+(:func:`compile_seconds`: the epochs' training time over the steady epoch's, compilation
+and CUDA-graph capture) and ``label``. A run that
+would start with less than ``--budget`` left is skipped. ``--quick`` cuts epochs and graphs
+(``targets.SIZES``) so that a CPU runs it in minutes (and there with ``--backend aot_eager``
+inductor's C++ build is skipped); its numbers only show that the script works.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+import targets  # noqa: E402  (benchmarks/speed/targets.py: the cases and their records)
+
+#: ``what`` of targets.RUNS, in order: GOOD-Motif first, whose 3 epochs compile each bucket
+#: once (no warm-up) and leave 2 to time; the 100-epoch run compiles each twice (ERM warm-up)
+CASES = ["motif-prune-epoch", "molbbbp-prune-run-100"]
+
+
+def flags_of(what: str, mode: str, device: str, quick: bool) -> dict:
+    """The settings of one measured run: ``targets.command``'s, with the padding and
+    ``train.compile=mode``."""
+    args, kind = targets.RUNS[what]
+    epochs, limit = targets.SIZES[kind]["quick" if quick else "full"]
+    flags = {"train.epochs": epochs, "train.device": device, "train.progress": "none",
+             "train.fast_path": True, "train.pad_buckets": True, "train.compile": mode}
+    if kind == "epoch":
+        flags.update({"train.warmup_epochs": 0, "train.eval_train": False})
+    if what.startswith("motif"):  # the official eps-align form compiles again every batch
+        flags["reg.eps-align.form"] = "paper"  # (README, "The step through torch.compile")
+    if limit:
+        flags["data.limit"] = limit
+    return flags
+
+
+def compile_seconds(train_s: list[float]) -> float:
+    """Training time beyond the steady epoch (the median of the second half of the epochs),
+    summed over the epochs: what compilation and CUDA-graph capture cost (each new bucket
+    shape, and phase, compiles in the epoch that first meets it).
+
+    >>> compile_seconds([10.0, 3.0, 1.0, 1.0, 1.0, 1.0])
+    11.0
+    """
+    steady = statistics.median(train_s[len(train_s) // 2:])
+    return round(sum(max(t - steady, 0.0) for t in train_s), 3)
+
+
+def measure(what: str, mode: str, args: argparse.Namespace, commit: str, runs: Path) -> dict:
+    """One run of ``what`` with ``train.compile=mode``, in this process."""
+    import torch
+    from grprune import step
+    from grprune.resolve import resolve_config
+    from grprune.run import execute
+    torch._dynamo.reset()
+    step.BACKEND = args.backend or None
+    opts = dict(zip(targets.RUNS[what][0][::2], targets.RUNS[what][0][1::2]))
+    cfg = resolve_config(data=opts["--data"], selector=opts["--selector"], reg=opts["--reg"],
+                         flags={**flags_of(what, mode, args.device, args.quick),
+                                "data.split": opts["--split"]})
+    run_dir = runs / f"{what}-{mode}"
+    t0 = time.perf_counter()
+    execute(cfg, run_dir, force=True, log=lambda msg: None)
+    row = targets.record(what, run_dir, time.perf_counter() - t0, commit)
+    row.update(compile=mode, backend=args.backend or "inductor", label=f"compile-{mode}",
+               settings=flags_of(what, mode, args.device, args.quick),
+               compile_s=compile_seconds(row["train_epoch_s"]))
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--out", type=Path, required=True, help="folder of compile.jsonl")
+    parser.add_argument("--budget", type=float, default=600.0, help="seconds for all runs")
+    parser.add_argument("--modes", default="none,reduce-overhead,default",
+                        help="comma list of train.compile modes, in order")
+    parser.add_argument("--only", default="", help="comma list of case ids (or beginnings)")
+    parser.add_argument("--backend", default="", help="torch.compile backend (default "
+                                                      "inductor; aot_eager: no C++ build)")
+    parser.add_argument("--quick", action="store_true", help="few epochs and graphs")
+    parser.add_argument("--commit", default=None)
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    commit, deadline = targets.commit_of(args.commit), time.monotonic() + args.budget
+    cases = [c for c in CASES if not args.only
+             or any(c.startswith(o) for o in args.only.split(","))]
+    with tempfile.TemporaryDirectory() as tmp:
+        for what in cases:
+            for mode in args.modes.split(","):
+                if time.monotonic() > deadline:
+                    print(f"compile: no time left for {what} {mode}", flush=True)
+                    continue
+                row = measure(what, mode, args, commit, Path(tmp))
+                with open(args.out / "compile.jsonl", "a", encoding="utf-8") as fh:
+                    fh.write(json.dumps(row) + "\n")
+                print(f"{what} compile={mode}: {row['seconds']} s (compile "
+                      f"{row['compile_s']} s, epochs {row['train_epoch_s'][:4]}...)",
+                      flush=True)
+
+
+if __name__ == "__main__":
+    main()
