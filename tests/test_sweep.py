@@ -296,12 +296,11 @@ def test_local_launcher_stops_children_on_interrupt(tmp_path, monkeypatch):
 
 
 def test_interrupt_exits_130_with_a_resume_hint(tmp_path, monkeypatch):
-    import grprune.sweep
-
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(grprune.sweep, "run_sweep", interrupted)
+    # where the command imports it from: the module that defines it
+    monkeypatch.setattr("grprune.sweep.plan.run_sweep", interrupted)
     res = sweep("--seeds", "0", "--out", tmp_path, "--progress", "none")
     assert res.exit_code == 130
     assert "run the same command again to resume" in res.output
