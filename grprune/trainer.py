@@ -47,9 +47,9 @@ from grprune.provenance import environment
 from grprune.record.epoch import EpochRecord, split_scores
 from grprune.record.runconfig import FeatureSpec, RunConfig, TrainConfig
 from grprune.record.summary import RunSummary
-from grprune.regularizers.base import REGULARIZERS, Regularizer, StepContext, check_supports
+from grprune.regularizers.base import REGULARIZERS, Regularizer, check_supports
 from grprune.selectors.base import SELECTORS, check_selection
-from grprune.step import TrainStep, add_reg_terms
+from grprune.step import TrainStep
 from grprune.record.trainstate import Best, TrainState, model_problem, restore_state, state_of
 
 EVAL_SPLITS = ("train", "valid", "test", "id-valid")
@@ -392,11 +392,6 @@ class Trainer:
     def _train_batches_per_epoch(self) -> int:
         n, size = len(self.splits["train"]), self.tc.batch_size
         return (n + size - 1) // size
-
-    def _add_reg_terms(self, ctx: StepContext, total: torch.Tensor,
-                       log: dict[str, torch.Tensor]) -> torch.Tensor:
-        """``total`` plus every regularizer's weighted terms: :func:`grprune.step.add_reg_terms`."""
-        return add_reg_terms(self.regs, ctx, total, log)
 
     def evaluate(self, split: str, use_selector: bool = True,
                  collect_edges: bool = False) -> tuple[Evaluation, EdgeScores | None]:

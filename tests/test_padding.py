@@ -17,6 +17,7 @@ import torch
 from grprune.batch import GraphBatch, bucket_for, choose_buckets, pad_batch
 from grprune.data import load_dataset
 from grprune.encoders.base import masked_batch_norm
+from grprune.step import add_reg_terms
 from grprune.errors import GrpruneError
 from grprune.losses import cross_entropy
 from grprune.regularizers import StepContext
@@ -56,7 +57,7 @@ def _step(trainer: Trainer, batch: GraphBatch, seed: int = 7) -> dict[str, Any]:
     total = terms["ce"]
     if regs:
         ctx = StepContext(batch=batch, output=out, model=model, epoch=0, step=0)
-        total = trainer._add_reg_terms(ctx, total, terms)
+        total = add_reg_terms(trainer.regs, ctx, total, terms)
     opt.zero_grad(set_to_none=True)
     total.backward()
     grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
