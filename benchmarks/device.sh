@@ -151,7 +151,7 @@ resolve_config; resolve_config(overrides=['train.compile=default'])" >/dev/null 
     echo "padding A/B done after $(( $(date +%s) - t0 )) s"
   fi
   if [ "$comp" -gt 0 ]; then
-    # none, reduce-overhead, default side by side in one process (compile.jsonl); a run starts
+    # cuda-graph, none, reduce-overhead in one process (compile.jsonl); a run starts
     # only within the budget, and one that overruns it is cut 120 s after
     # shellcheck disable=SC2086  # GRPRUNE_COMPILE_ARGS: more flags, e.g. --only motif
     timeout $(( comp + 120 )) $PY benchmarks/speed/compile.py --device "$DEVICE" --out "$OUT" \

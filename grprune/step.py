@@ -1,4 +1,5 @@
-"""One training step's loss, eager or through :func:`torch.compile` (``train.compile``).
+"""One training step: its loss, eager or through :func:`torch.compile`, or the whole step as
+one CUDA graph (``train.compile``).
 
 :func:`step_loss` is the step of the paper's pseudocode (Appendix "Algorithmic
 Pseudocode") up to the backward pass: the selector samples a mask, the encoder classifies
@@ -15,25 +16,49 @@ its own generator (Philox on CUDA, CUDA-graph safe; seeded from torch's global s
 compiled run's numbers are not an eager run's. With ``fallback_random=True``
 (:class:`TrainStep`, for tests) inductor calls torch's own ``rand`` and a step matches the
 eager one to rounding (``tests/test_compile.py``).
+
+``train.compile=cuda-graph`` (:class:`GraphedStep`) goes further: the whole step, forward,
+loss, backward and Adam's update (fused and ``capturable`` on CUDA, its learning rate a
+device Tensor that :func:`set_lr` fills each epoch), is captured as one
+:class:`torch.cuda.CUDAGraph` per bucket and phase after a few eager steps, following
+PyTorch's "whole-network capture" recipe, and replayed after the next batch is copied into
+the graph's static inputs. Nothing is compiled: the graph replays the eager step's kernels,
+and its random draws come from torch's default CUDA generator, which graphs advance at each
+replay. The capture is behind a small seam (:class:`CudaGraphs`; on the CPU
+:class:`EagerGraphs`, whose replay runs the step eagerly on the static inputs), so the CPU
+tests the plumbing: a CPU run of this mode gives the eager padded run's numbers bit for bit
+(``tests/test_cuda_graph.py``). A step that reads a value the graph would keep from its
+capture (a host read, the batch's ``real_graphs``/``real_edges``, ``ctx.epoch``/``ctx.step``,
+a module's tensor replaced instead of written into) is found by the last eager step of its
+key and never captured.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+import contextlib
+import warnings
+from collections import Counter
+from dataclasses import fields, replace
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
 import torch
 from torch import Tensor
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from grprune.batch import GraphBatch
 from grprune.errors import GrpruneError
 from grprune.losses import cross_entropy
+from grprune.ops import Segments
 from grprune.regularizers.base import Regularizer, StepContext, sum_terms
 
 if TYPE_CHECKING:
     from grprune.model import GraphClassifier
 
-#: ``train.compile``'s values: ``none`` (eager) and :func:`torch.compile`'s modes
-COMPILE_MODES = ("none", "default", "reduce-overhead", "max-autotune")
+#: ``train.compile``'s values: ``none`` (eager), :func:`torch.compile`'s modes, and
+#: ``cuda-graph`` (:class:`GraphedStep`: the whole step, Adam's included, as one CUDA graph)
+COMPILE_MODES = ("none", "default", "reduce-overhead", "max-autotune", "cuda-graph")
+#: the modes that go through :func:`torch.compile`
+TORCH_COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
 #: graphs kept per compiled frame: 8 buckets (:func:`grprune.batch.choose_buckets`) times
 #: two phases (warm-up, selector on), with room for a regularizer whose schedule changes
 RECOMPILE_LIMIT = 32
@@ -135,7 +160,8 @@ class TrainStep:
     Parameters
     ----------
     mode : str
-        One of :data:`COMPILE_MODES` (``train.compile``).
+        One of :data:`COMPILE_MODES` (``train.compile``; ``none`` and ``cuda-graph`` run
+        :func:`step_loss` as it is).
     backend : str, optional
         :func:`torch.compile`'s backend (default :data:`BACKEND`, else inductor); a backend
         other than inductor takes no ``mode``.
@@ -158,13 +184,15 @@ class TrainStep:
         self.clock = StepClock()
         self._fn: Callable[..., StepOut] = step_loss
         backend = backend or BACKEND
-        if mode != "none":
+        if self.compiled:
             options: dict[str, Any] = {"backend": backend} if backend else {"mode": mode}
             self._fn = torch.compile(step_loss, dynamic=False, **options)
 
     @property
     def compiled(self) -> bool:
-        return self.mode != "none"
+        """Whether the step goes through :func:`torch.compile` (``cuda-graph``'s loss is the
+        eager :func:`step_loss`: :class:`GraphedStep` captures it with the update)."""
+        return self.mode in TORCH_COMPILE_MODES
 
     def __call__(self, model: "GraphClassifier", regs: Mapping[str, Regularizer],
                  batch: GraphBatch, warm: bool, epoch: int, step: int) -> StepOut:
@@ -180,3 +208,367 @@ class TrainStep:
                 inductor_config.patch(fallback_random=self.fallback_random):
             self.clock.epoch, self.clock.step = epoch, step
             return self._fn(model, regs, batch, warm, 0, 0, self.clock)
+
+
+# -- train.compile=cuda-graph: the whole step (forward, loss, backward, Adam) as one graph ----
+#: ``train.compile=cuda-graph``: eager steps of a (bucket, phase) before its graph is captured
+#: (PyTorch's recipe warms up three; the last one is also the capture-safety probe)
+EAGER_STEPS = 3
+#: graphs one :class:`GraphedStep` keeps at most (8 buckets x 2 phases, with room); a key
+#: beyond them runs eagerly
+MAX_GRAPHS = 32
+#: ops whose output size depends on tensor values (the host reads it back)
+_SIZED_BY_VALUES = frozenset({"nonzero", "nonzero_static", "masked_select", "_unique",
+                              "_unique2", "unique_dim", "unique_consecutive",
+                              "unique_dim_consecutive", "bincount"})
+
+
+def set_lr(optimizer: torch.optim.Optimizer, lr: float) -> None:
+    """Set every parameter group's learning rate to ``lr``.
+
+    An optimizer made with a Tensor learning rate (``train.compile=cuda-graph`` on CUDA,
+    :func:`optimizer_options`) keeps one: the group's tensor is filled in place, so a
+    captured optimizer step, which reads that memory, sees the new value. A group whose
+    learning rate is not such a tensor beside its parameters (as
+    :meth:`~torch.optim.Optimizer.load_state_dict` leaves a resumed run's: read to the CPU,
+    or a float from a run without ``cuda-graph``) gets a new one, before anything is
+    captured. An optimizer made with a float learning rate gets the float.
+    """
+    tensor = isinstance(optimizer.defaults.get("lr"), Tensor)
+    for group in optimizer.param_groups:
+        old = group["lr"]
+        device = group["params"][0].device if group["params"] else torch.device("cpu")
+        if not tensor:
+            group["lr"] = lr
+        elif isinstance(old, Tensor) and old.device == device:
+            old.fill_(lr)
+        else:
+            group["lr"] = torch.tensor(lr, device=device)
+
+
+def optimizer_options(mode: str, device: torch.device, fast: bool,
+                      lr: float) -> dict[str, Any]:
+    """:class:`torch.optim.Adam`'s ``lr``, ``foreach``, ``fused`` and ``capturable`` for
+    ``train.compile=mode`` on ``device`` (``fast``: ``train.fast_path``).
+
+    ``cuda-graph`` on CUDA: fused and ``capturable`` (its step counters on the device, no
+    host read, as a captured step needs) with the learning rate a device Tensor, which
+    :func:`set_lr` fills in place (a float would be baked into the graph). Elsewhere
+    ``train.fast_path``'s choice: fused on CUDA, ``foreach`` on the CPU, else torch's
+    default; a float learning rate.
+    """
+    cuda = device.type == "cuda"
+    if mode == "cuda-graph" and cuda:
+        return {"lr": torch.tensor(lr, device=device), "fused": True, "capturable": True}
+    return {"lr": lr, "foreach": True if fast and not cuda else None,
+            "fused": True if fast and cuda else None}
+
+
+class _WatchedClock(StepClock):
+    """A :class:`StepClock` that records which of its values a step read (a captured step
+    would keep the value it read at capture)."""
+
+    def __init__(self) -> None:
+        self.reads: set[str] = set()
+        super().__init__()
+
+    def __getattribute__(self, name: str) -> Any:
+        if name in ("epoch", "step"):
+            object.__getattribute__(self, "reads").add(name)
+        return object.__getattribute__(self, name)
+
+
+class _WatchedBatch(GraphBatch):
+    """A view of a :class:`GraphBatch` (the same tensors and caches) that records reads of
+    the host integers that differ between batches of one bucket (``real_graphs``,
+    ``real_edges``): a captured step would keep the capture's values."""
+
+    reads: set[str]
+
+    @classmethod
+    def of(cls, batch: GraphBatch) -> "_WatchedBatch":
+        view = cls(**{f.name: getattr(batch, f.name) for f in fields(batch)})
+        view.reads = set()
+        return view
+
+    def __getattribute__(self, name: str) -> Any:
+        if name in ("real_graphs", "real_edges"):
+            object.__getattribute__(self, "reads").add(name)
+        return object.__getattribute__(self, name)
+
+
+class _HostReads(TorchDispatchMode):
+    """Records (into ``found``) the ops that read a tensor back to the host or size their
+    output by its values (``.item()``, ``nonzero``, ``unique``, a bool-mask index,
+    ``repeat_interleave`` without ``output_size``, a device-to-host copy), which a CUDA
+    graph cannot capture, and host-to-device copies, whose values it would keep."""
+
+    def __init__(self, found: set[str]) -> None:
+        super().__init__()
+        self.found = found
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = func.overloadpacket.__name__
+        if name == "_local_scalar_dense" or name in _SIZED_BY_VALUES:
+            self.found.add(name)
+        elif name == "repeat_interleave" and func._overloadname != "self_int" \
+                and kwargs.get("output_size") is None:
+            self.found.add(name)
+        elif name in ("index", "index_put", "index_put_", "_index_put_impl_") and any(
+                isinstance(i, Tensor) and i.dtype == torch.bool for i in args[1]):
+            self.found.add(f"{name} (bool mask)")
+        elif name in ("_to_copy", "copy_"):
+            src, dst = (args[1], args[0].device) if name == "copy_" else (
+                args[0], torch.device(kwargs.get("device") or args[0].device))
+            if src.device.type != "cpu" and dst.type == "cpu":
+                self.found.add("device-to-host copy")
+            elif src.device.type == "cpu" and dst.type != "cpu":
+                self.found.add("host-to-device copy")
+        return func(*args, **kwargs)
+
+
+@contextlib.contextmanager
+def _watch(found: set[str], device: torch.device) -> Iterator[None]:
+    """Record into ``found`` what :class:`_HostReads` sees, and on CUDA the synchronizing
+    calls that CUDA's sync debug mode reports (made inside ops, where no dispatch mode
+    sees them); other warnings pass on."""
+    if device.type != "cuda":
+        with _HostReads(found):
+            yield
+        return
+    old = torch.cuda.get_sync_debug_mode()
+    torch.cuda.set_sync_debug_mode("warn")
+    try:
+        with warnings.catch_warnings(record=True) as caught, _HostReads(found):
+            warnings.simplefilter("always")
+            yield
+    finally:
+        torch.cuda.set_sync_debug_mode(old)
+    for w in caught:
+        if "synchroniz" in str(w.message):
+            found.add("a CUDA synchronization")
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
+def _held_tensors(modules: dict[str, torch.nn.Module]) -> dict[str, Tensor]:
+    """Every tensor the modules hold (parameters, buffers, tensor attributes), by name: a
+    step that puts a new tensor in one of these places (instead of writing into it) leaves
+    a captured graph writing to the old one."""
+    out: dict[str, Tensor] = {}
+    for prefix, module in modules.items():
+        for name, sub in module.named_modules(prefix=prefix):
+            held = [*sub._parameters.items(), *sub._buffers.items(), *vars(sub).items()]
+            out.update({f"{name}.{k}": v for k, v in held if isinstance(v, Tensor)})
+    return out
+
+
+class EagerGraphs:
+    """The CPU's stand-in for :class:`CudaGraphs`: "capture" keeps the step's closure over
+    the static buffers, and each replay runs it again, eagerly, on them. The plumbing of
+    :class:`GraphedStep` (static buffers, copies, keys, what a graph keeps from its capture)
+    is then tested on the CPU, where a replay gives the eager step's numbers bit for bit."""
+
+    def warmup(self) -> contextlib.AbstractContextManager:
+        """The eager steps before a capture: run where they are."""
+        return contextlib.nullcontext()
+
+    def capture(self, fn: Callable[[], StepOut]) -> Callable[[], StepOut]:
+        """``fn`` as a replay: each call runs it again."""
+        return fn
+
+
+class CudaGraphs:
+    """Capture and replay with :class:`torch.cuda.CUDAGraph`, as PyTorch's "whole-network
+    capture" recipe does (``torch.cuda`` docs, "CUDA Graphs"): eager warm-up steps on a side
+    stream, capture under :class:`torch.cuda.graph` with a memory pool of each graph's own
+    (graphs of several buckets replay in any order), replay on the current stream."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.side = torch.cuda.Stream(device)
+
+    @contextlib.contextmanager
+    def warmup(self) -> Iterator[None]:
+        """Run the enclosed eager step on the side stream, ordered after and before the
+        current stream's work."""
+        self.side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(self.side):
+            yield
+        torch.cuda.current_stream().wait_stream(self.side)
+
+    def capture(self, fn: Callable[[], StepOut]) -> Callable[[], StepOut]:
+        """Capture ``fn`` (recorded, not run) into a new graph; the replay runs the graph
+        and returns ``fn``'s static outputs, which the next replay overwrites."""
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            out = fn()
+
+        def replay() -> StepOut:
+            graph.replay()
+            return out
+        return replay
+
+
+def _batch_tensors(batch: GraphBatch) -> list[Tensor]:
+    """Every input tensor of a batch in a fixed order: its tensor fields, then its CSR
+    layouts' (:attr:`GraphBatch.csr`), by name."""
+    out = [v for f in fields(batch) if isinstance(v := getattr(batch, f.name), Tensor)]
+    for name in sorted(batch.csr):
+        seg = batch.csr[name]
+        out += [t for t in (seg.index, seg.order, seg.lengths) if t is not None]
+    return out
+
+
+def _key(batch: GraphBatch, warm: bool) -> tuple:
+    """What a graph is captured for: the phase, ``bonds`` and every input tensor's name,
+    shape and dtype (for a padded batch: its bucket)."""
+    shapes = tuple((tuple(t.shape), t.dtype) for t in _batch_tensors(batch))
+    return (warm, batch.bonds, tuple(sorted(batch.csr)), shapes)
+
+
+def _static_copy(batch: GraphBatch) -> GraphBatch:
+    """A copy of ``batch`` whose tensors are new buffers (a graph's static inputs)."""
+    csr = {k: Segments(s.index.clone(), None if s.order is None else s.order.clone(),
+                       s.lengths.clone()) for k, s in batch.csr.items()}
+    tensors: dict[str, Any] = {f.name: v.clone() for f in fields(batch)
+                               if isinstance(v := getattr(batch, f.name), Tensor)}
+    return replace(batch, **tensors, csr=csr, row_masks={}, derived={})
+
+
+class _Graph:
+    """One captured step: its static batch and its replay."""
+
+    def __init__(self, static: GraphBatch, replay: Callable[[], StepOut]) -> None:
+        self.static, self.replay = static, replay
+        self.inputs = _batch_tensors(static)
+
+    def __call__(self, batch: GraphBatch) -> StepOut:
+        """Copy ``batch``'s tensors into the static ones (one foreach copy) and replay."""
+        torch._foreach_copy_(self.inputs, _batch_tensors(batch))
+        return self.replay()
+
+
+def _update(model: "GraphClassifier", regs: Mapping[str, Regularizer],
+            optimizer: torch.optim.Optimizer, batch: GraphBatch, warm: bool,
+            clock: StepClock, watch: contextlib.AbstractContextManager | None = None
+            ) -> StepOut:
+    """One whole training step, as :meth:`grprune.trainer.Trainer.train_epoch` takes it
+    eagerly: gradients set to None, :func:`step_loss`, backward, the optimizer's step
+    (``watch``, e.g. :func:`_watch`, around the loss and backward)."""
+    optimizer.zero_grad(set_to_none=True)
+    with watch if watch is not None else contextlib.nullcontext():
+        out = step_loss(model, regs, batch, warm, 0, 0, clock)
+        out[0].backward()
+    optimizer.step()
+    return out
+
+
+class GraphedStep:
+    """The whole training step (forward, loss, backward, Adam) captured as one graph per
+    (bucket, phase) and replayed (``train.compile=cuda-graph``, issue 49).
+
+    The first :data:`EAGER_STEPS` steps of a key (:func:`_key`: the batch's shapes, i.e. its
+    ``train.pad_buckets`` bucket, and the phase, ERM warm-up or not) run eagerly (on a side
+    stream on CUDA). The last of them is also a probe: a step that reads a value a graph
+    would keep from its capture (``.item()``, an op sized by tensor values, a device-to-host
+    copy, the batch's host integers ``real_graphs``/``real_edges``, the regularizers'
+    ``ctx.epoch``/``ctx.step``, a new tensor put in a module's parameter, buffer or
+    attribute) is never captured; its key stays eager, with one warning.
+    The next step of the key copies its batch into static buffers and captures
+    :func:`_update` over them (``backend.capture``), then replays; later steps copy their
+    batch in (one ``_foreach_copy_``) and replay. The returned tensors are the graph's
+    static outputs: read them before the next step. Random draws (the Gumbel noise, dropout)
+    come from torch's default generator, which CUDA graphs advance at each replay.
+
+    The optimizer must be capturable on CUDA, with a Tensor learning rate that :func:`set_lr`
+    fills (:func:`optimizer_options`). On the CPU the backend is :class:`EagerGraphs`, whose
+    replays run the same step eagerly on the static buffers: a run gives the eager padded
+    run's numbers bit for bit (``tests/test_cuda_graph.py``).
+
+    Parameters
+    ----------
+    device : torch.device
+        The training device: :class:`CudaGraphs` on CUDA, :class:`EagerGraphs` elsewhere.
+    eager_steps : int, optional
+        Eager steps of a key before its capture (>= 1; default :data:`EAGER_STEPS`).
+    backend : EagerGraphs or CudaGraphs, optional
+        Instead of the device's.
+
+    Raises
+    ------
+    GrpruneError
+        On a call, when CUDA refuses to capture a step (the message names the key).
+    """
+
+    def __init__(self, device: torch.device, eager_steps: int | None = None,
+                 backend: EagerGraphs | CudaGraphs | None = None) -> None:
+        if backend is None:
+            backend = CudaGraphs(device) if device.type == "cuda" else EagerGraphs()
+        self.backend, self.device = backend, device
+        self.eager_steps = max(int(EAGER_STEPS if eager_steps is None else eager_steps), 1)
+        self.replays = 0  # steps run as a graph
+        self.clock = _WatchedClock()
+        self.graphs: dict[tuple, _Graph] = {}
+        self.seen: Counter[tuple] = Counter()
+        self.eager: dict[tuple, str] = {}  # key -> why its steps are not captured
+
+    def __call__(self, model: "GraphClassifier", regs: Mapping[str, Regularizer],
+                 optimizer: torch.optim.Optimizer, batch: GraphBatch, warm: bool,
+                 epoch: int, step: int) -> StepOut:
+        """One training step on ``batch``, the parameters updated; returns
+        :func:`step_loss`'s ``(total, terms, selection, kept)``."""
+        key = _key(batch, warm)
+        graph = self.graphs.get(key)
+        if graph is not None:
+            self.replays += 1
+            return graph(batch)
+        self.seen[key] += 1
+        self.clock.epoch, self.clock.step = epoch, step
+        if key not in self.eager and len(self.graphs) >= MAX_GRAPHS:
+            self.eager[key] = f"more than {MAX_GRAPHS} batch shapes"
+        if key in self.eager or self.seen[key] <= self.eager_steps:
+            with self.backend.warmup():
+                if key in self.eager or self.seen[key] < self.eager_steps:
+                    return _update(model, regs, optimizer, batch, warm, self.clock)
+                return self._probe(model, regs, optimizer, batch, warm, key)
+        static = _static_copy(batch)
+
+        def fn() -> StepOut:  # what the graph holds: the static batch's caches made in it
+            static.derived.clear()
+            static.row_masks.clear()
+            return _update(model, regs, optimizer, static, warm, self.clock)
+        try:
+            replay = self.backend.capture(fn)
+        except RuntimeError as err:
+            raise GrpruneError(f"train.compile=cuda-graph: the step of a batch of "
+                               f"{batch.num_graphs} graphs ({'warm-up' if warm else 'train'})"
+                               f" could not be captured ({str(err).splitlines()[0]}); run "
+                               f"with -H train.compile=none") from err
+        self.graphs[key] = _Graph(static, replay)
+        self.replays += 1
+        return replay()  # the static batch holds this batch: nothing to copy
+
+    def _probe(self, model: "GraphClassifier", regs: Mapping[str, Regularizer],
+               optimizer: torch.optim.Optimizer, batch: GraphBatch, warm: bool,
+               key: tuple) -> StepOut:
+        """The last eager step of ``key``, watched for what a graph would keep from its
+        capture; such a key stays eager (:attr:`eager`), with a warning the first time."""
+        view, reads = _WatchedBatch.of(batch), set[str]()
+        self.clock.reads.clear()
+        modules = {"model": model, **{f"reg.{k}": r for k, r in regs.items()}}
+        before = _held_tensors(modules)
+        out = _update(model, regs, optimizer, view, warm, self.clock,
+                      _watch(reads, self.device))
+        after = _held_tensors(modules)
+        reads.update(f"a new tensor in {name}" for name in before.keys() | after.keys()
+                     if before.get(name) is not after.get(name))
+        found = sorted(reads) + sorted(f"batch.{r}" for r in view.reads) + sorted(
+            f"ctx.{r}" for r in self.clock.reads)
+        if found:
+            if not self.eager:
+                warnings.warn(f"grprune: train.compile=cuda-graph: the training step depends "
+                              f"on what a captured graph would keep from its capture "
+                              f"({', '.join(found)}); such steps run eagerly", stacklevel=3)
+            self.eager[key] = ", ".join(found)
+        return out

@@ -14,7 +14,9 @@ is the one at the best validation epoch after warm-up.
 padding masked out of BatchNorm, the readout, the losses, the regularizers and the logged
 metrics: what CUDA graphs and ``torch.compile`` need. ``train.compile`` (off by default;
 :class:`grprune.step.TrainStep`, needs ``train.pad_buckets``) runs each step's forward, loss
-and backward through ``torch.compile``, one graph per bucket.
+and backward through ``torch.compile``, one graph per bucket; ``train.compile=cuda-graph``
+(:class:`grprune.step.GraphedStep`) captures the whole step, Adam's included, as one CUDA
+graph per bucket and phase, and replays it.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ from grprune.record.runconfig import FeatureSpec, RunConfig, TrainConfig
 from grprune.record.summary import RunSummary
 from grprune.regularizers.base import REGULARIZERS, Regularizer, check_supports
 from grprune.selectors.base import SELECTORS, check_selection
-from grprune.step import TrainStep
+from grprune.step import GraphedStep, StepOut, TrainStep, optimizer_options, set_lr
 from grprune.record.trainstate import Best, TrainState, model_problem, restore_state, state_of
 
 EVAL_SPLITS = ("train", "valid", "test", "id-valid")
@@ -140,13 +142,13 @@ def make_optimizer(params, tc: TrainConfig | dict, device: torch.device) -> torc
 
     With ``train.fast_path``: fused on CUDA (one kernel for all parameters); elsewhere
     the ``foreach`` implementation, which on the CPU gives the same numbers bit for bit as
-    torch's default there (``tests/test_fast_path.py``). Without it: torch's default.
+    torch's default there (``tests/test_fast_path.py``). Without it: torch's default. With
+    ``train.compile=cuda-graph`` on CUDA: fused, ``capturable`` and a Tensor learning rate
+    (:func:`grprune.step.optimizer_options`; set it with :func:`grprune.step.set_lr`).
     """
     tc = tc if isinstance(tc, TrainConfig) else TrainConfig.from_dict(tc)
-    fast, cuda = bool(tc.fast_path), device.type == "cuda"
-    return torch.optim.Adam(params, lr=tc.lr, weight_decay=tc.weight_decay,
-                            foreach=True if fast and not cuda else None,
-                            fused=True if fast and cuda else None)
+    return torch.optim.Adam(params, weight_decay=tc.weight_decay, **optimizer_options(
+        str(tc.compile), device, bool(tc.fast_path), tc.lr))
 
 
 def _peak_rss_mib() -> float:
@@ -198,6 +200,8 @@ class Trainer:
         self.store = self._store()
         self.buckets = self._buckets() if self.tc.pad_buckets else ()
         self.train_step = self._train_step()
+        self.graphed_step = (GraphedStep(self.device) if self.tc.compile == "cuda-graph"
+                             else None)
         # evaluation batches are the same every epoch: batched once, then reused
         self._eval_batches: dict[str, list[GraphBatch]] = {}
         self._selection_checked = False  # the first selection is validated (check_selection)
@@ -262,18 +266,26 @@ class Trainer:
 
     def _buckets(self) -> tuple[Bucket, ...]:
         """``train.pad_buckets``' shapes for the training split (:func:`choose_buckets`);
-        a GrpruneError for a regularizer that does not mask padding (``Regularizer.pads``)."""
+        a GrpruneError for a regularizer that does not mask padding (``Regularizer.pads``).
+        A regularizer with ``reserve(num_envs)`` (GroupDRO) gets the dataset's environment
+        count, so its padded step reads nothing back to the host."""
         refused = [name for name, reg in self.regs.items() if not reg.pads]
         if refused:
             raise GrpruneError(f"train.pad_buckets: regularizer {', '.join(refused)} does not "
                                f"mask padding out; run it without train.pad_buckets")
+        envs = np.asarray(self.dataset.envs)
+        for reg in self.regs.values():  # GroupDRO: its buffers sized now, not read per step
+            reserve = getattr(reg, "reserve", None)
+            if callable(reserve) and envs.size and envs.max() >= 0:
+                reserve(int(envs.max()) + 1)
         idx = torch.as_tensor(self.splits["train"], dtype=torch.long)
         sizes = (getattr(self.store, k).cpu()[idx].numpy()
                  for k in ("num_nodes", "num_edges", "num_bonds"))
         return choose_buckets(*sizes, batch_size=self.tc.batch_size)
 
     def _train_step(self) -> TrainStep:
-        """The step's loss, compiled with ``train.compile`` (:class:`grprune.step.TrainStep`),
+        """The step's loss, compiled with ``train.compile`` (:class:`grprune.step.TrainStep`;
+        ``cuda-graph``: eager, the whole step captured by :class:`grprune.step.GraphedStep`),
         which needs ``train.pad_buckets``' static shapes: a GrpruneError without them."""
         mode = str(self.tc.compile)
         if mode != "none" and not self.buckets:
@@ -364,14 +376,10 @@ class Trainer:
         graphs, edges = 0, 0
         first_step = (epoch - self.tc.warmup_epochs) * self._train_batches_per_epoch()
         for i, batch in enumerate(self._batches("train", train=True)):
-            total, terms, selection, kept_step = self.train_step(
-                self.model, self.regs, batch, warm, epoch, first_step + i)
+            _, terms, selection, kept_step = self._step(batch, warm, epoch, first_step + i)
             if not warm and not self._selection_checked and selection is not None:
                 check_selection(selection, batch, self.cfg.selector.name)
                 self._selection_checked = True
-            self.optimizer.zero_grad(set_to_none=True)
-            total.backward()
-            self.optimizer.step()
             b = batch.num_real_graphs
             graphs += b
             sums.add(terms, b)
@@ -388,6 +396,18 @@ class Trainer:
                                 f"train.lr or smaller regularizer weights", epoch)
         losses["kept_edge_fraction"] = kept_sum / edges if edges else 1.0
         return losses
+
+    def _step(self, batch: GraphBatch, warm: bool, epoch: int, step: int) -> StepOut:
+        """One training step, the parameters updated: :attr:`train_step`'s loss, backward
+        and Adam, or all of it as a replayed graph (:attr:`graphed_step`)."""
+        if self.graphed_step is not None:
+            return self.graphed_step(self.model, self.regs, self.optimizer, batch, warm,
+                                     epoch, step)
+        out = self.train_step(self.model, self.regs, batch, warm, epoch, step)
+        self.optimizer.zero_grad(set_to_none=True)
+        out[0].backward()
+        self.optimizer.step()
+        return out
 
     def _train_batches_per_epoch(self) -> int:
         n, size = len(self.splits["train"]), self.tc.batch_size
@@ -465,8 +485,7 @@ class Trainer:
             t0 = time.perf_counter()
             warm = epoch < tc.warmup_epochs
             lr = lr_at(epoch, tc.lr, tc.lr_milestones, tc.lr_gamma)
-            for group in self.optimizer.param_groups:
-                group["lr"] = lr
+            set_lr(self.optimizer, lr)  # a Tensor learning rate (cuda-graph) is filled
             losses = self.train_epoch(epoch)
             t_train = time.perf_counter() - t0
             evals = {split: self.evaluate(split, use_selector=not warm)[0]

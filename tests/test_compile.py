@@ -132,3 +132,11 @@ def test_the_compiled_steps_context_reads_epoch_and_step_from_the_clock():
     ctx.clock = clock
     clock.epoch, clock.step = 3, 17
     assert (ctx.epoch, ctx.step) == (3, 17)
+
+
+def test_cuda_graph_is_a_mode_whose_loss_is_not_compiled():
+    """``train.compile=cuda-graph`` captures the whole step (``grprune.step.GraphedStep``,
+    ``tests/test_cuda_graph.py``); its loss is the eager :func:`step_loss`."""
+    assert "cuda-graph" in S.COMPILE_MODES and "cuda-graph" not in S.TORCH_COMPILE_MODES
+    step = S.TrainStep("cuda-graph")
+    assert not step.compiled and step._fn is S.step_loss

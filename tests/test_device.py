@@ -22,6 +22,8 @@ import numpy as np
 import pytest
 import torch
 
+from grprune import step
+from grprune.determinism import seed_everything
 from grprune.record import files as R
 from grprune.record.epoch import EpochRecord
 from grprune.resolve import resolve_config
@@ -218,6 +220,41 @@ def test_fast_path_evaluation_in_one_batch_scores_like_small_batches(tmp_path, d
         assert len(fast._eval_batches[split]) == 1 < len(small._eval_batches[split])
         np.testing.assert_allclose(a.prob, b.prob, rtol=1e-4, atol=1e-5)
         assert a.metric == pytest.approx(b.metric, abs=1e-4)
+
+
+# -- train.compile=cuda-graph (tests/test_cuda_graph.py has more of the CPU side) -----------
+def test_cuda_graph_steps_replay_and_train_as_the_eager_padded_steps(tmp_path, device,
+                                                                     monkeypatch):
+    """The whole PrunE step captured per bucket after one eager step (``EAGER_STEPS``) and
+    replayed: on CUDA by ``torch.cuda.CUDAGraph`` (Adam fused, capturable, a device Tensor
+    learning rate; the probe finds nothing a graph cannot hold), on the CPU by the eager
+    stand-in. The epochs' loss terms are the eager padded run's: bit for bit on the CPU,
+    to 1e-4 on CUDA (another Adam: capturable, a float32 learning rate)."""
+    monkeypatch.setattr(step, "EAGER_STEPS", 1)
+    pad = ["train.pad_buckets=true", "train.warmup_epochs=0"]
+    data = load_dataset("ogbg-molbbbp")
+    graphed = Trainer(_cfg(*PRUNE[:3], [*pad, "train.compile=cuda-graph"], device), data,
+                      tmp_path / "g")
+    eager = Trainer(_cfg(*PRUNE[:3], pad, device), data, tmp_path / "e")
+    eager.model.load_state_dict(graphed.model.state_dict())
+    assert graphed.graphed_step is not None and eager.graphed_step is None
+    lr = graphed.optimizer.param_groups[0]["lr"]
+    if device == "cuda":
+        assert graphed.optimizer.defaults["capturable"] and graphed.optimizer.defaults["fused"]
+        assert isinstance(lr, torch.Tensor) and lr.device.type == "cuda"
+    else:
+        assert lr == graphed.tc.lr
+    losses = []
+    for trainer in (graphed, eager):
+        seed_everything(trainer.tc.seed)  # the same Gumbel noise
+        losses.append([trainer.train_epoch(epoch) for epoch in range(2)])
+    runs = graphed.graphed_step
+    assert runs.graphs and runs.replays > 0 and not runs.eager, runs.eager
+    if device == "cpu":
+        assert losses[0] == losses[1]
+    else:
+        for got, want in zip(*losses):
+            assert got == pytest.approx(want, rel=1e-4, abs=1e-6)
 
 
 # -- the device script's helpers (benchmarks/device.sh speed), on the CPU ------------------

@@ -35,7 +35,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from grprune.data import load_dataset
-from grprune.encoders.base import _multi_hot
+from grprune.encoders import base as encoders_base
+from grprune.encoders.base import EdgeEmbedding, NodeEmbedding, _multi_hot
 from grprune.losses import EpochSums
 from grprune.ops import all_finite, rank_in_segment
 from grprune.resolve import resolve_config
@@ -130,6 +131,38 @@ def test_a_prune_epoch_reads_back_once_and_its_steps_never(molbbbp, device, tmp_
         assert mode.optimizer_steps == 0
 
 
+@pytest.mark.parametrize("reg", ["irm", "vrex", "groupdro"])
+def test_an_env_objective_epoch_on_padded_batches_reads_back_once(molbbbp, device, tmp_path,
+                                                                  reg):
+    """IRM, VREx and GroupDRO on padded batches (their static forms,
+    ``tests/test_static_regs.py``); GroupDRO with its weights' room reserved for the
+    dataset's environment ids, which the trainer reserves with ``train.pad_buckets``
+    (:meth:`~grprune.regularizers.env.GroupDRO.reserve`). On
+    unpadded batches they still read (``torch.unique``, ``.item()``)."""
+    flags = {"train.device": device, "train.warmup_epochs": 0, "train.progress": "none",
+             "data.limit": 96, "train.batch_size": 32, "train.pad_buckets": True}
+    trainer = Trainer(resolve_config(data="ogbg-molbbbp", reg=reg, flags=flags), molbbbp,
+                      tmp_path)
+    if reg == "groupdro":
+        from grprune.regularizers.env import GroupDRO
+        dro = trainer.regs[reg]
+        assert isinstance(dro, GroupDRO)
+        # the trainer reserves it with train.pad_buckets: nothing to do by hand
+        assert dro.reserved == int(torch.as_tensor(molbbbp.envs).max()) + 1
+    trainer.train_epoch(0)
+    batches = list(trainer._batches("train", train=True))
+    assert len(batches) >= 2 and all(b.padded for b in batches)
+    trainer._batches = lambda split, train=False: iter(batches)  # type: ignore[method-assign]
+    steps = {s["step"].untyped_storage().data_ptr()
+             for s in trainer.optimizer.state.values() if "step" in s}
+    mode = ReadBacks(steps)
+    with mode:
+        losses = trainer.train_epoch(1)
+    allowed = Counter({"device-to-host copy": 1}) if device == "cuda" else Counter()
+    assert mode.reads - allowed == Counter(), mode.reads
+    assert {"ce", "total", reg} <= set(losses)
+
+
 def test_the_read_back_counter_sees_each_kind_of_read(device):
     x = torch.arange(6.0, device=device)
     mode = ReadBacks(set())
@@ -197,19 +230,36 @@ def test_all_finite_sees_one_bad_value_in_any_tensor(bad):
         t.view(-1)[1] = 0.0
 
 
-def test_a_batchs_multi_hot_matrix_is_made_once_and_remade_when_its_features_change():
+def test_a_batchs_multi_hot_matrix_is_made_once_per_batch(toy_batch, monkeypatch):
     feat = torch.tensor([[0, 1], [2, 0], [1, 1]])
-    offsets, sizes = torch.tensor([0, 3]), (3, 2)
-    hot = _multi_hot(feat, offsets, sizes, torch.float32)
+    hot = _multi_hot(feat, torch.tensor([0, 3]), (3, 2), torch.float32)
     assert hot.tolist() == [[1, 0, 0, 0, 1], [0, 0, 1, 1, 0], [0, 1, 0, 0, 1]]
-    assert _multi_hot(feat, offsets, sizes, torch.float32) is hot
-    assert _multi_hot(feat, offsets, sizes, torch.float64) is not hot
-    assert _multi_hot(feat.clone(), offsets, sizes, torch.float32) is not hot
-    feat[0, 0] = 2  # written in place: its version moves
-    again = _multi_hot(feat, offsets, sizes, torch.float32)
-    assert again is not hot and again[0].tolist() == [0, 0, 1, 0, 1]
-    with torch.inference_mode():
-        assert _multi_hot(feat, offsets, sizes, torch.float32) is not again
+    made: list[tuple] = []
+
+    def counted(feat, offsets, sizes, dtype):
+        made.append((sizes, dtype))
+        return _multi_hot(feat, offsets, sizes, dtype)
+
+    monkeypatch.setattr(encoders_base, "_multi_hot", counted)
+    torch.manual_seed(0)
+    atoms, atoms_too, bonds = NodeEmbedding("ogb", 8), NodeEmbedding("ogb", 8), EdgeEmbedding("ogb", 8)
+    # a plain tensor: made every call, nothing kept on the batch
+    expected = [atoms(toy_batch.node_feat), atoms_too(toy_batch.node_feat),
+                bonds(toy_batch.edge_feat)]
+    assert len(made) == 3 and not toy_batch.derived
+    # the batch: made once for its atoms (two modules) and once for its bonds, same values
+    for _ in range(2):
+        got = [atoms(toy_batch), atoms_too(toy_batch), bonds(toy_batch)]
+        assert all(torch.equal(a, b) for a, b in zip(got, expected))
+    assert len(made) == 5
+    assert sorted(key[0] for key in toy_batch.derived) == ["multi_hot/edge_feat",
+                                                            "multi_hot/node_feat"]
+    atoms.double()(toy_batch)  # another dtype: another matrix
+    assert len(made) == 6 and len(toy_batch.derived) == 3
+    copy = toy_batch.to("cpu")  # a copy of the batch keeps nothing of it
+    with torch.inference_mode():  # made every call, not kept
+        assert torch.equal(bonds(copy), expected[2]) and torch.equal(bonds(copy), expected[2])
+    assert len(made) == 8 and not copy.derived
 
 
 def test_rank_in_segment_with_known_counts_ranks_as_without():

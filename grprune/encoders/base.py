@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import threading
-import weakref
 from abc import ABC, abstractmethod
 from typing import cast
 
@@ -17,37 +15,36 @@ from grprune.registry import Registry
 ENCODERS = Registry("encoder", entry_point_group="grprune.encoders")
 
 
-def _multi_hot_sum(feat: Tensor, tables: nn.ModuleList, offsets: Tensor) -> Tensor:
-    """``sum_i tables[i](feat[:, i])`` as one multi-hot matrix product.
+def _multi_hot_sum(feat: Tensor | GraphBatch, field: str, tables: nn.ModuleList,
+                   offsets: Tensor) -> Tensor:
+    """``sum_i tables[i](x[:, i])`` as one multi-hot matrix product, ``x`` being ``feat``
+    or, for a batch, its feature tensor ``field`` (``"node_feat"`` or ``"edge_feat"``).
 
     OGB's ``AtomEncoder``/``BondEncoder`` sum one embedding lookup per feature
     column. Stacking their tables into one ``(V, D)`` weight and multiplying by the
-    ``(rows, V)`` multi-hot matrix of ``feat + offsets`` gives the same values and
+    ``(rows, V)`` multi-hot matrix of ``x + offsets`` gives the same values and
     gradients with one product forward and one backward, instead of a lookup, an
     addition and a slow dense-embedding backward per column (2-3x faster on the CPU
     for molecule batches; V is 174 for atoms and 13 for bonds). The parameters stay
     OGB's modules, so checkpoints keep their keys.
 
     The multi-hot matrix depends on the batch only, and a step embeds one batch's bonds in
-    every layer of the selector and of the encoder (and its atoms in both): it is made once
-    per feature tensor, table sizes and dtype (:func:`_multi_hot`) and reused, the same
-    values with fewer ops.
+    every layer of the selector and of the encoder (and its atoms in both): given a
+    :class:`~grprune.batch.GraphBatch`, it is made once per batch, feature, table sizes and
+    dtype (:meth:`GraphBatch.derive <grprune.batch.GraphBatch.derive>`, which also makes it
+    afresh under :func:`torch.inference_mode` and :func:`torch.compile`) and reused, the
+    same values with fewer ops; given a tensor, it is made every call.
 
-    Shapes: ``feat (rows, C)`` int64, ``offsets (C,)`` -> ``(rows, D)``.
+    Shapes: ``x (rows, C)`` int64, ``offsets (C,)`` -> ``(rows, D)``.
     """
     weight = torch.cat([cast(Tensor, table.weight) for table in tables])  # nn.Embedding's
     sizes = tuple(cast(nn.Embedding, table).num_embeddings for table in tables)
-    return _multi_hot(feat, offsets, sizes, weight.dtype) @ weight
-
-
-class _HotCache(threading.local):
-    """Per thread, the last multi-hot matrix made for each (table sizes, dtype, device)."""
-
-    def __init__(self) -> None:
-        self.slots: dict[tuple, tuple[weakref.ref, int, Tensor]] = {}
-
-
-_HOT = _HotCache()
+    if isinstance(feat, Tensor):
+        return _multi_hot(feat, offsets, sizes, weight.dtype) @ weight
+    x = cast(Tensor, getattr(feat, field))
+    hot = feat.derive((f"multi_hot/{field}", sizes, weight.dtype),
+                      lambda: _multi_hot(x, offsets, sizes, weight.dtype))
+    return hot @ weight
 
 
 def _multi_hot(feat: Tensor, offsets: Tensor, sizes: tuple[int, ...],
@@ -55,31 +52,10 @@ def _multi_hot(feat: Tensor, offsets: Tensor, sizes: tuple[int, ...],
     """The ``(rows, sum(sizes))`` multi-hot matrix of ``feat + offsets`` in ``dtype``: 1 in
     column ``offsets[i] + feat[r, i]`` of row ``r`` for each column ``i``, else 0.
 
-    Kept for the tensor ``feat`` itself (the same object, unchanged since: its version
-    counter) and handed out again until another ``feat`` comes for the same tables; the entry
-    goes when ``feat`` is freed. Nobody writes into the matrix (autograd would refuse it).
-    Under :func:`torch.inference_mode` (whose tensors have no version counter) it is made
-    every time, and so it is under :func:`torch.compile` (``train.compile``), whose graph
-    makes it once per step.
+    Shapes: ``feat (rows, C)`` int64, ``offsets (C,)`` -> ``(rows, sum(sizes))``.
     """
-    compiling = torch.compiler.is_compiling()
-    inference = compiling or torch.is_inference_mode_enabled() or feat.is_inference()
-    key = (sizes, dtype, feat.device)
-    slot = None if inference else _HOT.slots.get(key)
-    if slot is not None and slot[0]() is feat and slot[1] == feat._version:
-        return slot[2]
     hot = torch.zeros(feat.shape[0], sum(sizes), dtype=dtype, device=feat.device)
-    hot.scatter_(1, feat + offsets, 1.0)
-    if inference:
-        return hot
-    slots = _HOT.slots
-
-    def forget(_ref: weakref.ref, key: tuple = key) -> None:
-        if key in slots and slots[key][0] is _ref:
-            del slots[key]
-
-    slots[key] = (weakref.ref(feat, forget), feat._version, hot)
-    return hot
+    return hot.scatter_(1, feat + offsets, 1.0)
 
 
 def _table_offsets(tables: nn.ModuleList) -> Tensor:
@@ -94,7 +70,9 @@ class NodeEmbedding(nn.Module):
     on the 9 categorical atom features; ``kind="linear"`` a linear map of float
     features (synthetic graphs).
 
-    Shapes: ``node_feat (N, F)`` -> ``(N, dim)``.
+    Shapes: ``node_feat (N, F)`` -> ``(N, dim)``. Given a :class:`~grprune.batch.GraphBatch`
+    instead, it embeds the batch's ``node_feat``, and the ``"ogb"`` kind's multi-hot matrix
+    is made once for the batch (:func:`_multi_hot_sum`).
     """
 
     offsets: Tensor  # buffer of the "ogb" kind
@@ -110,9 +88,12 @@ class NodeEmbedding(nn.Module):
         else:
             self.net = nn.Linear(max(in_dim, 1), dim)
 
-    def forward(self, node_feat: Tensor) -> Tensor:
+    def forward(self, node_feat: Tensor | GraphBatch) -> Tensor:
         if self.kind == "ogb":
-            return _multi_hot_sum(node_feat, self.net.atom_embedding_list, self.offsets)
+            return _multi_hot_sum(node_feat, "node_feat", self.net.atom_embedding_list,
+                                  self.offsets)
+        if isinstance(node_feat, GraphBatch):
+            node_feat = node_feat.node_feat
         if node_feat.shape[1] == 0:
             node_feat = node_feat.new_ones(node_feat.shape[0], 1)
         return self.net(node_feat.to(self.net.weight.dtype))
@@ -122,7 +103,9 @@ class EdgeEmbedding(nn.Module):
     """Embeds edge features into ``dim`` channels (OGB ``BondEncoder`` or linear).
 
     Shapes: ``edge_feat (E, F_e)`` -> ``(E, dim)``; with ``F_e = 0`` and
-    ``kind="linear"`` the embedding is zero (plain GIN).
+    ``kind="linear"`` the embedding is zero (plain GIN). Given a
+    :class:`~grprune.batch.GraphBatch` instead, it embeds the batch's ``edge_feat``, and the
+    ``"ogb"`` kind's multi-hot matrix is made once for the batch (:func:`_multi_hot_sum`).
     """
 
     offsets: Tensor  # buffer of the "ogb" kind
@@ -140,11 +123,14 @@ class EdgeEmbedding(nn.Module):
         else:
             self.net = None
 
-    def forward(self, edge_feat: Tensor) -> Tensor | None:
+    def forward(self, edge_feat: Tensor | GraphBatch) -> Tensor | None:
         if self.net is None:
             return None
         if self.kind == "ogb":
-            return _multi_hot_sum(edge_feat, self.net.bond_embedding_list, self.offsets)
+            return _multi_hot_sum(edge_feat, "edge_feat", self.net.bond_embedding_list,
+                                  self.offsets)
+        if isinstance(edge_feat, GraphBatch):
+            edge_feat = edge_feat.edge_feat
         return self.net(edge_feat.to(self.net.weight.dtype))
 
 

@@ -75,7 +75,7 @@ class _MessagePassingEncoder(Encoder):
 
     def forward(self, batch: GraphBatch, edge_weight: Tensor | None = None) -> Tensor:
         hp = self.hparams
-        h = self.node_embedding(batch.node_feat)
+        h = self.node_embedding(batch)
         vn = None
         if hp["virtual_node"]:
             vn = self.vn_embedding.weight.expand(batch.num_graphs, -1)

@@ -54,7 +54,7 @@ class WeightedGINEConv(nn.Module):
 
     def forward(self, h: Tensor, batch: GraphBatch, edge_weight: Tensor | None) -> Tensor:
         msg = batch.gather(h, "src")
-        e = self.edge_embedding(batch.edge_feat)
+        e = self.edge_embedding(batch)
         if e is not None:
             msg = msg + e
         msg = masked_relu(msg, edge_weight, self.edge_mask)
@@ -86,7 +86,7 @@ class WeightedGCNConv(nn.Module):
         w = edge_weight if edge_weight is not None else x.new_ones(batch.src.shape[0])
         deg = 1.0 + batch.segment_sum(w, "dst")
         msg = batch.gather(x, "src")
-        e = self.edge_embedding(batch.edge_feat)
+        e = self.edge_embedding(batch)
         if e is not None:
             msg = msg + e
         msg = masked_relu(msg, edge_weight, self.edge_mask)

@@ -174,10 +174,15 @@ class TrainSettings(Configurable):
                                     "same within rounding (the dropout stream differs)"),
         "compile": Param("none", "run each training step's forward, loss and backward through "
                                  "torch.compile in this mode (grprune.step.TrainStep; one graph "
-                                 "per batch shape; reduce-overhead = CUDA graphs on a GPU); "
-                                 "needs train.pad_buckets; the same method, another random "
-                                 "stream (inductor draws the Gumbel noise and dropout)",
-                         choices=("none", "default", "reduce-overhead", "max-autotune")),
+                                 "per batch shape; reduce-overhead = CUDA graphs on a GPU; "
+                                 "the same method, another random stream: inductor draws the "
+                                 "Gumbel noise and dropout), or cuda-graph: the whole step, "
+                                 "Adam's included, captured as one CUDA graph per batch shape "
+                                 "and phase after 3 eager steps and replayed "
+                                 "(grprune.step.GraphedStep; on the CPU replayed eagerly, the "
+                                 "eager numbers); needs train.pad_buckets",
+                         choices=("none", "default", "reduce-overhead", "max-autotune",
+                                  "cuda-graph")),
     }
 
 

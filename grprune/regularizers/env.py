@@ -18,10 +18,19 @@ Sources: DomainBed (facebookresearch/DomainBed, ``domainbed/algorithms.py``
 and GOOD (divelab/GOOD, ``GOOD/ood_algorithms/algorithms/{IRM,VREx,GroupDRO}.py``).
 The trainer always adds the plain cross-entropy on the whole batch; each class
 returns only its penalty, weighted by ``weight``.
+
+On a batch padded to a static shape (``train.pad_buckets``, issue 49) the three take a
+static form over :class:`EnvSlots` (the environments in ``B`` slots instead of
+``torch.unique``'s ``M``): the same values to rounding (``tests/test_static_regs.py``: within
+1e-6 relative, GroupDRO's bit for bit in that test), no read back to the host (GroupDRO:
+after :meth:`GroupDRO.reserve`), and one :func:`torch.compile` graph without a break per
+batch shape (IRM: the closed-form gradient :func:`irm_graph_grad` instead of
+``torch.autograd.grad``). A batch without padding keeps :func:`env_groups`.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -61,9 +70,110 @@ def env_risks(logits: Tensor, y: Tensor, group: Tensor, counts: Tensor) -> Tenso
     return segment_sum(per_graph, group, counts.numel()) / counts.to(per_graph.dtype)
 
 
+@dataclass(frozen=True)
+class EnvSlots:
+    """The environments of a batch of ``B`` graphs in ``B`` slots: static shapes, on the device.
+
+    :func:`env_groups` gives the ``M`` distinct environments of a batch, a shape that depends
+    on the values (``torch.unique``, a read back to the host); here the environments take
+    the first ``M`` of ``B`` slots, in ascending id order (slot ``s < M`` is ``env_groups``'
+    group ``s``), and the slots after them are empty. Graphs with an id below 0 (outside the
+    training environments; the padding of a padded batch) are left out: their slot is an
+    empty one. Every shape is ``B``, nothing is read back, so one traced graph
+    (:func:`torch.compile` with ``dynamic=False``, a captured CUDA graph) serves every batch
+    of one static shape.
+
+    Attributes
+    ----------
+    slot : Tensor of shape (B,), int64 in ``[0, B)``
+        Slot of each graph's environment.
+    keep : Tensor of shape (B,), bool
+        True for a graph with an environment id >= 0.
+    ids : Tensor of shape (B,), int64
+        Environment id of each slot (meaningful where ``valid``).
+    counts : Tensor of shape (B,), int64
+        Kept graphs per slot (0 for an empty slot).
+    valid : Tensor of shape (B,), bool
+        True for the ``M`` slots that hold an environment: the first ``M``.
+    num : Tensor, a scalar, int64
+        ``M``.
+    """
+
+    slot: Tensor
+    keep: Tensor
+    ids: Tensor
+    counts: Tensor
+    valid: Tensor
+    num: Tensor
+
+    @classmethod
+    def of(cls, env: Tensor) -> "EnvSlots":
+        """From the environment id of each graph, shape (B,), int64 (below 0: left out).
+
+        Examples
+        --------
+        >>> s = EnvSlots.of(torch.tensor([3, -1, 1, 3]))
+        >>> s.slot.tolist(), s.ids[s.valid].tolist(), s.counts.tolist(), int(s.num)
+        ([1, 2, 0, 1], [1, 3], [1, 2, 0, 0], 2)
+        """
+        env = env.long()
+        b = env.shape[0]
+        keep = env >= 0
+        # left-out graphs sort last, as one group of their own
+        key = torch.where(keep, env, torch.iinfo(torch.int64).max)
+        sorted_key, order = torch.sort(key, stable=True)
+        starts = torch.ones_like(keep)
+        starts[1:] = sorted_key[1:] != sorted_key[:-1]
+        slot_sorted = torch.cumsum(starts, 0) - 1  # slot of the k-th graph in id order
+        slot = torch.empty_like(slot_sorted).scatter_(0, order, slot_sorted)
+        slots = torch.arange(b, device=env.device)
+        first = torch.searchsorted(slot_sorted, slots)  # first graph of each slot (id order)
+        size = torch.searchsorted(slot_sorted, slots, right=True) - first
+        first = first.clamp_max(max(b - 1, 0))
+        ids = sorted_key.gather(0, first)
+        valid = (size > 0) & keep.gather(0, order.gather(0, first))
+        counts = torch.where(valid, size, 0)
+        return cls(slot=slot, keep=keep, ids=ids, counts=counts, valid=valid, num=valid.sum())
+
+    def risks(self, per_graph: Tensor) -> Tensor:
+        """Mean of ``per_graph`` (shape (B,)) over the kept graphs of each slot, shape (B,)
+        (0 for an empty slot): :func:`env_risks`' :math:`R_e` in slot ``e``, added in the
+        same order."""
+        kept = torch.where(self.keep, per_graph, 0.0)
+        return (segment_sum(kept, self.slot, self.slot.shape[0])
+                / self.counts.clamp_min(1).to(per_graph.dtype))
+
+    def mean(self, values: Tensor, where: Tensor | None = None) -> Tensor:
+        """Mean of ``values`` (shape (B,)) over the slots ``where`` (default ``valid``); 0 if
+        there is none."""
+        where = self.valid if where is None else where
+        count = where.sum().clamp_min(1).to(values.dtype)
+        return torch.where(where, values, 0.0).sum() / count
+
+
 def _zero(ctx: StepContext) -> Tensor:
     """0 with a gradient path to the logits (an undefined penalty)."""
     return ctx.output.logits.sum() * 0.0
+
+
+def static_slots(ctx: StepContext) -> EnvSlots | None:
+    """:class:`EnvSlots` of a batch padded to a static shape (``train.pad_buckets``), whose
+    penalties then take their static form; None for a batch without padding, which keeps
+    :func:`env_groups` (the records of unpadded runs do not move)."""
+    if getattr(ctx.batch, "graph_mask", None) is None:
+        return None
+    return EnvSlots.of(ctx.batch.env.to(ctx.output.logits.device))
+
+
+def irm_graph_grad(logits: Tensor, y: Tensor) -> Tensor:
+    """Each graph's :math:`\\partial\\, \\mathrm{CE}(w z_i, y_i) / \\partial w` at
+    :math:`w = 1`, i.e. :math:`(\\mathrm{softmax}(z_i) - \\mathbb 1_{y_i})^\\top z_i`:
+    shape (B, C), (B,) -> (B,). The closed form of what ``torch.autograd.grad`` gives
+    IRM, differentiable in ``logits`` (no double backward, no graph break under
+    :func:`torch.compile`)."""
+    # not one_hot, which reads the labels' range back to the host
+    hot = (y.unsqueeze(-1) == torch.arange(logits.shape[-1], device=y.device)).to(logits.dtype)
+    return ((torch.softmax(logits, dim=-1) - hot) * logits).sum(-1)
 
 
 class AnnealedPenalty(Regularizer):
@@ -90,8 +200,10 @@ class AnnealedPenalty(Regularizer):
     }
 
     def weight_at(self, ctx: StepContext) -> float:
-        """``anneal_weight`` while ``ctx.step < anneal_steps``, ``weight`` after."""
-        annealing = ctx.step < self.hparams["anneal_steps"]
+        """``anneal_weight`` while ``ctx.step < anneal_steps``, ``weight`` after (with
+        ``anneal_steps=0`` ``ctx.step`` is not read: a compiled step does not guard on it)."""
+        steps = self.hparams["anneal_steps"]
+        annealing = steps > 0 and ctx.step < steps
         return float(self.hparams["anneal_weight" if annealing else "weight"])
 
     def get_extra_state(self) -> dict:
@@ -131,7 +243,8 @@ class IRMPenalty(AnnealedPenalty):
 
     The gradient w.r.t. the scale is computed with
     ``torch.autograd.grad(..., create_graph=True)`` (one scale per environment,
-    one call). Defaults (DomainBed): ``weight`` = 100 (``irm_lambda``) after
+    one call); on a padded batch from its closed form (:func:`irm_graph_grad`,
+    the second formula above), whose own gradient is the same. Defaults (DomainBed): ``weight`` = 100 (``irm_lambda``) after
     ``anneal_steps`` = 500 steps at ``anneal_weight`` = 1.0. A batch with one
     environment gives that environment's squared gradient (not 0: IRMv1 is
     defined per environment).
@@ -150,6 +263,9 @@ class IRMPenalty(AnnealedPenalty):
     }
 
     def penalty(self, ctx: StepContext) -> Tensor:
+        slots = static_slots(ctx)
+        if slots is not None:
+            return self._static_penalty(ctx, slots)
         logits, y, _, group, counts = env_groups(ctx)
         m = counts.numel()
         if m == 0:
@@ -173,6 +289,22 @@ class IRMPenalty(AnnealedPenalty):
             return (grad ** 2).mean()
         both = counts.view(-1, 2).min(dim=1).values > 0
         return (grad[0::2] * grad[1::2])[both].mean()
+
+    def _static_penalty(self, ctx: StepContext, slots: EnvSlots) -> Tensor:
+        """The penalty of a padded batch: the same value (to rounding), in static shapes,
+        with the closed-form gradient :func:`irm_graph_grad` instead of
+        ``torch.autograd.grad``."""
+        per_graph = irm_graph_grad(ctx.output.logits, ctx.batch.y)
+        if self.hparams["estimator"] == "full":
+            return slots.mean(slots.risks(per_graph) ** 2)
+        b = per_graph.shape[0]
+        rank = rank_in_segment(torch.arange(b, device=per_graph.device), slots.slot, b)
+        half = 2 * slots.slot + rank % 2  # the even and the odd graphs of each environment
+        counts = segment_sum(slots.keep.long(), half, 2 * b)
+        kept = torch.where(slots.keep, per_graph, 0.0)
+        grad = segment_sum(kept, half, 2 * b) / counts.clamp_min(1).to(per_graph.dtype)
+        both = counts.view(-1, 2).min(dim=1).values > 0
+        return slots.mean(grad[0::2] * grad[1::2], where=both)
 
 
 @REGULARIZERS.register("vrex", aliases=("v-rex",))
@@ -199,6 +331,11 @@ class VRExPenalty(AnnealedPenalty):
                               search=(0.01, 0.1, 1.0, 10.0))}
 
     def penalty(self, ctx: StepContext) -> Tensor:
+        slots = static_slots(ctx)
+        if slots is not None:  # padded: the same value, to rounding, in static shapes
+            risks = slots.risks(cross_entropy(ctx.output.logits, ctx.batch.y,
+                                              reduction="none"))
+            return slots.mean((risks - slots.mean(risks)) ** 2)
         logits, y, _, group, counts = env_groups(ctx)
         if counts.numel() == 0:
             return _zero(ctx)
@@ -227,7 +364,9 @@ class GroupDRO(Regularizer):
     so that the term is on the scale of a risk: with every environment in every
     batch (DomainBed's setting) this is DomainBed's ``torch.dot(losses, q)``;
     with :math:`\\eta = 0` it is the mean of the environments' risks. Outside
-    training mode ``q`` is not updated.
+    training mode ``q`` is not updated. On a padded batch (static shapes) a step reads
+    the batch's largest id back to grow the buffers unless :meth:`reserve` made room for
+    the dataset's ids first.
 
     ``weight``: the trainer minimises :math:`\\mathrm{CE} + w\\,\\mathcal L_{DRO}`,
     the cross-entropy on the whole batch stays in. DomainBed's GroupDRO
@@ -256,6 +395,24 @@ class GroupDRO(Regularizer):
         super().__init__(**hparams)
         self.register_buffer("log_q", torch.zeros(0, dtype=torch.float64))
         self.register_buffer("seen", torch.zeros(0, dtype=torch.bool))
+        self.reserved = 0
+
+    def reserve(self, num_envs: int) -> None:
+        """Make room for the environment ids ``[0, num_envs)`` now (the dataset's, e.g.
+        ``int(dataset.envs.max()) + 1``): a padded batch's step then does not read its
+        largest id back to the host to grow the buffers, and reads nothing back at all.
+        Kept through :meth:`load_state_dict`. An id of ``num_envs`` or more in a padded
+        batch is then an indexing error.
+
+        Raises
+        ------
+        ValueError
+            If ``num_envs`` is below 1.
+        """
+        if num_envs < 1:
+            raise ValueError(f"GroupDRO.reserve needs num_envs >= 1, got {num_envs}")
+        self.reserved = max(self.reserved, int(num_envs))
+        self._grow(self.reserved)
 
     @property
     def q(self) -> Tensor:
@@ -277,8 +434,12 @@ class GroupDRO(Regularizer):
             self.log_q = self.log_q.new_zeros(saved.shape)
             self.seen = self.seen.new_zeros(saved.shape)
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+        self._grow(self.reserved)
 
     def loss(self, ctx: StepContext) -> Tensor:
+        slots = static_slots(ctx)
+        if slots is not None:
+            return self._static_loss(ctx, slots)
         logits, y, ids, group, counts = env_groups(ctx)
         if counts.numel() == 0:
             return _zero(ctx)
@@ -290,3 +451,24 @@ class GroupDRO(Regularizer):
             self.log_q[ids] += self.hparams["step_size"] * risks.detach().to(self.log_q.dtype)
         weights = torch.softmax(self.log_q[ids], 0).to(risks.dtype).to(risks.device)
         return (weights * risks).sum()
+
+    def _static_loss(self, ctx: StepContext, slots: EnvSlots) -> Tensor:
+        """The loss of a padded batch: the same update and value (to rounding), in static
+        shapes; with :meth:`reserve` called, nothing is read back."""
+        risks = slots.risks(cross_entropy(ctx.output.logits, ctx.batch.y, reduction="none"))
+        if not self.reserved:  # the largest id, read back, to grow the buffers
+            top = int(torch.where(slots.valid, slots.ids, -1).max())
+            if top < 0:  # no environment in the batch
+                return _zero(ctx)
+            self._grow(top + 1)
+        ids = torch.where(slots.valid, slots.ids, 0).to(self.log_q.device)
+        valid = slots.valid.to(self.log_q.device)
+        if self.training:  # an empty slot adds 0 to id 0 (after the batch's own, if any)
+            step = self.hparams["step_size"] * risks.detach().to(self.log_q.dtype)
+            self.log_q.index_add_(0, ids, torch.where(valid, step.to(valid.device), 0.0))
+            hits = torch.zeros_like(self.log_q, dtype=torch.long).index_add_(0, ids, valid.long())
+            self.seen.logical_or_(hits > 0)
+        log_q = torch.where(valid, self.log_q.gather(0, ids), -torch.inf)
+        # no environment: softmax of -inf only is NaN, and every weight is taken as 0
+        weights = torch.where(valid, torch.softmax(log_q, 0), 0.0)
+        return (weights.to(risks.dtype).to(risks.device) * risks).sum()

@@ -1,0 +1,314 @@
+"""``train.compile=cuda-graph`` (issue 49, item 3): the whole training step (forward, loss,
+backward, Adam) captured once per (bucket, phase) and replayed (:class:`grprune.step.GraphedStep`).
+
+On the CPU the capture backend is :class:`grprune.step.EagerGraphs`: a replay runs the step
+again eagerly on the graph's static buffers, which keep what a CUDA graph keeps from its
+capture (the static batch's host integers). So the plumbing is tested here, without a GPU:
+a run in this mode gives the eager padded run's numbers bit for bit, resumes as if never
+interrupted and follows the learning-rate schedule; a step that reads a value a graph
+would bake in (``.item()``, the batch's host integers, IRM's ``ctx.step``) stays eager.
+
+What a graph captures is the step's ops on its static inputs, and any Python number the
+step computes from one batch is baked in. :func:`test_a_traced_step_reused_on_another_batch
+_of_its_bucket_gives_that_batchs_numbers` traces the step once with
+:func:`torch.fx.experimental.proxy_tensor.make_fx` (every op it runs, Python numbers as
+constants) on one batch and runs the trace on another batch of the same bucket: it must give
+that batch's eager loss and gradients.
+
+``tests/test_device.py`` runs a run of this mode on each device (``cuda`` where available).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import fields, replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from click.testing import CliRunner
+from torch import nn
+
+from grprune import step as S
+from grprune.batch import GraphBatch
+from grprune.cli import main
+from grprune.data import load_dataset
+from grprune.ops import Segments
+from grprune.record import files as R
+from grprune.record.epoch import EpochRecord
+from grprune.resolve import resolve_config
+from grprune.run import execute
+from grprune.trainer import Trainer
+
+#: a short PrunE run: 3 epochs, the first an ERM warm-up, 4 batches of 32 graphs an epoch
+FLAGS: dict[str, Any] = {"train.epochs": 3, "train.warmup_epochs": 1, "data.limit": 128,
+                         "train.batch_size": 32, "train.progress": "none",
+                         "train.device": "cpu", "train.pad_buckets": True,
+                         "train.save_last": True}
+
+
+@pytest.fixture(scope="module")
+def molbbbp():
+    return load_dataset("ogbg-molbbbp")
+
+
+@pytest.fixture
+def captures(monkeypatch) -> dict[str, int]:
+    """One eager step per key before its capture (more replays in a short run), and the
+    stand-in's captures and replays counted."""
+    monkeypatch.setattr(S, "EAGER_STEPS", 1)
+    counts = {"captures": 0, "replays": 0}
+    capture = S.EagerGraphs.capture
+
+    def counted(self, fn):
+        counts["captures"] += 1
+        replay = capture(self, fn)
+
+        def run():
+            counts["replays"] += 1
+            return replay()
+        return run
+    monkeypatch.setattr(S.EagerGraphs, "capture", counted)
+    return counts
+
+
+def _cfg(mode: str, reg: str = "size,eps-align", selector: str = "gumbel-gin", **extra: Any):
+    return resolve_config(data="ogbg-molbbbp", reg=reg, selector=selector,
+                          flags={**FLAGS, "train.compile": mode, **extra})
+
+
+def _quiet(msg: str) -> None:
+    pass
+
+
+def _numbers(run_dir: Path) -> list[tuple[Any, ...]]:
+    """Each epoch's learning rate, loss terms and split scores, timings left out."""
+    records = map(EpochRecord.from_dict, R.read_records(run_dir / R.RESULTS))
+    return [(r.lr, dict(r.loss), {k: dict(v) for k, v in r.scores.items()}) for r in records]
+
+
+def _weights(run_dir: Path) -> dict[str, torch.Tensor]:
+    """The model after the last epoch (``checkpoint-last.pt``: ``train.save_last``)."""
+    return torch.load(run_dir / R.LAST_CHECKPOINT, map_location="cpu", weights_only=True)
+
+
+def _same(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> None:
+    assert a.keys() == b.keys()
+    for name, value in a.items():
+        assert torch.equal(value, b[name]), name
+
+
+@pytest.mark.parametrize("extra", [{}, {"train.lr_milestones": "2", "train.lr_gamma": 0.1}],
+                         ids=["prune", "lr-milestones"])
+def test_a_cuda_graph_run_gives_the_eager_padded_runs_numbers_bit_for_bit(tmp_path, captures,
+                                                                          extra):
+    """PrunE (Gumbel-GIN, size and eps-align), an ERM warm-up epoch first, on the CPU's
+    stand-in backend; with ``train.lr_milestones`` the replayed steps follow the schedule."""
+    execute(_cfg("none", **extra), tmp_path / "eager", log=_quiet)
+    execute(_cfg("cuda-graph", **extra), tmp_path / "graph", log=_quiet)
+    assert captures["captures"] >= 2 and captures["replays"] > captures["captures"]
+    eager, graph = _numbers(tmp_path / "eager"), _numbers(tmp_path / "graph")
+    assert graph == eager  # == on floats: every bit
+    assert len(graph) == 3 and graph[0][1].keys() < graph[1][1].keys()  # warm-up, then PrunE
+    if extra:
+        assert [lr for lr, *_ in graph] == pytest.approx([1e-3, 1e-3, 1e-4])
+    _same(_weights(tmp_path / "graph"), _weights(tmp_path / "eager"))
+
+
+def _stop_after(epoch: int):
+    def on_epoch(record: EpochRecord) -> None:
+        if record.epoch == epoch:
+            raise KeyboardInterrupt
+    return on_epoch
+
+
+def test_a_cuda_graph_run_resumed_from_its_state_equals_the_uninterrupted_run(tmp_path,
+                                                                           captures):
+    """Interrupted after the first PrunE epoch (graphs captured, replayed), resumed from
+    ``state.pt`` in a new trainer (new graphs)."""
+    cfg = _cfg("cuda-graph", **{"train.lr_milestones": "2"})
+    execute(cfg, tmp_path / "whole", log=_quiet)
+    with pytest.raises(KeyboardInterrupt):
+        execute(cfg, tmp_path / "cut", on_epoch=_stop_after(1), log=_quiet)
+    assert captures["replays"] > 0
+    status, summary = execute(cfg, tmp_path / "cut", log=_quiet)
+    assert status == "resumed" and summary.epochs_run == 3
+    assert _numbers(tmp_path / "cut") == _numbers(tmp_path / "whole")
+    _same(_weights(tmp_path / "cut"), _weights(tmp_path / "whole"))
+
+
+def test_without_pad_buckets_cuda_graph_exits_2_with_one_line(tmp_path):
+    result = CliRunner().invoke(main, [
+        "run", "--data", "ogbg-molbbbp", "--epochs", "1", "--device", "cpu",
+        "--out", str(tmp_path / "run"), "--progress", "none", "-H", "data.limit=64",
+        "-H", "train.compile=cuda-graph"])
+    assert result.exit_code == 2
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and "train.pad_buckets" in lines[0], result.output
+    assert "Traceback" not in result.output
+
+
+def test_a_step_that_reads_a_value_a_graph_would_bake_in_stays_eager(tmp_path, molbbbp,
+                                                                     captures):
+    """IRM reads ``ctx.step`` (its penalty's annealing), which a graph would keep from its
+    capture: its steps are never captured (one warning), and the run is the eager padded
+    run."""
+    short = {"train.epochs": 2, "train.warmup_epochs": 0}  # (an ERM warm-up step is captured)
+    cfg = _cfg("cuda-graph", reg="irm", selector="none", **short)
+    with pytest.warns(UserWarning, match=r"cuda-graph: .*\(ctx\.step\); such steps run eagerly"):
+        execute(cfg, tmp_path / "graph", log=_quiet)
+    assert captures["captures"] == 0
+    execute(_cfg("none", reg="irm", selector="none", **short), tmp_path / "eager", log=_quiet)
+    assert _numbers(tmp_path / "graph") == _numbers(tmp_path / "eager")
+    trainer = Trainer(cfg, molbbbp, tmp_path / "t")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trainer.train_epoch(1)
+    assert trainer.graphed_step is not None and not trainer.graphed_step.graphs
+    reasons = " ".join(trainer.graphed_step.eager.values())
+    assert "ctx.step" in reasons
+
+
+def test_a_step_that_puts_a_new_tensor_in_a_module_stays_eager(molbbbp, tmp_path, captures):
+    """A regularizer that replaces its buffer each step (``self.count = self.count + 1``)
+    instead of writing into it would leave a graph updating the old tensor."""
+    no_warmup: dict[str, Any] = {"train.warmup_epochs": 0}
+    trainer = Trainer(_cfg("cuda-graph", **no_warmup), molbbbp, tmp_path)
+    size: Any = trainer.regs["size"]  # a buffer of its own, set below
+    size.register_buffer("count", torch.zeros(()))
+    loss = size.loss
+
+    def counting(ctx):
+        size.count = size.count + 1
+        return loss(ctx)
+    size.loss = counting  # type: ignore[method-assign]
+    batch = next(iter(trainer._batches("train", train=True)))
+    graphed = trainer.graphed_step
+    assert graphed is not None
+    with pytest.warns(UserWarning, match=r"a new tensor in reg\.size\.count"):
+        for step in range(3):
+            graphed(trainer.model, trainer.regs, trainer.optimizer, batch, False, 0, step)
+    assert not graphed.graphs and captures["captures"] == 0
+    assert float(size.count) == 3
+
+
+def test_a_static_batch_keeps_its_capture_host_integers_and_takes_new_tensors(molbbbp,
+                                                                           tmp_path):
+    """What the stand-in shares with a CUDA graph: the static batch's tensors are new
+    buffers that each replay's batch is copied into; its host integers stay the capture's
+    (a step that read them would be wrong, hence the probe); one key per bucket and phase."""
+    trainer = Trainer(_cfg("cuda-graph"), molbbbp, tmp_path)
+    batches = [b for _ in range(3) for b in trainer._batches("train", train=True)]
+    a, b = _same_bucket(batches)
+    static = S._static_copy(a)
+    assert all(s is not t for s, t in zip(S._batch_tensors(static), S._batch_tensors(a)))
+    graph = S._Graph(static, lambda: (static.src.sum(), {}, None, None))
+    graph(b)
+    for s, t in zip(S._batch_tensors(static), S._batch_tensors(b)):
+        assert torch.equal(s, t)
+    assert static.real_edges == a.real_edges != b.real_edges
+    assert S._key(a, False) == S._key(b, False) != S._key(a, True)
+
+
+def test_set_lr_fills_a_tensor_learning_rate_and_the_state_round_trip_keeps_one(tmp_path):
+    """``train.compile=cuda-graph`` on CUDA: Adam's learning rate is a Tensor that a captured
+    step reads, so a new epoch's rate is written into it; ``state.pt`` holds it, and a
+    resumed optimizer gets a tensor beside its parameters again. (On the CPU, here, a
+    non-capturable Adam with a Tensor rate stands in for CUDA's fused, capturable one.)"""
+    p = nn.Parameter(torch.ones(3))
+    opt = torch.optim.Adam([p], lr=torch.tensor(1e-3), foreach=False)
+    lr = opt.param_groups[0]["lr"]
+    S.set_lr(opt, 1e-4)
+    assert opt.param_groups[0]["lr"] is lr and float(lr) == pytest.approx(1e-4)
+    p.grad = torch.ones(3)
+    opt.step()
+    torch.save(opt.state_dict(), tmp_path / "opt.pt")
+    again = torch.optim.Adam([p], lr=torch.tensor(1e-3), foreach=False)
+    again.load_state_dict(torch.load(tmp_path / "opt.pt", weights_only=True))
+    S.set_lr(again, 1e-5)
+    assert isinstance(again.param_groups[0]["lr"], torch.Tensor)
+    assert float(again.param_groups[0]["lr"]) == pytest.approx(1e-5)
+    plain = torch.optim.Adam([p], lr=1e-3)
+    plain.load_state_dict(opt.state_dict())  # a cuda-graph run resumed without it
+    S.set_lr(plain, 1e-2)
+    assert plain.param_groups[0]["lr"] == 1e-2
+    options = S.optimizer_options("cuda-graph", torch.device("cpu"), True, 1e-3)
+    assert options == {"lr": 1e-3, "foreach": True, "fused": None}  # the CPU: as eager
+
+
+# -- item 3: no Python number of one batch baked into the step -------------------------------
+def _same_bucket(batches: list[GraphBatch]) -> tuple[GraphBatch, GraphBatch]:
+    """Two batches of one bucket with different real edge counts."""
+    for i, a in enumerate(batches):
+        for b in batches[i + 1:]:
+            if S._key(a, False) == S._key(b, False) and a.real_edges != b.real_edges:
+                return a, b
+    raise AssertionError("no two batches of one bucket")
+
+
+def _with_tensors(template: GraphBatch, tensors: list[torch.Tensor]) -> GraphBatch:
+    """``template`` with its input tensors (:func:`grprune.step._batch_tensors`' order)
+    replaced by ``tensors``: its host integers kept, its caches empty."""
+    it = iter(tensors)
+    new: dict[str, Any] = {f.name: next(it) for f in fields(template)
+                           if isinstance(getattr(template, f.name), torch.Tensor)}
+    csr = {}
+    for name in sorted(template.csr):
+        seg = template.csr[name]
+        csr[name] = Segments(next(it), None if seg.order is None else next(it), next(it))
+    return replace(template, **new, csr=csr, row_masks={}, derived={})
+
+
+class _Step(nn.Module):
+    """:func:`grprune.step.step_loss` as a module, for :func:`torch.func.functional_call`."""
+
+    def __init__(self, trainer: Trainer, warm: bool) -> None:
+        super().__init__()
+        self.model, self.regs, self.warm = trainer.model, nn.ModuleDict(trainer.regs), warm
+        self.reg_map = trainer.regs  # (the ModuleDict makes their parameters this module's)
+
+    def forward(self, batch: GraphBatch) -> torch.Tensor:
+        return S.step_loss(self.model, self.reg_map, batch, self.warm, 1, 0)[0]
+
+
+def _loss_and_grads(module: _Step, params: dict, buffers: dict, batch: GraphBatch):
+    total = torch.func.functional_call(module, {**params, **buffers}, (batch,))
+    grads = torch.autograd.grad(total, list(params.values()), allow_unused=True)
+    return [total] + [torch.zeros_like(p) if g is None else g
+                      for p, g in zip(params.values(), grads)]
+
+
+#: the regularizer settings traced: the paper preset's (size, eps-align in the paper's
+#: form), the official eps-align form, and the ERM warm-up (no selector, no regularizer)
+TRACED = [("paper", False), ("official", False), ("paper", True)]
+
+
+@pytest.mark.parametrize("form,warm", TRACED, ids=["paper", "official", "warmup"])
+def test_a_traced_step_reused_on_another_batch_of_its_bucket_gives_that_batchs_numbers(
+        molbbbp, tmp_path, form, warm):
+    from torch.fx.experimental.proxy_tensor import make_fx
+    cfg = resolve_config(data="ogbg-molbbbp", reg="size,eps-align", selector="gumbel-gin",
+                         flags={**FLAGS, "reg.eps-align.form": form})
+    trainer = Trainer(cfg, molbbbp, tmp_path)
+    batches = [b for _ in range(3) for b in trainer._batches("train", train=True)]
+    a, b = _same_bucket(batches)
+    module = _Step(trainer, warm).train()
+    params = {k: p.detach().clone().requires_grad_() for k, p in module.named_parameters()}
+    buffers = dict(module.named_buffers())
+
+    def step(params, buffers, tensors):
+        return _loss_and_grads(module, params, buffers, _with_tensors(a, tensors))
+
+    def fresh() -> dict:  # BatchNorm updates its running statistics in place
+        return {k: v.clone() for k, v in buffers.items()}
+    torch.manual_seed(3)
+    traced = make_fx(step)(params, fresh(), S._batch_tensors(a))
+    torch.manual_seed(5)  # the Gumbel noise (and dropout) from one seeded stream in both
+    replayed = traced(params, fresh(), S._batch_tensors(b))
+    torch.manual_seed(5)
+    eager = _loss_and_grads(module, params, fresh(), b)
+    names = ["total", *params]
+    assert len(replayed) == len(eager)
+    for name, got, want in zip(names, replayed, eager):
+        torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6, msg=name)
