@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -265,6 +266,37 @@ def test_readme_results_table_is_table1(capsys):
     committed = pd.read_csv(ROOT / "benchmarks/accuracy/table1.csv")
     assert len(committed) == len(rows)
     assert list(committed["test_mean"]) == [round(r["test_mean"], 2) for r in rows]
+
+
+def test_the_accuracy_tables_share_one_markdown_renderer():
+    """mdtable.py renders table1.py's and official/table.py's rows, cells and README blocks."""
+    md = load_script("benchmarks/accuracy/mdtable.py")
+    assert md.header(["column", "n"]) == ["| column | n |", "|---|---|"]
+    assert md.row(["a", 4, ""]) == "| a | 4 | |"
+    cells = [md.mean_std(63.0, 2.5, n) for n in (0, 1, 3, 4)]
+    assert cells == ["not run", "63.00 (n=1)", "63.00 ± 2.50 (n=3)", "63.00 ± 2.50 (n=4)"]
+    assert md.mean_std(63.0, 2.5, 3, n_below=4) == "63.00 ± 2.50 (n=3)"
+    assert md.mean_std(63.0, 2.5, 4, n_below=4) == md.mean_std(63.0, 2.5) == "63.00 ± 2.50"
+    assert md.splice("a\n<!-- b -->\nold\n<!-- /b -->\nz\n", "<!-- b -->", "<!-- /b -->",
+                     "new\n") == "a\n<!-- b -->\nnew\n<!-- /b -->\nz\n"
+    with pytest.raises(ValueError, match="no '<!-- b -->' ... '<!-- /b -->' block"):
+        md.splice("a\n<!-- b -->\n", "<!-- b -->", "<!-- /b -->", "new\n")
+    table1 = load_script("benchmarks/accuracy/table1.py")
+    official = load_script("benchmarks/accuracy/official/table.py")
+    assert table1.fmt(63.0, 2.5, 3) == md.mean_std(63.0, 2.5, 3, n_below=4)
+    assert table1.splice is official.splice is sys.modules["mdtable"].splice
+
+
+def test_table1_build_refuses_a_readme_without_its_block(tmp_path, capsys):
+    table1 = load_script("benchmarks/accuracy/table1.py")
+    readme = tmp_path / "README.md"
+    readme.write_text("# no table here\n")
+    with pytest.raises(SystemExit) as exc:
+        table1.main(["build", "--out", str(tmp_path / "t1"), "--readme", str(readme)])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"table1.py: {readme} has no '<!-- table1:") and "\n" not in err
+    assert readme.read_text() == "# no table here\n"
 
 
 def test_probe_script_scores_ground_truth_masks(tmp_path, capsys):

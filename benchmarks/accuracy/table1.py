@@ -29,6 +29,10 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+# mdtable.py, the Markdown shared with official/table.py (last: it shadows no package)
+sys.path.append(str(HERE))
+from mdtable import header, mean_std, row, splice  # noqa: E402
+
 #: (dataset, split, name in the tables) in the paper's column order
 COLUMNS = [("good-motif", "basis", "GOOD-Motif basis (accuracy)"),
            ("good-motif", "size", "GOOD-Motif size (accuracy)"),
@@ -269,11 +273,9 @@ def build(sources=SOURCES, root: Path = HERE) -> list[dict]:
 
 
 def fmt(mean: float, std: float, n: int | None = None) -> str:
-    """``mean ± std``, with ``(n=N)`` under 4 seeds; one seed has no std."""
-    if n is not None and n < 2:
-        return f"{mean:.2f} (n={n})"
-    text = f"{mean:.2f} ± {std:.2f}"
-    return text if n is None or n >= 4 else f"{text} (n={n})"
+    """``mean ± std``, with ``(n=N)`` under 4 seeds; one seed has no std
+    (:func:`mdtable.mean_std`)."""
+    return mean_std(mean, std, n, n_below=4)
 
 
 def cell_text(r: dict) -> str:
@@ -299,8 +301,8 @@ LEGEND = ("`official schedule`: all graphs and the `official` preset's schedule,
 def readme_table(rows: list[dict]) -> str:
     """The README's results table: one line per column (and per GOOD-protocol ERM row),
     with the official code's score beside grprune's, and the legend of its marks."""
-    lines = ["| column | preset | protocol | ERM | PrunE | official code | paper: ERM | "
-             "paper: PrunE |", "|---|---|---|---|---|---|---|---|"]
+    lines = header(["column", "preset", "protocol", "ERM", "PrunE", OFFICIAL_CODE,
+                    "paper: ERM", "paper: PrunE"])
     for dataset, split, name in COLUMNS:
         got = {r["method"]: r for r in rows if (r["dataset"], r["split"]) == (dataset, split)
                and r["protocol"] != "good"}
@@ -308,13 +310,14 @@ def readme_table(rows: list[dict]) -> str:
         ours = {m: cell_text(r) if (r := got.get(m)) else "not run"
                 for m in ("ERM", "PrunE", OFFICIAL_CODE)}
         first = got.get("PrunE") or got.get("ERM") or {}
-        lines.append(f"| {name} | `{first.get('preset', '–')}` | {first.get('protocol', '–')} | "
-                     f"{ours['ERM']} | {ours['PrunE']} | {ours[OFFICIAL_CODE]} | "
-                     f"{fmt(*paper['ERM'])} | {fmt(*paper['PrunE'])} |")
+        lines.append(row([name, f"`{first.get('preset', '–')}`", first.get("protocol", "–"),
+                          ours["ERM"], ours["PrunE"], ours[OFFICIAL_CODE],
+                          fmt(*paper["ERM"]), fmt(*paper["PrunE"])]))
         for r in rows:
             if r["protocol"] == "good" and (r["dataset"], r["split"]) == (dataset, split):
-                lines.append(f"| {name} | `good` | good | {fmt(r['test_mean'], r['test_std'], r['n'])}"
-                             f" | | | {fmt(*paper['ERM'])} | |")
+                lines.append(row([name, "`good`", "good",
+                                  fmt(r["test_mean"], r["test_std"], r["n"]), "", "",
+                                  fmt(*paper["ERM"]), ""]))
     return "\n".join(lines) + "\n\n" + LEGEND + "\n"
 
 
@@ -330,14 +333,14 @@ def markdown(rows: list[dict]) -> str:
            "official code's schedule (the `official` preset, or the official code itself), "
            "`shortened` fewer graphs or epochs, `good` GOOD's ERM protocol "
            "(`--preset good`). Method `official code` is the official PrunE code run by "
-           "`official/runs.py` on grprune's exported data and split (`official/README.md`).", "", readme_table(rows).rstrip("\n"), "",
-           "| dataset | split | method | preset | protocol | n | test | valid | paper | commit "
-           "| hardware |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+           "`official/runs.py` on grprune's exported data and split (`official/README.md`).",
+           "", readme_table(rows).rstrip("\n"), "",
+           *header(["dataset", "split", "method", "preset", "protocol", "n", "test", "valid",
+                    "paper", "commit", "hardware"])]
     for r in rows:
-        out.append(f"| {r['dataset']} | {r['split']} | {r['method']} | {r['preset']} | "
-                   f"{r['protocol']} | {r['n']} | {cell_text(r)} | "
-                   f"{r['valid_mean']:.2f} | {fmt(r['paper_mean'], r['paper_std'])} | "
-                   f"{r['commit']} | {r['hardware']} |")
+        out.append(row([r["dataset"], r["split"], r["method"], r["preset"], r["protocol"],
+                        r["n"], cell_text(r), f"{r['valid_mean']:.2f}",
+                        fmt(r["paper_mean"], r["paper_std"]), r["commit"], r["hardware"]]))
     out += ["", "Where PrunE stays under the paper:", ""]
     for r in rows:
         if r["method"] == "PrunE" and r["test_mean"] < r["paper_mean"]:
@@ -383,14 +386,6 @@ def official_verdicts(rows: list[dict], results: Path | None = None) -> list[str
     return out
 
 
-def splice(readme: str, table: str) -> str:
-    """``readme`` with the text between :data:`BEGIN` and :data:`END` replaced by ``table``."""
-    if BEGIN not in readme or END not in readme:
-        fail(f"the README has no '{BEGIN}' ... '{END}' block")
-    head, rest = readme.split(BEGIN, 1)
-    return head + BEGIN + "\n" + table + rest[rest.index(END):]
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="command", required=True)
@@ -430,7 +425,11 @@ def main(argv: list[str] | None = None) -> int:
         if not args.readme.is_file():
             fail(f"no such file: {args.readme}")
         text = args.readme.read_text(encoding="utf-8")
-        atomic_write_bytes(args.readme, splice(text, readme_table(rows)).encode())
+        try:
+            text = splice(text, BEGIN, END, readme_table(rows))
+        except ValueError as exc:
+            fail(f"{args.readme} has {exc}")
+        atomic_write_bytes(args.readme, text.encode())
     print(f"wrote {args.out}.csv and .md: {len(rows)} rows"
           + (f"; {args.readme}'s table" if args.readme else ""))
     return 0

@@ -29,7 +29,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+sys.path.append(str(HERE.parent))  # mdtable.py, the Markdown shared with ../table1.py
 import common  # noqa: E402
+from mdtable import header, mean_std, row, splice  # noqa: E402
 
 #: (dataset, split, Table-1 column name) with official-code runs
 COLUMNS = [("good-motif", "basis", "GOOD-Motif basis (accuracy)"),
@@ -75,13 +77,6 @@ def welch(m1: float, s1: float, n1: int, m2: float, s2: float, n2: int
     df = (v1 + v2) ** 2 / (v1 * v1 / (n1 - 1) + v2 * v2 / (n2 - 1))
     from scipy import stats
     return t, df, float(2 * stats.t.sf(abs(t), df))
-
-
-def fmt(mean: float, std: float, n: int) -> str:
-    """``mean ± std (n=N)``; ``not run`` for no runs."""
-    if n == 0:
-        return "not run"
-    return f"{mean:.2f} ± {std:.2f} (n={n})" if n > 1 else f"{mean:.2f} (n=1)"
 
 
 def grprune_cells(path: Path, kind: str = "collect", commit: str = "", hardware: str = ""
@@ -153,39 +148,24 @@ def _joined(used: list[tuple[tuple, str]], field: int) -> str:
 
 def markdown(table: list[dict]) -> str:
     """The README's comparison table and the commit/hardware of each side."""
-    lines = ["| column | official code | grprune `official` | grprune default | ERM (default "
-             "preset) | paper: PrunE | Welch's t (official code − grprune `official`) |",
-             "|---|---|---|---|---|---|---|"]
+    lines = header(["column", "official code", "grprune `official`", "grprune default",
+                    "ERM (default preset)", "paper: PrunE",
+                    "Welch's t (official code − grprune `official`)"])
     for r in table:
         t, df, p = r["welch"]
         welch_text = "–" if math.isnan(t) else f"t = {t:+.2f}, ν = {df:.1f}, p = {p:.3f}"
         warm = f" (warm-up {r['official_warmup']}/{r['official'][2]})" \
             if r["official_warmup"] else ""
-        lines.append(f"| {r['column']} | {fmt(*r['official'])}{warm} | "
-                     f"{fmt(*r['grprune_official'])} | {fmt(*r['grprune_default'])} "
-                     f"(`{r['default_preset']}`) | {fmt(*r['erm'])} | "
-                     f"{r['paper'][0]:.2f} ± {r['paper'][1]:.2f} | {welch_text} |")
-    lines += ["", "| column | side | commit | hardware |", "|---|---|---|---|"]
+        lines.append(row([r["column"], mean_std(*r["official"]) + warm,
+                          mean_std(*r["grprune_official"]),
+                          f"{mean_std(*r['grprune_default'])} (`{r['default_preset']}`)",
+                          mean_std(*r["erm"]), mean_std(*r["paper"]), welch_text]))
+    lines += ["", *header(["column", "side", "commit", "hardware"])]
     for r in table:
-        lines.append(f"| {r['column']} | official code | {r['official_commit'] or '–'} | "
-                     f"{r['official_hardware'] or '–'} |")
-        lines.append(f"| {r['column']} | grprune | {r['grprune_commit']} | "
-                     f"{r['grprune_hardware']} |")
+        lines.append(row([r["column"], "official code", r["official_commit"] or "–",
+                          r["official_hardware"] or "–"]))
+        lines.append(row([r["column"], "grprune", r["grprune_commit"], r["grprune_hardware"]]))
     return "\n".join(lines) + "\n"
-
-
-def splice(text: str, table: str) -> str:
-    """``text`` with its block between :data:`BEGIN` and :data:`END` replaced by ``table``.
-
-    Raises
-    ------
-    ValueError
-        If the markers are missing.
-    """
-    if BEGIN not in text or END not in text:
-        raise ValueError(f"no '{BEGIN}' ... '{END}' block")
-    head, rest = text.split(BEGIN, 1)
-    return head + BEGIN + "\n" + table + rest[rest.index(END):]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -203,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         print(table, end="")
         return 0
     try:
-        new = splice(a.readme.read_text(encoding="utf-8"), table)
+        new = splice(a.readme.read_text(encoding="utf-8"), BEGIN, END, table)
     except (OSError, ValueError) as err:
         print(f"table.py: {a.readme}: {err}", file=sys.stderr)
         return 2
