@@ -113,11 +113,12 @@ def test_a_compiled_run_trains_from_the_cli(tmp_path: Path, monkeypatch):
         flags={"train.compile": "default", "train.pad_buckets": True})["hash"]
 
 
-def test_compile_without_static_shapes_exits_2_with_one_line(tmp_path: Path):
+@pytest.mark.parametrize("mode", ["default", "cuda-graph"])
+def test_compile_without_static_shapes_exits_2_with_one_line(tmp_path: Path, mode):
     result = CliRunner().invoke(main, [
         "run", "--data", "ogbg-molbbbp", "--epochs", "1", "--device", "cpu",
         "--out", str(tmp_path / "run"), "--progress", "none", "-H", "data.limit=64",
-        "-H", "train.compile=default"])
+        "-H", f"train.compile={mode}"])
     assert result.exit_code == 2
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert len(lines) == 1 and "train.pad_buckets" in lines[0], result.output

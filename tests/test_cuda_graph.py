@@ -27,12 +27,10 @@ from typing import Any
 
 import pytest
 import torch
-from click.testing import CliRunner
 from torch import nn
 
 from grprune import step as S
 from grprune.batch import GraphBatch
-from grprune.cli import main
 from grprune.data import load_dataset
 from grprune.ops import Segments
 from grprune.record import files as R
@@ -138,15 +136,7 @@ def test_a_cuda_graph_run_resumed_from_its_state_equals_the_uninterrupted_run(tm
     _same(_weights(tmp_path / "cut"), _weights(tmp_path / "whole"))
 
 
-def test_without_pad_buckets_cuda_graph_exits_2_with_one_line(tmp_path):
-    result = CliRunner().invoke(main, [
-        "run", "--data", "ogbg-molbbbp", "--epochs", "1", "--device", "cpu",
-        "--out", str(tmp_path / "run"), "--progress", "none", "-H", "data.limit=64",
-        "-H", "train.compile=cuda-graph"])
-    assert result.exit_code == 2
-    lines = [line for line in result.output.splitlines() if line.strip()]
-    assert len(lines) == 1 and "train.pad_buckets" in lines[0], result.output
-    assert "Traceback" not in result.output
+# without train.pad_buckets: exit 2, one line (tests/test_compile.py, parametrized by mode)
 
 
 def test_a_step_that_reads_a_value_a_graph_would_bake_in_stays_eager(tmp_path, molbbbp,

@@ -104,6 +104,23 @@ def _trainer(data, device: str, tmp_path: Path, pad: bool) -> Trainer:
     return Trainer(cfg, data, tmp_path)
 
 
+def _second_epoch_reads_back_once(trainer, batches, device
+                                  ) -> tuple[dict[str, float], "ReadBacks"]:
+    """Epoch 1 of ``trainer`` over ``batches``, watched: its one read is a copy to the host
+    on CUDA (:class:`~grprune.losses.EpochSums`), nothing to dispatch on the CPU; Adam's
+    step counters (host tensors unless fused or capturable) are not reads. Its losses and
+    the watching :class:`ReadBacks`."""
+    trainer._batches = lambda split, train=False: iter(batches)  # type: ignore[method-assign]
+    steps = {s["step"].untyped_storage().data_ptr()
+             for s in trainer.optimizer.state.values() if "step" in s}
+    mode = ReadBacks(steps)
+    with mode:
+        losses = trainer.train_epoch(1)
+    allowed = Counter({"device-to-host copy": 1}) if device == "cuda" else Counter()
+    assert mode.reads - allowed == Counter(), mode.reads
+    return losses, mode
+
+
 @pytest.mark.parametrize("pad", [False, True], ids=["unpadded", "pad-buckets"])
 def test_a_prune_epoch_reads_back_once_and_its_steps_never(molbbbp, device, tmp_path, pad):
     trainer = _trainer(molbbbp, device, tmp_path, pad)
@@ -113,15 +130,7 @@ def test_a_prune_epoch_reads_back_once_and_its_steps_never(molbbbp, device, tmp_
         batches = list(trainer._batches("train", train=True))
     assert gathering.reads == Counter(), gathering.reads
     assert len(batches) >= 2 and all(b.device.type == device for b in batches)
-    trainer._batches = lambda split, train=False: iter(batches)  # type: ignore[method-assign]
-    steps = {s["step"].untyped_storage().data_ptr()
-             for s in trainer.optimizer.state.values() if "step" in s}
-    mode = ReadBacks(steps)
-    with mode:
-        losses = trainer.train_epoch(1)
-    # the epoch's one read: a copy to the host on CUDA, nothing to dispatch on the CPU
-    allowed = Counter({"device-to-host copy": 1}) if device == "cuda" else Counter()
-    assert mode.reads - allowed == Counter(), mode.reads
+    losses, mode = _second_epoch_reads_back_once(trainer, batches, device)
     assert {"ce", "total", "size", "eps-align"} <= set(losses)
     assert 0.0 < losses["kept_edge_fraction"] <= 1.0
     params = sum(1 for p in trainer.model.parameters() if p.requires_grad)
@@ -152,14 +161,7 @@ def test_an_env_objective_epoch_on_padded_batches_reads_back_once(molbbbp, devic
     trainer.train_epoch(0)
     batches = list(trainer._batches("train", train=True))
     assert len(batches) >= 2 and all(b.padded for b in batches)
-    trainer._batches = lambda split, train=False: iter(batches)  # type: ignore[method-assign]
-    steps = {s["step"].untyped_storage().data_ptr()
-             for s in trainer.optimizer.state.values() if "step" in s}
-    mode = ReadBacks(steps)
-    with mode:
-        losses = trainer.train_epoch(1)
-    allowed = Counter({"device-to-host copy": 1}) if device == "cuda" else Counter()
-    assert mode.reads - allowed == Counter(), mode.reads
+    losses, _ = _second_epoch_reads_back_once(trainer, batches, device)
     assert {"ce", "total", reg} <= set(losses)
 
 

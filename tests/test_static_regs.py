@@ -336,16 +336,22 @@ def _env_fn(reg: Regularizer) -> Callable[[torch.Tensor, GraphBatch], torch.Tens
     return loss
 
 
+def _two(name: str, hp: dict):
+    """Two fresh instances of one env objective (GroupDRO's room reserved for 8 ids)."""
+    regs = REGULARIZERS.make(name, **hp), REGULARIZERS.make(name, **hp)
+    if name == "groupdro":
+        for reg in regs:
+            reg.reserve(8)
+    return regs
+
+
 ENV_ROUNDS = [[0, 0, 1, 1, 1, 2, 0, 1], [4, 1, 4, -1, 7, 1, 1, 4], [3] * 8, [0, 1, 2, 3, 4, 5],
               [-1, -1, 2, 2, 2]]
 
 
 @pytest.mark.parametrize("name, hp", ENV_REGS, ids=ENV_IDS)
 def test_an_env_objective_compiles_once_without_a_break_for_one_bucket(name, hp):
-    reg, eager = REGULARIZERS.make(name, **hp), REGULARIZERS.make(name, **hp)
-    if name == "groupdro":
-        reg.reserve(8)
-        eager.reserve(8)
+    reg, eager = _two(name, hp)
     torch._dynamo.reset()
     calls, backend = _count_graphs()
     compiled = torch.compile(_env_fn(reg), backend=backend, dynamic=False)
@@ -368,10 +374,7 @@ def test_an_env_objective_compiles_once_without_a_break_for_one_bucket(name, hp)
 
 @pytest.mark.parametrize("name, hp", ENV_REGS, ids=ENV_IDS)
 def test_an_env_objective_traced_on_one_batch_is_right_on_another(name, hp):
-    reg, eager = REGULARIZERS.make(name, **hp), REGULARIZERS.make(name, **hp)
-    if name == "groupdro":
-        reg.reserve(8)
-        eager.reserve(8)
+    reg, eager = _two(name, hp)
     (_, a, _, logits_a), (_, b, _, logits_b) = (_env_case(ENV_ROUNDS[1], 1),
                                                 _env_case(ENV_ROUNDS[0], 0))
     names, tensors_a = _tensors(a)
