@@ -125,7 +125,9 @@ resolve_config; resolve_config(overrides=['train.compile=default'])" >/dev/null 
     echo "compile: train.compile unknown to this tree or no budget: no compile A/B"
   fi
   if [ "${GRPRUNE_CUDA_TESTS:-1}" = 1 ]; then
-    timeout 150 $PY -m pytest -q -p no:cacheprovider -k "fast_path and ($k)" \
+    # the fast path's and the captured step's tests first (train.compile=cuda-graph: whether
+    # CUDA captures PrunE's step at all), while GOOD-Motif is generated
+    timeout 150 $PY -m pytest -q -p no:cacheprovider -k "(fast_path or captured_steps) and ($k)" \
       tests/test_device.py >"$OUT/cuda-tests-fast.txt" 2>&1
     echo "pytest rc $?" >>"$OUT/cuda-tests-fast.txt"; tail -2 "$OUT/cuda-tests-fast.txt"
   fi
@@ -152,9 +154,10 @@ resolve_config; resolve_config(overrides=['train.compile=default'])" >/dev/null 
   fi
   if [ "$comp" -gt 0 ]; then
     # cuda-graph, none, reduce-overhead in one process (compile.jsonl); a run starts
-    # only within the budget, and one that overruns it is cut 120 s after
+    # only within the budget, and one that overruns it is cut 45 s after (a CPU try overran
+    # by 120 s with reduce-overhead and left no time for the device tests)
     # shellcheck disable=SC2086  # GRPRUNE_COMPILE_ARGS: more flags, e.g. --only motif
-    timeout $(( comp + 120 )) $PY benchmarks/speed/compile.py --device "$DEVICE" --out "$OUT" \
+    timeout $(( comp + 45 )) $PY benchmarks/speed/compile.py --device "$DEVICE" --out "$OUT" \
       --budget "$comp" $quick ${GRPRUNE_COMPILE_ARGS:-} 2>&1 | grep -v '^USDT'
     echo "compile A/B done after $(( $(date +%s) - t0 )) s"
   fi
@@ -171,7 +174,7 @@ resolve_config; resolve_config(overrides=['train.compile=default'])" >/dev/null 
   echo "op counts done after $(( $(date +%s) - t0 )) s"
   left=$(( budget - ($(date +%s) - t0) ))
   if [ "${GRPRUNE_CUDA_TESTS:-1}" = 1 ] && [ "$left" -gt 20 ]; then
-    timeout "$left" $PY -m pytest -q -p no:cacheprovider -k "not fast_path and ($k)" \
+    timeout "$left" $PY -m pytest -q -p no:cacheprovider -k "not fast_path and not captured_steps and ($k)" \
       tests/test_device.py >"$OUT/cuda-tests.txt" 2>&1
     echo "pytest rc $? (limit ${left} s)" >>"$OUT/cuda-tests.txt"; tail -2 "$OUT/cuda-tests.txt"
   fi

@@ -223,8 +223,8 @@ def test_fast_path_evaluation_in_one_batch_scores_like_small_batches(tmp_path, d
 
 
 # -- train.compile=cuda-graph (tests/test_cuda_graph.py has more of the CPU side) -----------
-def test_cuda_graph_steps_replay_and_train_as_the_eager_padded_steps(tmp_path, device,
-                                                                     monkeypatch):
+def test_captured_steps_replay_and_train_as_the_eager_padded_steps(tmp_path, device,
+                                                                  monkeypatch):
     """The whole PrunE step captured per bucket after one eager step (``EAGER_STEPS``) and
     replayed: on CUDA by ``torch.cuda.CUDAGraph`` (Adam fused, capturable, a device Tensor
     learning rate; the probe finds nothing a graph cannot hold), on the CPU by the eager
