@@ -420,10 +420,12 @@ def _batch_tensors(batch: GraphBatch) -> list[Tensor]:
     return out
 
 
-def _key(batch: GraphBatch, warm: bool) -> tuple:
+def _key(batch: GraphBatch, warm: bool, tensors: list[Tensor] | None = None) -> tuple:
     """What a graph is captured for: the phase, ``bonds`` and every input tensor's name,
-    shape and dtype (for a padded batch: its bucket)."""
-    shapes = tuple((tuple(t.shape), t.dtype) for t in _batch_tensors(batch))
+    shape and dtype (for a padded batch: its bucket); ``tensors``: the batch's
+    :func:`_batch_tensors`, when the caller has them."""
+    tensors = _batch_tensors(batch) if tensors is None else tensors
+    shapes = tuple((tuple(t.shape), t.dtype) for t in tensors)
     return (warm, batch.bonds, tuple(sorted(batch.csr)), shapes)
 
 
@@ -443,9 +445,10 @@ class _Graph:
         self.static, self.replay = static, replay
         self.inputs = _batch_tensors(static)
 
-    def __call__(self, batch: GraphBatch) -> StepOut:
-        """Copy ``batch``'s tensors into the static ones (one foreach copy) and replay."""
-        torch._foreach_copy_(self.inputs, _batch_tensors(batch))
+    def __call__(self, tensors: list[Tensor]) -> StepOut:
+        """Copy a batch's tensors (:func:`_batch_tensors`) into the static ones (one foreach
+        copy) and replay."""
+        torch._foreach_copy_(self.inputs, tensors)
         return self.replay()
 
 
@@ -518,11 +521,12 @@ class GraphedStep:
                  epoch: int, step: int) -> StepOut:
         """One training step on ``batch``, the parameters updated; returns
         :func:`step_loss`'s ``(total, terms, selection, kept)``."""
-        key = _key(batch, warm)
+        tensors = _batch_tensors(batch)  # once a step: for the key and for the copy
+        key = _key(batch, warm, tensors)
         graph = self.graphs.get(key)
         if graph is not None:
             self.replays += 1
-            return graph(batch)
+            return graph(tensors)
         self.seen[key] += 1
         self.clock.epoch, self.clock.step = epoch, step
         if key not in self.eager and len(self.graphs) >= MAX_GRAPHS:

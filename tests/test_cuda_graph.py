@@ -194,7 +194,7 @@ def test_a_static_batch_keeps_its_capture_host_integers_and_takes_new_tensors(mo
     static = S._static_copy(a)
     assert all(s is not t for s, t in zip(S._batch_tensors(static), S._batch_tensors(a)))
     graph = S._Graph(static, lambda: (static.src.sum(), {}, None, None))
-    graph(b)
+    graph(S._batch_tensors(b))
     for s, t in zip(S._batch_tensors(static), S._batch_tensors(b)):
         assert torch.equal(s, t)
     assert static.real_edges == a.real_edges != b.real_edges

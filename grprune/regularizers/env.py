@@ -160,7 +160,7 @@ def static_slots(ctx: StepContext) -> EnvSlots | None:
     """:class:`EnvSlots` of a batch padded to a static shape (``train.pad_buckets``), whose
     penalties then take their static form; None for a batch without padding, which keeps
     :func:`env_groups` (the records of unpadded runs do not move)."""
-    if getattr(ctx.batch, "graph_mask", None) is None:
+    if getattr(ctx.batch, "graph_mask", None) is None:  # also a duck-typed batch (tests)
         return None
     return EnvSlots.of(ctx.batch.env.to(ctx.output.logits.device))
 

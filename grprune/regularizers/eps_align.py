@@ -116,7 +116,8 @@ class EpsilonAlignment(Regularizer):
         if prob.numel() == 0:
             return prob.sum()
         if self.hparams["form"] == "official":
-            if batch.edge_mask is not None:  # padded: one static graph for every batch
+            if batch.padded:  # one static graph for every batch of a bucket
+                assert batch.edge_mask is not None  # a padded batch masks its edges too
                 return official_static(prob, batch.edge_mask, frac, eps)
             k = int(prob.numel() * frac)
             if k == 0:
