@@ -28,9 +28,10 @@ replay. The capture is behind a small seam (:class:`CudaGraphs`; on the CPU
 :class:`EagerGraphs`, whose replay runs the step eagerly on the static inputs), so the CPU
 tests the plumbing: a CPU run of this mode gives the eager padded run's numbers bit for bit
 (``tests/test_cuda_graph.py``). A step that reads a value the graph would keep from its
-capture (a host read, the batch's ``real_graphs``/``real_edges``, ``ctx.epoch``/``ctx.step``,
-a module's tensor replaced instead of written into) is found by the last eager step of its
-key and never captured.
+capture (a host read, the batch's ``real_graphs``/``real_edges``, the Python
+``ctx.epoch``/``ctx.step``, a module's tensor replaced instead of written into) is found by
+the last eager step of its key and never captured; a schedule computed from the clock's
+device tensors (``ctx.epoch_tensor``/``ctx.step_tensor``: IRM, VREx, GSAT) is captured.
 """
 
 from __future__ import annotations
@@ -90,17 +91,30 @@ def add_reg_terms(regs: Mapping[str, Regularizer], ctx: StepContext, total: Tens
 
 
 class StepClock:
-    """The epoch and step of the step being taken, one object for all of a run's steps."""
+    """The epoch and step of the step being taken, one object for all of a run's steps: as
+    Python integers, and as 0-dim int64 device Tensors (:attr:`tensors`, filled in place by
+    :meth:`set`), which a captured graph reads at each replay."""
 
     def __init__(self) -> None:
         self.epoch, self.step = 0, 0
+        self.tensors: dict[str, Tensor] = {}
+
+    def set(self, epoch: int, step: int, device: torch.device) -> None:
+        """The step about to be taken: the integers, and the tensors on ``device`` (made on
+        the first call, filled in place after: two fills, no host read)."""
+        self.epoch, self.step = epoch, step
+        for name, value in (("epoch", epoch), ("step", step)):
+            held = self.tensors.get(name)
+            if held is None or held.device != device:
+                self.tensors[name] = torch.full((), value, dtype=torch.int64, device=device)
+            else:
+                held.fill_(value)
 
 
 class _ClockedContext(StepContext):
     """A :class:`StepContext` whose ``epoch`` and ``step`` are read from a :class:`StepClock`
-    when a regularizer asks for them: a compiled step then guards on them (compiles again
-    when they change) only for a regularizer that reads them (IRM's annealing, GSAT's
-    schedule), not for every one."""
+    when a regularizer asks for them (a compiled step guards on them only then), and whose
+    ``epoch_tensor``/``step_tensor`` are the clock's device tensors."""
 
     clock: StepClock
 
@@ -119,6 +133,9 @@ class _ClockedContext(StepContext):
     @step.setter
     def step(self, value: int) -> None:
         pass
+
+    epoch_tensor = property(lambda self: self.clock.tensors.get("epoch"))  # type: ignore
+    step_tensor = property(lambda self: self.clock.tensors.get("step"))  # type: ignore
 
 
 def step_loss(model: "GraphClassifier", regs: Mapping[str, Regularizer], batch: GraphBatch,
@@ -206,7 +223,7 @@ class TrainStep:
             torch.compiler.cudagraph_mark_step_begin()  # (read by then) may be overwritten
         with dynamo_config.patch(recompile_limit=RECOMPILE_LIMIT), \
                 inductor_config.patch(fallback_random=self.fallback_random):
-            self.clock.epoch, self.clock.step = epoch, step
+            self.clock.set(epoch, step, batch.y.device)
             return self._fn(model, regs, batch, warm, 0, 0, self.clock)
 
 
@@ -524,11 +541,11 @@ class GraphedStep:
         tensors = _batch_tensors(batch)  # once a step: for the key and for the copy
         key = _key(batch, warm, tensors)
         graph = self.graphs.get(key)
+        self.clock.set(epoch, step, batch.y.device)
         if graph is not None:
             self.replays += 1
             return graph(tensors)
         self.seen[key] += 1
-        self.clock.epoch, self.clock.step = epoch, step
         if key not in self.eager and len(self.graphs) >= MAX_GRAPHS:
             self.eager[key] = f"more than {MAX_GRAPHS} batch shapes"
         if key in self.eager or self.seen[key] <= self.eager_steps:

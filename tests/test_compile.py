@@ -28,6 +28,7 @@ from grprune import step as S
 from grprune.cli import main
 from grprune.data import load_dataset
 from grprune.record import files as R
+from grprune.regularizers.base import StepContext
 from grprune.resolve import resolve_config
 from grprune.trainer import Trainer
 
@@ -126,13 +127,21 @@ def test_compile_without_static_shapes_exits_2_with_one_line(tmp_path: Path, mod
 
 
 def test_the_compiled_steps_context_reads_epoch_and_step_from_the_clock():
-    """What a regularizer's schedule reads (IRM: ``ctx.step``, GSAT: ``ctx.epoch``) is the
-    step's own epoch and step under compile too, read when asked."""
+    """What a regularizer's schedule reads (``ctx.step``, ``ctx.epoch``, or their device
+    tensors, which IRM and GSAT read) is the step's own epoch and step under compile too;
+    the tensors are made once and filled in place after (a graph keeps their memory)."""
     clock = S.StepClock()
     ctx = S._ClockedContext(batch=None, output=None, model=None)  # type: ignore[arg-type]
     ctx.clock = clock
-    clock.epoch, clock.step = 3, 17
+    assert ctx.step_tensor is None and ctx.epoch_tensor is None
+    clock.set(3, 17, torch.device("cpu"))
     assert (ctx.epoch, ctx.step) == (3, 17)
+    held = ctx.step_tensor
+    assert held is not None and held.dtype == torch.int64 and int(held) == 17
+    clock.set(4, 18, torch.device("cpu"))
+    assert ctx.step_tensor is held and (int(held), int(ctx.epoch_tensor)) == (18, 4)
+    eager = StepContext(batch=None, output=None, model=None)  # type: ignore[arg-type]
+    assert eager.step_tensor is None and eager.epoch_tensor is None
 
 
 def test_cuda_graph_is_a_mode_whose_loss_is_not_compiled():

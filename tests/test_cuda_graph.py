@@ -6,7 +6,8 @@ again eagerly on the graph's static buffers, which keep what a CUDA graph keeps 
 capture (the static batch's host integers). So the plumbing is tested here, without a GPU:
 a run in this mode gives the eager padded run's numbers bit for bit, resumes as if never
 interrupted and follows the learning-rate schedule; a step that reads a value a graph
-would bake in (``.item()``, the batch's host integers, IRM's ``ctx.step``) stays eager.
+would bake in (``.item()``, the batch's host integers, a Python ``ctx.step``) stays eager;
+IRM's and GSAT's schedules read the step clock's device tensors and are captured.
 
 What a graph captures is the step's ops on its static inputs, and any Python number the
 step computes from one batch is baked in. :func:`test_a_traced_step_reused_on_another_batch
@@ -139,25 +140,96 @@ def test_a_cuda_graph_run_resumed_from_its_state_equals_the_uninterrupted_run(tm
 # without train.pad_buckets: exit 2, one line (tests/test_compile.py, parametrized by mode)
 
 
-def test_a_step_that_reads_a_value_a_graph_would_bake_in_stays_eager(tmp_path, molbbbp,
-                                                                     captures):
-    """IRM reads ``ctx.step`` (its penalty's annealing), which a graph would keep from its
-    capture: its steps are never captured (one warning), and the run is the eager padded
-    run."""
-    short = {"train.epochs": 2, "train.warmup_epochs": 0}  # (an ERM warm-up step is captured)
-    cfg = _cfg("cuda-graph", reg="irm", selector="none", **short)
-    with pytest.warns(UserWarning, match=r"cuda-graph: .*\(ctx\.step\); such steps run eagerly"):
-        execute(cfg, tmp_path / "graph", log=_quiet)
-    assert captures["captures"] == 0
-    execute(_cfg("none", reg="irm", selector="none", **short), tmp_path / "eager", log=_quiet)
-    assert _numbers(tmp_path / "graph") == _numbers(tmp_path / "eager")
-    trainer = Trainer(cfg, molbbbp, tmp_path / "t")
+#: regularizers whose weight or prior follows the step count or the epoch, set so that it
+#: changes after the graphs are captured: IRM's annealing ends at step 3 of 8, GSAT's r
+#: falls each epoch
+SCHEDULED: dict[str, dict[str, Any]] = {
+    "irm": ({"reg": "irm", "selector": "none", "reg.irm.anneal_steps": 3,
+             "reg.irm.anneal_weight": 0.5, "reg.irm.weight": 10.0}),
+    "gsat": ({"reg": "gsat", "train.epochs": 4, "reg.gsat.decay_interval": 1,
+              "reg.gsat.schedule": "absolute",
+              "reg.gsat.decay_r": 0.1, "reg.gsat.final_r": 0.5}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCHEDULED))
+def test_a_scheduled_regularizers_steps_are_captured_and_give_the_eager_numbers(
+        tmp_path, captures, name):
+    """IRM's annealing and GSAT's r schedule read the clock's device tensors
+    (``ctx.step_tensor``, ``ctx.epoch_tensor``) in a captured step: captured without a
+    warning, and the run is the eager padded run bit for bit (whose regularizers use the
+    Python integers). (GSAT's default ``active`` schedule reads ``ctx.epoch`` once, at its
+    first step, which the probe flags when it is a key's only eager step, as here; with the
+    default 3 eager steps a run's first step is never a probe.)"""
+    extra: dict[str, Any] = dict(SCHEDULED[name])
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        trainer.train_epoch(1)
-    assert trainer.graphed_step is not None and not trainer.graphed_step.graphs
-    reasons = " ".join(trainer.graphed_step.eager.values())
-    assert "ctx.step" in reasons
+        warnings.simplefilter("error", UserWarning)
+        execute(_cfg("cuda-graph", **extra), tmp_path / "graph", log=_quiet)
+    assert captures["captures"] >= 2 and captures["replays"] > captures["captures"]
+    execute(_cfg("none", **extra), tmp_path / "eager", log=_quiet)
+    assert _numbers(tmp_path / "graph") == _numbers(tmp_path / "eager")
+    _same(_weights(tmp_path / "graph"), _weights(tmp_path / "eager"))
+
+
+def test_a_traced_schedule_follows_the_clocks_tensors_not_its_capture():
+    """What a CUDA graph keeps: a step traced (``make_fx``) at step 0 / epoch 0 and run
+    with the clock's tensors at later values gives the later weight and prior."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from grprune.regularizers.env import IRMPenalty
+    from grprune.regularizers.gsat import GSAT, gsat_info_loss, gsat_r
+    irm = IRMPenalty(weight=10.0, anneal_steps=5, anneal_weight=0.5)
+    gsat, active = GSAT(decay_interval=2, schedule="absolute"), GSAT(decay_interval=2)
+    active.start_epoch = 1  # (set at its first step: a Python constant in the trace)
+    att = torch.rand(17, generator=torch.Generator().manual_seed(0))
+    selection = type("Sel", (), {"relaxed": att, "edge_prob": att})()
+    output = type("Out", (), {"selection": selection})()
+
+    def step(epoch_t: torch.Tensor, step_t: torch.Tensor, value: torch.Tensor):
+        clock = S.StepClock()
+        clock.tensors = {"epoch": epoch_t, "step": step_t}
+        ctx = S._ClockedContext(batch=None, output=output, model=None)  # type: ignore[arg-type]
+        ctx.clock = clock
+        return irm.weighted(ctx, value), gsat.loss(ctx), active.loss(ctx)
+    value, zero = torch.tensor(2.0), torch.tensor(0)
+    traced = make_fx(step)(zero, zero, value)
+    for t in (0, 4, 5, 9):
+        weighted, kl, kl_active = traced(torch.tensor(t), torch.tensor(t), value)
+        assert float(weighted) == (0.5 if t < 5 else 10.0) * 2.0
+        assert torch.equal(kl, gsat_info_loss(att, gsat_r(t, decay_interval=2)))
+        assert torch.equal(kl_active, gsat_info_loss(att, gsat_r(t - 1, decay_interval=2)))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_the_tensor_schedules_equal_the_python_ones_bit_for_bit(dtype):
+    """:func:`gsat_r_tensor` is :func:`gsat_r` to the last bit, and the KL with a Tensor r
+    is the KL with the float; IRM's ``where`` is :meth:`weight_at`'s product."""
+    from grprune.regularizers.gsat import gsat_info_loss, gsat_r, gsat_r_tensor
+    att = torch.rand(50, dtype=dtype, generator=torch.Generator().manual_seed(1))
+    for hp in [(0.9, 0.7, 0.1, 20), (0.7, 0.1, 0.03, 3), (0.95, 0.05, 0.0999, 1)]:
+        for epoch in range(0, 80, 3):
+            want = gsat_r(epoch, *hp)
+            got = gsat_r_tensor(torch.tensor(epoch), *hp)
+            assert got.dtype == torch.float64 and float(got) == want
+            assert torch.equal(gsat_info_loss(att, got), gsat_info_loss(att, want))
+
+
+def test_a_step_that_reads_a_value_a_graph_would_bake_in_stays_eager(molbbbp, tmp_path,
+                                                                     captures):
+    """A regularizer whose weight reads the Python ``ctx.step`` (not ``ctx.step_tensor``),
+    which a graph would keep from its capture: its steps are never captured (one warning)."""
+    no_warmup: dict[str, Any] = {"train.warmup_epochs": 0}
+    trainer = Trainer(_cfg("cuda-graph", **no_warmup), molbbbp, tmp_path)
+    size: Any = trainer.regs["size"]
+    size.weight_at = lambda ctx: 10.0 if ctx.step < 2 else 5.0  # type: ignore[method-assign]
+    batch = next(iter(trainer._batches("train", train=True)))
+    graphed = trainer.graphed_step
+    assert graphed is not None
+    with pytest.warns(UserWarning, match=r"cuda-graph: .*\(ctx\.step\); such steps run eagerly"):
+        for step in range(3):
+            graphed(trainer.model, trainer.regs, trainer.optimizer, batch, False, 0, step)
+    assert not graphed.graphs and captures["captures"] == 0
+    assert "ctx.step" in " ".join(graphed.eager.values())
 
 
 def test_a_step_that_puts_a_new_tensor_in_a_module_stays_eager(molbbbp, tmp_path, captures):

@@ -437,3 +437,39 @@ def test_a_padded_step_with_an_env_objective_is_one_graph(reg, tmp_path):
                                                    0, clock)
     assert explained.graph_break_count == 0, explained.break_reasons
     assert explained.graph_count == 1
+
+
+@pytest.mark.parametrize("reg,flags", [
+    ("irm", {"reg.irm.anneal_steps": 2, "reg.irm.anneal_weight": 0.5, "reg.irm.weight": 10.0}),
+    ("gsat", {"reg.gsat.decay_interval": 1, "reg.gsat.schedule": "absolute"})],
+    ids=["irm-annealing", "gsat-schedule"])
+def test_a_compiled_step_follows_a_schedule_without_compiling_again(reg, flags, tmp_path):
+    """IRM's annealing and GSAT's r read the step clock's device tensors under
+    :func:`torch.compile`: one graph for steps 0-4 / epochs 0-4, each step's total the
+    eager step's (whose regularizers read the Python integers)."""
+    from torch._dynamo.utils import counters
+
+    from grprune import step as S
+    from grprune.data import load_dataset
+    from grprune.resolve import resolve_config
+    from grprune.trainer import Trainer
+
+    data = load_dataset("ogbg-molbbbp")
+    base = {"train.epochs": 1, "data.limit": 64, "train.batch_size": 32, "train.device": "cpu",
+            "train.progress": "none", "encoder.dropout": 0.0, "train.pad_buckets": True}
+    selector = "none" if reg == "irm" else "gumbel-gin"
+    trainer = Trainer(resolve_config(reg=reg, selector=selector, flags={**base, **flags}),
+                      data, tmp_path)
+    batch = next(iter(trainer._batches("train", train=True)))
+    compiled = S.TrainStep("default", backend="eager")
+    torch._dynamo.reset()
+    counters.clear()
+    for t in range(5):
+        batch.row_masks.clear()  # (as a new batch comes: its caches empty)
+        batch.derived.clear()
+        torch.manual_seed(t)
+        got = compiled(trainer.model, trainer.regs, batch, False, t, t)[0]
+        torch.manual_seed(t)
+        want = S.step_loss(trainer.model, trainer.regs, batch, False, t, t)[0]
+        torch.testing.assert_close(got, want, rtol=1e-6, atol=0)
+    assert counters["stats"]["unique_graphs"] == 1

@@ -69,6 +69,24 @@ class StepContext:
     def selection(self) -> "Selection | None":
         return self.output.selection
 
+    @property
+    def epoch_tensor(self) -> Tensor | None:
+        """``epoch`` as a 0-dim int64 Tensor on the batch's device where the step runs
+        compiled or captured (``train.compile``), else None (read ``epoch``).
+
+        A schedule computed from it with tensor ops follows the epoch in a replayed CUDA
+        graph, and a compiled step does not compile again when it changes; one computed
+        from ``epoch`` keeps the value of its capture (such a step is never captured:
+        :class:`grprune.step.GraphedStep`).
+        """
+        return None
+
+    @property
+    def step_tensor(self) -> Tensor | None:
+        """``step`` as a 0-dim int64 Tensor on the batch's device, as :attr:`epoch_tensor`
+        (None in an eager step)."""
+        return None
+
     def encode(self, edge_weight: Tensor | None) -> "ModelOutput":
         """Run encoder, readout and head on the batch with another edge mask.
 
@@ -183,7 +201,13 @@ class Regularizer(nn.Module, Configurable):
         """
         value = self.loss(ctx)
         ctx.values[self.name] = value
-        return {"penalty": self.weight_at(ctx) * value}
+        return {"penalty": self.weighted(ctx, value)}
+
+    def weighted(self, ctx: StepContext, value: Tensor) -> Tensor:
+        """:math:`\\lambda R`: ``value`` (:meth:`loss`, a scalar Tensor) times :meth:`weight_at`;
+        a subclass whose weight follows a schedule may compute it from
+        :attr:`StepContext.step_tensor` instead (:class:`~grprune.regularizers.env.AnnealedPenalty`)."""
+        return self.weight_at(ctx) * value
 
     def loss(self, ctx: StepContext) -> Tensor:
         """The unweighted penalty, a scalar Tensor with gradient.

@@ -206,6 +206,17 @@ class AnnealedPenalty(Regularizer):
         annealing = steps > 0 and ctx.step < steps
         return float(self.hparams["anneal_weight" if annealing else "weight"])
 
+    def weighted(self, ctx: StepContext, value: Tensor) -> Tensor:
+        """:math:`\\lambda(t) R`; in a compiled or captured step (``ctx.step_tensor`` set)
+        the choice of :math:`\\lambda(t)` is a ``torch.where`` on the device's step count,
+        which a replayed graph follows: bit for bit :meth:`weight_at`'s product, and the same
+        gradient (the other branch gets zeros)."""
+        steps, step = self.hparams["anneal_steps"], getattr(ctx, "step_tensor", None)
+        if step is None or steps <= 0:
+            return self.weight_at(ctx) * value
+        return torch.where(step < steps, float(self.hparams["anneal_weight"]) * value,
+                           float(self.hparams["weight"]) * value)
+
     def get_extra_state(self) -> dict:
         return {}
 

@@ -37,7 +37,16 @@ def gsat_r(epoch: int, init_r: float = 0.9, final_r: float = 0.7, decay_r: float
     return max(r, final_r)
 
 
-def gsat_info_loss(att: Tensor, r: float, eps: float = 1e-6,
+def gsat_r_tensor(epoch: Tensor, init_r: float = 0.9, final_r: float = 0.7,
+                  decay_r: float = 0.1, decay_interval: int = 20) -> Tensor:
+    """:func:`gsat_r` of a 0-dim integer Tensor (a compiled or captured step's epoch,
+    ``StepContext.epoch_tensor``), in float64 on its device: the same operations as the
+    Python version in the same precision, so the same value to the last bit."""
+    steps = torch.div(epoch.clamp_min(0), int(decay_interval), rounding_mode="floor")
+    return (init_r - steps.to(torch.float64) * decay_r).clamp_min(final_r)
+
+
+def gsat_info_loss(att: Tensor, r: float | Tensor, eps: float = 1e-6,
                    mask: Tensor | None = None) -> Tensor:
     """Mean KL divergence KL(Bernoulli(att) || Bernoulli(r)) over the entries of ``att``.
 
@@ -53,16 +62,20 @@ def gsat_info_loss(att: Tensor, r: float, eps: float = 1e-6,
     Parameters
     ----------
     att : Tensor of shape (M,), values in [0, 1]
-    r : float
-        Prior keep-probability in (0, 1].
+    r : float or Tensor
+        Prior keep-probability in (0, 1]; a Tensor is a 0-dim float64 one
+        (:func:`gsat_r_tensor`), rounded to ``att``'s dtype as a float would be.
     eps : float
     mask : Tensor of shape (M,), bool, optional
         Entries that count (False: padding edges); the mean is over them.
     """
     if att.numel() == 0:
         return att.sum()
+    below: float | Tensor = 1 - r + eps  # in double, as the float's Python arithmetic
+    if isinstance(r, Tensor):  # then rounded to att's dtype once, as a Python scalar is
+        r, below = r.to(att.dtype), below.to(att.dtype)  # type: ignore[union-attr]
     kl = (att * torch.log(att / r + eps)
-          + (1 - att) * torch.log((1 - att) / (1 - r + eps) + eps))
+          + (1 - att) * torch.log((1 - att) / below + eps))
     if mask is not None:
         m = mask.to(kl.dtype)
         return (kl * m).sum() / m.sum().clamp_min(1)
@@ -176,6 +189,15 @@ class GSAT(Regularizer):
             att = sel.relaxed
         else:  # att="prob", or no sample (evaluation)
             att = sel.edge_prob
-        r = self.r(self.schedule_epoch(ctx.epoch))
+        epoch = getattr(ctx, "epoch_tensor", None)  # (a duck-typed context: None)
+        if epoch is None:
+            r: float | Tensor = self.r(self.schedule_epoch(ctx.epoch))
+        else:  # compiled or captured: the schedule from the device's epoch; "active"
+            hp = self.hparams  # reads ctx.epoch once, at its first (eager) step
+            if hp["schedule"] == "active" and self.start_epoch is None:
+                self.start_epoch = int(ctx.epoch)
+            start = self.start_epoch or 0 if hp["schedule"] == "active" else 0
+            r = gsat_r_tensor(epoch - start, hp["init_r"], hp["final_r"], hp["decay_r"],
+                              hp["decay_interval"])
         batch = getattr(ctx, "batch", None)  # a context without a batch: no padding
         return gsat_info_loss(att, r, self.hparams["eps"], getattr(batch, "edge_mask", None))

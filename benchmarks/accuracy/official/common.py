@@ -8,6 +8,7 @@ venv) and ``table.py``; needs numpy only, so that each venv computes the same ha
 from __future__ import annotations
 
 import csv
+import fcntl
 import gzip
 import hashlib
 import json
@@ -296,14 +297,17 @@ def read_results(path: Path = RESULTS) -> list[dict]:
 
 def append_result(row: Mapping, path: Path = RESULTS) -> None:
     """Append one run to the results file: the whole file is rewritten to a temp name and
-    renamed, so an interrupted write leaves the old file."""
-    text = Path(path).read_text() if Path(path).exists() else ""
-    if text and not text.endswith("\n"):
-        text += "\n"
-    text += json.dumps({k: row[k] for k in RESULT_FIELDS if k in row}) + "\n"
-    tmp = Path(str(path) + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    renamed, so an interrupted write leaves the old file; an exclusive ``fcntl`` lock on
+    ``<path>.lock`` keeps two ``runs.py`` processes on disjoint seeds from losing a row."""
+    with open(str(path) + ".lock", "w") as lock:  # two runs.py may finish at once
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        text = Path(path).read_text() if Path(path).exists() else ""
+        if text and not text.endswith("\n"):
+            text += "\n"
+        text += json.dumps({k: row[k] for k in RESULT_FIELDS if k in row}) + "\n"
+        tmp = Path(str(path) + ".tmp")
+        tmp.write_text(text)
+        os.replace(tmp, path)
 
 
 def summarize(rows: Iterable[Mapping], dataset: str, split: str) -> tuple[float, float, int]:
