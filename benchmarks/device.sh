@@ -127,7 +127,7 @@ resolve_config; resolve_config(overrides=['train.compile=default'])" >/dev/null 
   if [ "${GRPRUNE_CUDA_TESTS:-1}" = 1 ]; then
     # the fast path's and the captured step's tests first (train.compile=cuda-graph: whether
     # CUDA captures PrunE's step at all), while GOOD-Motif is generated
-    timeout 150 $PY -m pytest -q -p no:cacheprovider -k "(fast_path or captured_steps) and ($k)" \
+    timeout 150 $PY -m pytest -q -p no:cacheprovider -k "(fast_path or captured_steps or captured_evaluation) and ($k)" \
       tests/test_device.py >"$OUT/cuda-tests-fast.txt" 2>&1
     echo "pytest rc $?" >>"$OUT/cuda-tests-fast.txt"; tail -2 "$OUT/cuda-tests-fast.txt"
   fi
@@ -174,7 +174,7 @@ resolve_config; resolve_config(overrides=['train.compile=default'])" >/dev/null 
   echo "op counts done after $(( $(date +%s) - t0 )) s"
   left=$(( budget - ($(date +%s) - t0) ))
   if [ "${GRPRUNE_CUDA_TESTS:-1}" = 1 ] && [ "$left" -gt 20 ]; then
-    timeout "$left" $PY -m pytest -q -p no:cacheprovider -k "not fast_path and not captured_steps and ($k)" \
+    timeout "$left" $PY -m pytest -q -p no:cacheprovider -k "not fast_path and not captured_steps and not captured_evaluation and ($k)" \
       tests/test_device.py >"$OUT/cuda-tests.txt" 2>&1
     echo "pytest rc $? (limit ${left} s)" >>"$OUT/cuda-tests.txt"; tail -2 "$OUT/cuda-tests.txt"
   fi

@@ -346,7 +346,7 @@ class _HostReads(TorchDispatchMode):
 
 
 @contextlib.contextmanager
-def _watch(found: set[str], device: torch.device) -> Iterator[None]:
+def watch_capture_hazards(found: set[str], device: torch.device) -> Iterator[None]:
     """Record into ``found`` what :class:`_HostReads` sees, and on CUDA the synchronizing
     calls that CUDA's sync debug mode reports (made inside ops, where no dispatch mode
     sees them); other warnings pass on."""
@@ -369,7 +369,7 @@ def _watch(found: set[str], device: torch.device) -> Iterator[None]:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 
-def _held_tensors(modules: dict[str, torch.nn.Module]) -> dict[str, Tensor]:
+def held_tensors(modules: dict[str, torch.nn.Module]) -> dict[str, Tensor]:
     """Every tensor the modules hold (parameters, buffers, tensor attributes), by name: a
     step that puts a new tensor in one of these places (instead of writing into it) leaves
     a captured graph writing to the old one."""
@@ -391,7 +391,7 @@ class EagerGraphs:
         """The eager steps before a capture: run where they are."""
         return contextlib.nullcontext()
 
-    def capture(self, fn: Callable[[], StepOut]) -> Callable[[], StepOut]:
+    def capture(self, fn: Callable[[], Any]) -> Callable[[], Any]:
         """``fn`` as a replay: each call runs it again."""
         return fn
 
@@ -402,8 +402,9 @@ class CudaGraphs:
     stream, capture under :class:`torch.cuda.graph` with a memory pool of each graph's own
     (graphs of several buckets replay in any order), replay on the current stream."""
 
-    def __init__(self, device: torch.device) -> None:
-        self.side = torch.cuda.Stream(device)
+    def __init__(self, device: torch.device, share_pool: bool = False) -> None:
+        self.side = torch.cuda.Stream(device)  # share_pool: one memory pool for all graphs
+        self.pool = torch.cuda.graph_pool_handle() if share_pool else None  # (outputs kept)
 
     @contextlib.contextmanager
     def warmup(self) -> Iterator[None]:
@@ -414,14 +415,14 @@ class CudaGraphs:
             yield
         torch.cuda.current_stream().wait_stream(self.side)
 
-    def capture(self, fn: Callable[[], StepOut]) -> Callable[[], StepOut]:
+    def capture(self, fn: Callable[[], Any]) -> Callable[[], Any]:
         """Capture ``fn`` (recorded, not run) into a new graph; the replay runs the graph
         and returns ``fn``'s static outputs, which the next replay overwrites."""
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
+        with torch.cuda.graph(graph, pool=self.pool):
             out = fn()
 
-        def replay() -> StepOut:
+        def replay() -> Any:
             graph.replay()
             return out
         return replay
@@ -475,7 +476,7 @@ def _update(model: "GraphClassifier", regs: Mapping[str, Regularizer],
             ) -> StepOut:
     """One whole training step, as :meth:`grprune.trainer.Trainer.train_epoch` takes it
     eagerly: gradients set to None, :func:`step_loss`, backward, the optimizer's step
-    (``watch``, e.g. :func:`_watch`, around the loss and backward)."""
+    (``watch``, e.g. :func:`watch_capture_hazards`, around the loss and backward)."""
     optimizer.zero_grad(set_to_none=True)
     with watch if watch is not None else contextlib.nullcontext():
         out = step_loss(model, regs, batch, warm, 0, 0, clock)
@@ -578,10 +579,10 @@ class GraphedStep:
         view, reads = _WatchedBatch.of(batch), set[str]()
         self.clock.reads.clear()
         modules = {"model": model, **{f"reg.{k}": r for k, r in regs.items()}}
-        before = _held_tensors(modules)
+        before = held_tensors(modules)
         out = _update(model, regs, optimizer, view, warm, self.clock,
-                      _watch(reads, self.device))
-        after = _held_tensors(modules)
+                      watch_capture_hazards(reads, self.device))
+        after = held_tensors(modules)
         reads.update(f"a new tensor in {name}" for name in before.keys() | after.keys()
                      if before.get(name) is not after.get(name))
         found = sorted(reads) + sorted(f"batch.{r}" for r in view.reads) + sorted(

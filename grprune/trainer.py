@@ -16,7 +16,8 @@ metrics: what CUDA graphs and ``torch.compile`` need. ``train.compile`` (off by 
 :class:`grprune.step.TrainStep`, needs ``train.pad_buckets``) runs each step's forward, loss
 and backward through ``torch.compile``, one graph per bucket; ``train.compile=cuda-graph``
 (:class:`grprune.step.GraphedStep`) captures the whole step, Adam's included, as one CUDA
-graph per bucket and phase, and replays it.
+graph per bucket and phase, and replays it; evaluation's passes too
+(:class:`grprune.evaluation.GraphedForward`).
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ from grprune.record.settings import parse_milestones
 from grprune.data.store import GraphStore
 from grprune.encoders.base import ENCODERS
 from grprune.errors import DivergedError, GrpruneError
-from grprune.evaluation import EdgeScores, Evaluation, edge_probs_arrays, evaluate_batches
+from grprune.evaluation import (EdgeScores, Evaluation, GraphedForward, edge_probs_arrays,
+                                evaluate_batches)
 from grprune.losses import EpochSums
 from grprune.ops import all_finite
 from grprune.model import GraphClassifier
@@ -200,8 +202,9 @@ class Trainer:
         self.store = self._store()
         self.buckets = self._buckets() if self.tc.pad_buckets else ()
         self.train_step = self._train_step()
-        self.graphed_step = (GraphedStep(self.device) if self.tc.compile == "cuda-graph"
-                             else None)
+        graphed = self.tc.compile == "cuda-graph"  # the step, and evaluation's passes
+        self.graphed_step = GraphedStep(self.device) if graphed else None
+        self.graphed_eval = GraphedForward(self.device) if graphed else None
         # evaluation batches are the same every epoch: batched once, then reused
         self._eval_batches: dict[str, list[GraphBatch]] = {}
         self._selection_checked = False  # the first selection is validated (check_selection)
@@ -430,7 +433,7 @@ class Trainer:
         ev = evaluate_batches(self.model, self._batches(split), use_selector=use_selector,
                               metric=self.metric, num_classes=self.dataset.num_classes,
                               collect_edges=collect_edges,
-                              seed=eval_seed(self.tc.seed, split))
+                              seed=eval_seed(self.tc.seed, split), forward=self.graphed_eval)
         return ev, ev.edges
 
     # -- the run -----------------------------------------------------------

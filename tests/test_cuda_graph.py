@@ -26,6 +26,7 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -374,3 +375,49 @@ def test_a_traced_step_reused_on_another_batch_of_its_bucket_gives_that_batchs_n
     assert len(replayed) == len(eager)
     for name, got, want in zip(names, replayed, eager):
         torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6, msg=name)
+
+
+# -- evaluation's passes as graphs (grprune.evaluation.GraphedForward) ----------------------
+@pytest.mark.parametrize("eval_mode", ["threshold", "sample"])
+def test_evaluation_passes_are_captured_and_replayed_with_the_eager_numbers(
+        tmp_path, molbbbp, captures, eval_mode):
+    """The trainer's evaluation batches are the same tensors every epoch: each (batch,
+    selector on or off, seed) is probed once, captured, then replayed, and the run's scores
+    are the eager padded run's bit for bit (``sample``: the graph-keyed noise, fixed per
+    key)."""
+    from grprune.evaluation import GraphedForward
+    extra = {"selector.eval_mode": eval_mode, "train.epochs": 4}
+    (tmp_path / "graph").mkdir()
+    trainer = Trainer(_cfg("cuda-graph", **extra), molbbbp, tmp_path / "graph")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        trainer.fit()
+    graphed = trainer.graphed_eval
+    assert isinstance(graphed, GraphedForward) and not graphed.eager
+    assert graphed.graphs and graphed.replays > len(graphed.graphs)
+    execute(_cfg("none", **extra), tmp_path / "eager", log=_quiet)
+    assert _numbers(tmp_path / "graph") == _numbers(tmp_path / "eager")
+
+
+def test_an_evaluation_pass_that_reads_the_host_stays_eager(molbbbp, tmp_path, captures):
+    """A pass with a host read (here ``.item()`` in the model's forward) is never captured:
+    one warning, and the scores are the eager ones."""
+    from grprune.evaluation import GraphedForward, evaluate_batches
+    trainer = Trainer(_cfg("cuda-graph"), molbbbp, tmp_path)
+    model = trainer.model
+    forward = model.forward
+
+    def reading(batch, *args, **kwargs):
+        out = forward(batch, *args, **kwargs)
+        float(out.logits.sum())
+        return out
+    model.forward = reading  # type: ignore[method-assign]
+    graphed = GraphedForward(torch.device("cpu"))
+    batches = list(trainer._batches("valid"))
+    with pytest.warns(UserWarning, match=r"evaluation pass .*_local_scalar_dense.*eagerly"):
+        first = evaluate_batches(model, batches, metric="rocauc", forward=graphed)
+    again = evaluate_batches(model, batches, metric="rocauc", forward=graphed)
+    assert not graphed.graphs and graphed.eager and captures["captures"] == 0
+    plain = evaluate_batches(model, batches, metric="rocauc")
+    assert first.metric == again.metric == plain.metric
+    np.testing.assert_array_equal(again.prob, plain.prob)

@@ -257,6 +257,35 @@ def test_captured_steps_replay_and_train_as_the_eager_padded_steps(tmp_path, dev
             assert got == pytest.approx(want, rel=1e-4, abs=1e-6)
 
 
+@pytest.mark.parametrize("eval_mode", ["threshold", "sample"])
+def test_captured_evaluation_passes_score_as_the_eager_ones(tmp_path, device, eval_mode):
+    """The trainer's evaluation passes under ``train.compile=cuda-graph``
+    (:class:`grprune.evaluation.GraphedForward`): probed, captured, replayed; after a
+    training epoch (parameters and BatchNorm statistics written in place) a replay scores
+    the trained model. Each evaluation equals the eager one: bit for bit on the CPU, to
+    1e-5 on CUDA (``sample``: the graph-keyed noise)."""
+    flags = ["train.compile=cuda-graph", "train.pad_buckets=true",
+             f"selector.eval_mode={eval_mode}"]
+    trainer = Trainer(_cfg(*PRUNE[:3], flags, device), load_dataset("ogbg-molbbbp"),
+                      tmp_path)
+    graphed = trainer.graphed_eval
+    assert graphed is not None
+    for epoch in range(2):
+        got = [trainer.evaluate("valid")[0] for _ in range(3)]  # probe, capture, replay
+        trainer.graphed_eval = None
+        want = trainer.evaluate("valid")[0]
+        trainer.graphed_eval = graphed
+        for ev in got:
+            if device == "cpu":
+                np.testing.assert_array_equal(ev.prob, want.prob)
+                assert (ev.metric, ev.kept) == (want.metric, want.kept)
+            else:
+                np.testing.assert_allclose(ev.prob, want.prob, rtol=1e-5, atol=1e-6)
+                assert ev.metric == pytest.approx(want.metric, abs=1e-5)
+        trainer.train_epoch(epoch)
+    assert graphed.graphs and graphed.replays >= 4 and not graphed.eager, graphed.eager
+
+
 # -- the device script's helpers (benchmarks/device.sh speed), on the CPU ------------------
 def _script(name: str):
     path = Path(__file__).resolve().parents[1] / "benchmarks" / "speed" / f"{name}.py"
