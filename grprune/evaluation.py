@@ -400,7 +400,8 @@ def evaluate_batches(model, batches: Iterable[GraphBatch], *, num_classes: int =
         Seed of evaluation's random stream (the trainer's is
         :func:`grprune.determinism.eval_seed` of the run's seed and the split).
     forward : GraphedForward, optional
-        Runs each batch's ``model.predict`` (captured and replayed); default: eagerly.
+        Runs the ``model.predict`` of each batch already on the model's device (captured
+        and replayed); default, and for a batch moved here: eagerly.
 
     Returns
     -------
@@ -418,10 +419,11 @@ def evaluate_batches(model, batches: Iterable[GraphBatch], *, num_classes: int =
                  and getattr(model.selector, "learned", False) else None)
         collector = _EdgeCollector() if collect_edges else None
         for batch in batches:
-            if batch.device != device:
+            moved = batch.device != device  # (a moved batch is new each call: not graphed)
+            if moved:
                 batch = batch.to(device)
             p, out = (model.predict(batch, use_selector=use_selector) if forward is None
-                      else forward(model, batch, use_selector, seed))
+                      or moved else forward(model, batch, use_selector, seed))
             probs.append(p.cpu())
             labels.append(batch.y.cpu())
             edges += batch.src.numel()

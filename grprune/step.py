@@ -400,11 +400,12 @@ class CudaGraphs:
     """Capture and replay with :class:`torch.cuda.CUDAGraph`, as PyTorch's "whole-network
     capture" recipe does (``torch.cuda`` docs, "CUDA Graphs"): eager warm-up steps on a side
     stream, capture under :class:`torch.cuda.graph` with a memory pool of each graph's own
-    (graphs of several buckets replay in any order), replay on the current stream."""
+    (graphs of several buckets replay in any order; ``share_pool``: one pool for all, safe
+    while every graph's outputs stay referenced), replay on the current stream."""
 
     def __init__(self, device: torch.device, share_pool: bool = False) -> None:
-        self.side = torch.cuda.Stream(device)  # share_pool: one memory pool for all graphs
-        self.pool = torch.cuda.graph_pool_handle() if share_pool else None  # (outputs kept)
+        self.side = torch.cuda.Stream(device)
+        self.pool = torch.cuda.graph_pool_handle() if share_pool else None
 
     @contextlib.contextmanager
     def warmup(self) -> Iterator[None]:
