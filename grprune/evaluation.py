@@ -23,7 +23,6 @@ Shapes: ``G`` graphs, ``E`` directed edges, ``U`` undirected bonds, ``C`` classe
 from __future__ import annotations
 
 import math
-import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
@@ -36,7 +35,8 @@ from grprune.diagnostics import SelectorStats
 from grprune.errors import GrpruneError
 from grprune.metrics import evaluate
 from grprune.ops import bond_max_np, bonds_by_first_edge
-from grprune.step import CudaGraphs, EagerGraphs, held_tensors, watch_capture_hazards
+from grprune.step import (CudaGraphs, EagerGraphs, mark_eager, watch_capture_hazards,
+                          watch_replaced_tensors)
 
 #: arrays of ``edge_probs.npz`` that :func:`edge_scores_from_arrays` needs to rebuild every
 #: :class:`GraphScore` (runs written before ``edge_logits``, ``prob`` and
@@ -350,19 +350,10 @@ class GraphedForward:
 
     def _probe(self, model, key: tuple, fn: Callable[[], Predicted]) -> Predicted:
         reads: set[str] = set()
-        before = held_tensors({"model": model})
-        with self.backend.warmup(), watch_capture_hazards(reads, self.device):
+        with self.backend.warmup(), watch_replaced_tensors({"model": model}, reads), \
+                watch_capture_hazards(reads, self.device):
             out = fn()
-        after = held_tensors({"model": model})
-        reads.update(f"a new tensor in {name}" for name in before.keys() | after.keys()
-                     if before.get(name) is not after.get(name))
-        if reads:
-            if not self.eager:
-                warnings.warn(f"grprune: train.compile=cuda-graph: the evaluation pass "
-                              f"depends on what a captured graph would keep from its "
-                              f"capture ({', '.join(sorted(reads))}); it runs eagerly",
-                              stacklevel=4)
-            self.eager[key] = ", ".join(sorted(reads))
+        mark_eager(self.eager, key, sorted(reads), "the evaluation pass; it runs")
         return out
 
 

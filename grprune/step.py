@@ -10,28 +10,17 @@ the masked graphs, and the loss is :math:`\\mathcal L_{GT} + \\sum_i \\lambda_i 
 compiles the backward with it, and ``mode="reduce-overhead"`` replays both as CUDA graphs on
 a GPU. Adam's step stays eager (``train.fast_path``: fused on CUDA).
 
-Random draws (the Gumbel noise of :func:`~grprune.selectors.base.gumbel_sigmoid`,
-dropout) stay the same method under compile, from another stream: inductor draws them with
-its own generator (Philox on CUDA, CUDA-graph safe; seeded from torch's global seed), so a
-compiled run's numbers are not an eager run's. With ``fallback_random=True``
-(:class:`TrainStep`, for tests) inductor calls torch's own ``rand`` and a step matches the
-eager one to rounding (``tests/test_compile.py``).
+Under compile, inductor draws the Gumbel noise and dropout from its own generator (Philox
+on CUDA), so a compiled run's numbers are not an eager run's; with ``fallback_random=True``
+(tests) a step matches the eager one to rounding (``tests/test_compile.py``).
 
-``train.compile=cuda-graph`` (:class:`GraphedStep`) goes further: the whole step, forward,
-loss, backward and Adam's update (fused and ``capturable`` on CUDA, its learning rate a
-device Tensor that :func:`set_lr` fills each epoch), is captured as one
-:class:`torch.cuda.CUDAGraph` per bucket and phase after a few eager steps, following
-PyTorch's "whole-network capture" recipe, and replayed after the next batch is copied into
-the graph's static inputs. Nothing is compiled: the graph replays the eager step's kernels,
-and its random draws come from torch's default CUDA generator, which graphs advance at each
-replay. The capture is behind a small seam (:class:`CudaGraphs`; on the CPU
-:class:`EagerGraphs`, whose replay runs the step eagerly on the static inputs), so the CPU
-tests the plumbing: a CPU run of this mode gives the eager padded run's numbers bit for bit
-(``tests/test_cuda_graph.py``). A step that reads a value the graph would keep from its
-capture (a host read, the batch's ``real_graphs``/``real_edges``, the Python
-``ctx.epoch``/``ctx.step``, a module's tensor replaced instead of written into) is found by
-the last eager step of its key and never captured; a schedule computed from the clock's
-device tensors (``ctx.epoch_tensor``/``ctx.step_tensor``: IRM, VREx, GSAT) is captured.
+``train.compile=cuda-graph`` (:class:`GraphedStep`) goes further: the whole step, Adam's
+update included, is captured as one :class:`torch.cuda.CUDAGraph` per bucket and phase and
+replayed (its docstring has the recipe and what keeps a step eager). The capture is behind a
+small seam (:class:`CudaGraphs`; on the CPU :class:`EagerGraphs`, whose replay runs the step
+eagerly), so the CPU tests the plumbing bit for bit (``tests/test_cuda_graph.py``). A
+schedule computed from the clock's device tensors (``ctx.epoch_tensor``/``ctx.step_tensor``:
+IRM, VREx, GSAT) is captured; one that reads the Python ``ctx.epoch``/``ctx.step`` is not.
 """
 
 from __future__ import annotations
@@ -369,7 +358,7 @@ def watch_capture_hazards(found: set[str], device: torch.device) -> Iterator[Non
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 
-def held_tensors(modules: dict[str, torch.nn.Module]) -> dict[str, Tensor]:
+def _held_tensors(modules: dict[str, torch.nn.Module]) -> dict[str, Tensor]:
     """Every tensor the modules hold (parameters, buffers, tensor attributes), by name: a
     step that puts a new tensor in one of these places (instead of writing into it) leaves
     a captured graph writing to the old one."""
@@ -379,6 +368,29 @@ def held_tensors(modules: dict[str, torch.nn.Module]) -> dict[str, Tensor]:
             held = [*sub._parameters.items(), *sub._buffers.items(), *vars(sub).items()]
             out.update({f"{name}.{k}": v for k, v in held if isinstance(v, Tensor)})
     return out
+
+
+@contextlib.contextmanager
+def watch_replaced_tensors(modules: dict[str, torch.nn.Module],
+                           found: set[str]) -> Iterator[None]:
+    """Record into ``found`` each of the modules' tensors that the code inside replaced."""
+    before = _held_tensors(modules)
+    yield
+    after = _held_tensors(modules)
+    found.update(f"a new tensor in {name}" for name in before.keys() | after.keys()
+                 if before.get(name) is not after.get(name))
+
+
+def mark_eager(eager: dict[tuple, str], key: tuple, found: list[str], what: str) -> None:
+    """Keep ``key`` eager (``eager[key]``: why) when a probe ``found`` anything; the first
+    time for ``eager``, warn that ``what`` ("the training step; such steps run") does so."""
+    if found and not eager:
+        subject, runs = what.split("; ")
+        warnings.warn(f"grprune: train.compile=cuda-graph: {subject} depends on what a captured"
+                      f" graph would keep from its capture ({', '.join(found)}); {runs} "
+                      f"eagerly", stacklevel=4)
+    if found:
+        eager[key] = ", ".join(found)
 
 
 class EagerGraphs:
@@ -580,18 +592,9 @@ class GraphedStep:
         view, reads = _WatchedBatch.of(batch), set[str]()
         self.clock.reads.clear()
         modules = {"model": model, **{f"reg.{k}": r for k, r in regs.items()}}
-        before = held_tensors(modules)
-        out = _update(model, regs, optimizer, view, warm, self.clock,
-                      watch_capture_hazards(reads, self.device))
-        after = held_tensors(modules)
-        reads.update(f"a new tensor in {name}" for name in before.keys() | after.keys()
-                     if before.get(name) is not after.get(name))
-        found = sorted(reads) + sorted(f"batch.{r}" for r in view.reads) + sorted(
-            f"ctx.{r}" for r in self.clock.reads)
-        if found:
-            if not self.eager:
-                warnings.warn(f"grprune: train.compile=cuda-graph: the training step depends "
-                              f"on what a captured graph would keep from its capture "
-                              f"({', '.join(found)}); such steps run eagerly", stacklevel=3)
-            self.eager[key] = ", ".join(found)
+        with watch_replaced_tensors(modules, reads):
+            out = _update(model, regs, optimizer, view, warm, self.clock,
+                          watch_capture_hazards(reads, self.device))
+        mark_eager(self.eager, key, sorted(reads) + sorted(f"batch.{r}" for r in view.reads)
+                   + sorted(f"ctx.{r}" for r in self.clock.reads), "the training step; such steps run")
         return out

@@ -145,11 +145,11 @@ def test_a_cuda_graph_run_resumed_from_its_state_equals_the_uninterrupted_run(tm
 #: changes after the graphs are captured: IRM's annealing ends at step 3 of 8, GSAT's r
 #: falls each epoch
 SCHEDULED: dict[str, dict[str, Any]] = {
-    "irm": ({"reg": "irm", "selector": "none", "reg.irm.anneal_steps": 3,
-             "reg.irm.anneal_weight": 0.5, "reg.irm.weight": 10.0}),
-    "gsat": ({"reg": "gsat", "train.epochs": 4, "reg.gsat.decay_interval": 1,
-              "reg.gsat.schedule": "absolute",
-              "reg.gsat.decay_r": 0.1, "reg.gsat.final_r": 0.5}),
+    "irm": {"reg": "irm", "selector": "none", "reg.irm.anneal_steps": 3,
+            "reg.irm.anneal_weight": 0.5, "reg.irm.weight": 10.0},
+    "gsat": {"reg": "gsat", "train.epochs": 4, "reg.gsat.decay_interval": 1,
+             "reg.gsat.schedule": "absolute",
+             "reg.gsat.decay_r": 0.1, "reg.gsat.final_r": 0.5},
 }
 
 

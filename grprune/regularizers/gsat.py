@@ -192,11 +192,12 @@ class GSAT(Regularizer):
         epoch = getattr(ctx, "epoch_tensor", None)  # (a duck-typed context: None)
         if epoch is None:
             r: float | Tensor = self.r(self.schedule_epoch(ctx.epoch))
-        else:  # compiled or captured: the schedule from the device's epoch; "active"
-            hp = self.hparams  # reads ctx.epoch once, at its first (eager) step
-            if hp["schedule"] == "active" and self.start_epoch is None:
+        else:  # compiled or captured: the schedule from the device's epoch ("active"
+            hp = self.hparams  # reads ctx.epoch once, at its first, eager step)
+            active = hp["schedule"] == "active"
+            if active and self.start_epoch is None:
                 self.start_epoch = int(ctx.epoch)
-            start = self.start_epoch or 0 if hp["schedule"] == "active" else 0
+            start = self.start_epoch if active and self.start_epoch is not None else 0
             r = gsat_r_tensor(epoch - start, hp["init_r"], hp["final_r"], hp["decay_r"],
                               hp["decay_interval"])
         batch = getattr(ctx, "batch", None)  # a context without a batch: no padding
