@@ -243,6 +243,46 @@ def test_table1_build_picks_each_columns_default_preset_and_protocol(tmp_path, m
     assert "- ogbg-molbbbp scaffold: 69.00 against 70.32" in text
 
 
+def test_table1_takes_good_protocol_erm_only_with_four_finished_seeds(tmp_path):
+    """GOOD-protocol ERM (``good_erm.py``'s table) enters Table 1 once a column has 4
+    finished seeds, as mean ± sample std of GOOD's selection; before that table1.md says
+    where each seed stands and the table has no row for it."""
+    import pandas as pd
+
+    table1 = load_script("benchmarks/accuracy/table1.py")
+    runs = pd.DataFrame([
+        {"dataset": "good-motif", "split": "basis", "seed": s, "preset": "good",
+         "finished": s < 3, "epochs_done": 200 if s < 3 else 57, "epochs": 200,
+         "best_epoch": 9, "valid": 80.0, "test": t, "commit": "c9", "hardware": "CPU"}
+        for s, t in enumerate((60.0, 62.0, 64.0, 30.0))])
+    path = tmp_path / "good.runs.csv"
+    runs.to_csv(path, index=False)
+    cells, pending = table1.good_cells(path)
+    assert cells == []
+    assert pending == ["good-motif basis: 3 of 4 seeds finished (0, 1, 2); seed 3 at 57 of "
+                       "200 epochs",
+                       "good-motif size: 0 of 4 seeds finished; seeds 0, 1, 2, 3 not started"]
+    assert "is unfinished, so it draws no conclusion yet" in table1.markdown([], path)
+    rows = table1.build([("good.runs.csv", "good", "good", None, None)], tmp_path)
+    assert rows == []
+
+    runs.loc[3, ["finished", "epochs_done", "test"]] = [True, 200, 66.0]
+    runs.to_csv(path, index=False)
+    rows = table1.build([("good.runs.csv", "good", "good", None, None)], tmp_path)
+    assert [(r["method"], r["preset"], r["protocol"], r["n"]) for r in rows] == \
+        [("ERM", "good", "good", 4)]
+    assert (round(rows[0]["test_mean"], 2), round(rows[0]["test_std"], 2)) == (63.0, 2.58)
+    assert (rows[0]["valid_mean"], rows[0]["commit"], rows[0]["paper_mean"]) == \
+        (80.0, "c9", 68.66)
+    assert "| GOOD-Motif basis (accuracy) | `good` | good | 63.00 ± 2.58 |" in \
+        table1.readme_table(rows)
+    text = table1.markdown(rows, path)
+    assert "good-motif basis:" not in text and "good-motif size: 0 of 4" in text
+    # no table yet: no row, no line
+    assert table1.build([("none.csv", "good", "good", None, None)], tmp_path) == []
+    assert table1.good_pending(tmp_path / "none.csv") == ""
+
+
 def test_readme_results_table_is_table1(capsys):
     """The README's results table is the one ``table1.py build`` writes from the committed
     tables, and table1.md/.csv are up to date with them."""

@@ -6,7 +6,9 @@ size. For each column and each of ERM and PrunE this script takes the preset tha
 ``--preset auto`` uses there (``grprune/presets/defaults.yaml``, chosen on validation by
 ``prune/choose.py``) and, among the committed tables that hold it, one with at least 4 seeds,
 on the paper's protocol where there is one (else the most seeds; the later source on a tie).
-ERM rows of GOOD's own protocol (``--preset good``) are added with ``protocol=good``, and
+ERM rows of GOOD's own protocol (``--preset good``) are added with ``protocol=good`` (from
+``prune/good_erm.py``'s table once a column has 4 finished seeds; table1.md says where the
+others stand), and
 the official PrunE code's own runs on grprune's exported data (``official/results.jsonl``,
 written by ``official/runs.py``) as method ``official code``.
 
@@ -57,7 +59,8 @@ EPYC = "2 cores of an AMD EPYC (CPU)"
 #: the committed tables, oldest first: (file under benchmarks/accuracy, kind, protocol,
 #: commit, hardware); kind "collect" is `grprune collect --select all --layout long`,
 #: "study" an ``ablation.py table`` .runs.csv (GOOD-Motif), "runs" this script's ``runs``
-#: (protocol, commit and hardware per row)
+#: (protocol, commit and hardware per row), "good" ``prune/good_erm.py``'s table of
+#: GOOD-protocol runs, finished or not
 SOURCES = [
     ("prune/molbbbp.csv", "collect", "paper", "2820ba7", EPYC),
     ("prune/good-hiv-cpu.csv", "collect", "shortened", "2820ba7", EPYC),
@@ -66,6 +69,7 @@ SOURCES = [
     ("prune/motif-full-d9fd056.runs.csv", "study", "paper", "d9fd056", EPYC),
     ("prune/drugood-ec50.runs.csv", "runs", None, None, None),
     ("official/results.jsonl", "official", "official schedule", None, None),
+    ("prune/motif-good-erm.runs.csv", "good", "good", None, None),
 ]
 #: the ERM warm-up epochs of the ``official`` preset (``train.warmup_epochs``), which its
 #: selection may pick (``train.select_warmup``), as the official code's does
@@ -112,14 +116,13 @@ NOTES = {
     ("ogbg-molbbbp", "size"): "4 points above ERM, as in the paper, 3.6 under its PrunE "
         "with stds of 3-5: prune/README.md, ogbg-molbbbp",
 }
-#: where GOOD-protocol ERM on GOOD-Motif stands while its rows are not in the table
-GOOD_PENDING = (
+#: GOOD-protocol ERM (``--preset good``) takes a column into the table once this many
+#: seeds of it have finished; until then table1.md says where its runs stand
+GOOD_SEEDS = 4
+#: what GOOD's protocol is, for table1.md's line on runs not yet in the table
+GOOD_PROTOCOL = (
     "ERM on GOOD's own protocol (`--preset good`, `prune/motif-good-erm.yaml`: GOOD's model, "
-    "200 epochs on all 18,000 graphs, GOOD's selection) has no finished run yet: a run takes "
-    "about 3 hours on one CPU core and no GPU was lent. Basis seeds 0 and 1 run in pieces "
-    "from `85e6955`; where they stand, epoch by epoch, is in `prune/motif-good-erm.runs.csv` "
-    "and `.epochs.csv` (`prune/good_erm.py`), and prune/README.md, \"ERM on GOOD's own "
-    "protocol\", reads them.")
+    "200 epochs on all 18,000 graphs, OOD-test at the first epoch of the best OOD-valid)")
 FIELDS = ["dataset", "split", "method", "preset", "protocol", "n", "test_mean", "test_std",
           "valid_mean", "paper_mean", "paper_std", "warmup_selected", "commit", "hardware"]
 RUN_FIELDS = ["dataset", "split", "method", "preset", "protocol", "seed", "valid", "test",
@@ -178,6 +181,8 @@ def read_source(path: Path, kind: str, protocol, commit, hardware) -> list[dict]
     import pandas as pd
     if kind == "official":
         return _official_cells(path)
+    if kind == "good":
+        return good_cells(path)[0]
     try:
         df = pd.read_csv(path)
     except (OSError, pd.errors.ParserError) as exc:
@@ -233,6 +238,53 @@ def _official_cells(path: Path) -> list[dict]:
     return out
 
 
+def good_cells(path: Path) -> tuple[list[dict], list[str]]:
+    """GOOD-protocol ERM from ``prune/good_erm.py``'s table (one row per run, finished or
+    not, scores ×100, ``test`` at the first epoch of the best OOD-valid, GOOD's selection):
+    a cell per (dataset, split) with :data:`GOOD_SEEDS` finished seeds (mean ± sample std
+    over them), and for each other (dataset, split) of the table a phrase of where its runs
+    stand, for table1.md. Exit code 2 on an unreadable table."""
+    import pandas as pd
+    try:
+        df = pd.read_csv(path)
+    except (OSError, pd.errors.ParserError) as exc:
+        fail(f"cannot read {path}: {exc}")
+    cells, pending = [], []
+    groups = dict(iter(df.groupby(["dataset", "split"], sort=True)))
+    for key in sorted(set(groups) | {(d, s) for d, s, _ in COLUMNS if d == "good-motif"}):
+        g = groups.get(key, df.iloc[:0])
+        done = g[g["finished"].astype(str) == "True"].sort_values("seed")
+        if len(done) >= GOOD_SEEDS:
+            cell = _cell(done["test"] / 100, dataset=key[0], split=key[1], method="ERM",
+                         preset="good", protocol="good")
+            cell.update(valid_mean=done["valid"].mean(), warmup_selected=None,
+                        commit="+".join(sorted(set(map(str, done["commit"])))),
+                        hardware="; ".join(sorted(set(map(str, done["hardware"])))))
+            cells.append(cell)
+            continue
+        where = [f"seed {r.seed} at {r.epochs_done} of {r.epochs} epochs"
+                 for r in g[~g.index.isin(done.index)].sort_values("seed").itertuples()]
+        idle = [str(s) for s in range(GOOD_SEEDS) if s not in set(g["seed"])]
+        where += [f"seed{'s' * (len(idle) > 1)} {', '.join(idle)} not started"] if idle else []
+        pending.append(f"{key[0]} {key[1]}: {len(done)} of {GOOD_SEEDS} seeds finished"
+                       + (f" ({', '.join(map(str, done['seed']))})" if len(done) else "")
+                       + f"; {', '.join(where)}")
+    return cells, pending
+
+
+def good_pending(path: Path) -> str:
+    """table1.md's line on the GOOD-protocol columns still short of :data:`GOOD_SEEDS`
+    finished seeds ("" when none is): unfinished, and no conclusion drawn from them."""
+    pending = good_cells(path)[1] if path.is_file() else []
+    if not pending:
+        return ""
+    return (f"{GOOD_PROTOCOL} is unfinished, so it draws no conclusion yet and stays out of "
+            f"the table: {'; '.join(pending)}. A column enters with {GOOD_SEEDS} finished "
+            "seeds. The runs epoch by epoch: `prune/motif-good-erm.runs.csv` and "
+            "`.epochs.csv` (`prune/good_erm.py`), read in prune/README.md, \"ERM on GOOD's "
+            "own protocol\".")
+
+
 def build(sources=SOURCES, root: Path = HERE) -> list[dict]:
     """The rows of table1.csv (:data:`FIELDS`), in :data:`COLUMNS` order, ERM before PrunE,
     GOOD-protocol ERM rows after the rest of their column."""
@@ -240,7 +292,7 @@ def build(sources=SOURCES, root: Path = HERE) -> list[dict]:
     cells = []
     for order, (rel, kind, protocol, commit, hardware) in enumerate(sources):
         if not (root / rel).is_file():
-            if kind == "official":  # no official-code run yet: the column says "not run"
+            if kind in ("official", "good"):  # no such run yet: the table says "not run"
                 continue
             fail(f"no such file: {root / rel}")
         cells += [{**c, "order": order}
@@ -321,8 +373,9 @@ def readme_table(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n\n" + LEGEND + "\n"
 
 
-def markdown(rows: list[dict]) -> str:
-    """table1.md: the README's table, every row with its commit and hardware, and notes."""
+def markdown(rows: list[dict], good: Path = HERE / "prune/motif-good-erm.runs.csv") -> str:
+    """table1.md: the README's table, every row with its commit and hardware, and notes
+    (among them :func:`good_pending` of ``good``, ``prune/good_erm.py``'s table)."""
     out = ["# Table 1, reproduced", "",
            "Written by `python benchmarks/accuracy/table1.py build` from the committed run "
            "tables it names (`SOURCES`); do not edit. Test score ×100 (accuracy on GOOD-Motif, "
@@ -349,8 +402,8 @@ def markdown(rows: list[dict]) -> str:
                 why = f"{r['n']} of 4 seeds so far; " + why
             out.append(f"- {r['dataset']} {r['split']}: {r['test_mean']:.2f} against "
                        f"{r['paper_mean']:.2f}; {why}.")
-    if not any(r["protocol"] == "good" and r["dataset"] == "good-motif" for r in rows):
-        out += ["", GOOD_PENDING]
+    if pending := good_pending(good):
+        out += ["", pending]
     out += official_verdicts(rows)
     return "\n".join(out) + "\n"
 
