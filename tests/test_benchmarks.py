@@ -243,10 +243,10 @@ def test_table1_build_picks_each_columns_default_preset_and_protocol(tmp_path, m
     assert "- ogbg-molbbbp scaffold: 69.00 against 70.32" in text
 
 
-def test_table1_takes_good_protocol_erm_only_with_four_finished_seeds(tmp_path):
+def test_table1_takes_good_protocol_erm_only_with_four_finished_seeds(tmp_path, capsys):
     """GOOD-protocol ERM (``good_erm.py``'s table) enters Table 1 once a column has 4
     finished seeds, as mean ± sample std of GOOD's selection; before that table1.md says
-    where each seed stands and the table has no row for it."""
+    where each seed stands and the table has no row for it; another table exits with 2."""
     import pandas as pd
 
     table1 = load_script("benchmarks/accuracy/table1.py")
@@ -281,6 +281,12 @@ def test_table1_takes_good_protocol_erm_only_with_four_finished_seeds(tmp_path):
     # no table yet: no row, no line
     assert table1.build([("none.csv", "good", "good", None, None)], tmp_path) == []
     assert table1.good_pending(tmp_path / "none.csv") == ""
+    runs.drop(columns=["finished"]).to_csv(path, index=False)
+    with pytest.raises(SystemExit) as e:
+        table1.good_cells(path)
+    assert e.value.code == 2
+    assert capsys.readouterr().err.strip() == \
+        f"table1.py: {path} is not good_erm.py's table: no column finished"
 
 
 def test_readme_results_table_is_table1(capsys):

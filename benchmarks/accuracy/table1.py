@@ -249,6 +249,10 @@ def good_cells(path: Path) -> tuple[list[dict], list[str]]:
         df = pd.read_csv(path)
     except (OSError, pd.errors.ParserError) as exc:
         fail(f"cannot read {path}: {exc}")
+    needed = ["dataset", "split", "seed", "finished", "epochs_done", "epochs", "valid", "test",
+              "commit", "hardware"]
+    if missing := [k for k in needed if k not in df.columns]:
+        fail(f"{path} is not good_erm.py's table: no column {', '.join(missing)}")
     cells, pending = [], []
     groups = dict(iter(df.groupby(["dataset", "split"], sort=True)))
     for key in sorted(set(groups) | {(d, s) for d, s, _ in COLUMNS if d == "good-motif"}):
