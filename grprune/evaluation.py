@@ -353,7 +353,7 @@ class GraphedForward:
         with self.backend.warmup(), watch_replaced_tensors({"model": model}, reads), \
                 watch_capture_hazards(reads, self.device):
             out = fn()
-        mark_eager(self.eager, key, sorted(reads), "the evaluation pass; it runs")
+        mark_eager(self.eager, key, sorted(reads), "the evaluation pass", "it runs")
         return out
 
 

@@ -381,11 +381,10 @@ def watch_replaced_tensors(modules: dict[str, torch.nn.Module],
                  if before.get(name) is not after.get(name))
 
 
-def mark_eager(eager: dict[tuple, str], key: tuple, found: list[str], what: str) -> None:
-    """Keep ``key`` eager (``eager[key]``: why) when a probe ``found`` anything; the first
-    time for ``eager``, warn that ``what`` ("the training step; such steps run") does so."""
+def mark_eager(eager: dict[tuple, str], key: tuple, found: list[str], subject: str,
+               runs: str) -> None:
+    """Keep ``key`` eager (``eager[key]``: why) if a probe ``found`` anything; warn once."""
     if found and not eager:
-        subject, runs = what.split("; ")
         warnings.warn(f"grprune: train.compile=cuda-graph: {subject} depends on what a captured"
                       f" graph would keep from its capture ({', '.join(found)}); {runs} "
                       f"eagerly", stacklevel=4)
@@ -595,6 +594,7 @@ class GraphedStep:
         with watch_replaced_tensors(modules, reads):
             out = _update(model, regs, optimizer, view, warm, self.clock,
                           watch_capture_hazards(reads, self.device))
-        mark_eager(self.eager, key, sorted(reads) + sorted(f"batch.{r}" for r in view.reads)
-                   + sorted(f"ctx.{r}" for r in self.clock.reads), "the training step; such steps run")
+        found = sorted(reads) + sorted(f"batch.{r}" for r in view.reads)
+        mark_eager(self.eager, key, found + sorted(f"ctx.{r}" for r in self.clock.reads),
+                   "the training step", "such steps run")
         return out

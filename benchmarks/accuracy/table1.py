@@ -257,7 +257,8 @@ def good_cells(path: Path) -> tuple[list[dict], list[str]]:
     groups = dict(iter(df.groupby(["dataset", "split"], sort=True)))
     for key in sorted(set(groups) | {(d, s) for d, s, _ in COLUMNS if d == "good-motif"}):
         g = groups.get(key, df.iloc[:0])
-        done = g[g["finished"].astype(str) == "True"].sort_values("seed")
+        finished = g["finished"].astype(str) == "True"
+        done = g[finished].sort_values("seed")
         if len(done) >= GOOD_SEEDS:
             cell = _cell(done["test"] / 100, dataset=key[0], split=key[1], method="ERM",
                          preset="good", protocol="good")
@@ -267,7 +268,7 @@ def good_cells(path: Path) -> tuple[list[dict], list[str]]:
             cells.append(cell)
             continue
         where = [f"seed {r.seed} at {r.epochs_done} of {r.epochs} epochs"
-                 for r in g[~g.index.isin(done.index)].sort_values("seed").itertuples()]
+                 for r in g[~finished].sort_values("seed").itertuples()]
         idle = [str(s) for s in range(GOOD_SEEDS) if s not in set(g["seed"])]
         where += [f"seed{'s' * (len(idle) > 1)} {', '.join(idle)} not started"] if idle else []
         pending.append(f"{key[0]} {key[1]}: {len(done)} of {GOOD_SEEDS} seeds finished"
