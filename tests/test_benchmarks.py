@@ -261,8 +261,9 @@ def test_table1_takes_good_protocol_erm_only_with_four_finished_seeds(tmp_path, 
     assert cells == []
     assert pending == ["good-motif basis: 3 of 4 seeds finished (0, 1, 2); seed 3 at 57 of "
                        "200 epochs",
-                       "good-motif size: 0 of 4 seeds finished; seeds 0, 1, 2, 3 not started"]
-    assert "is unfinished, so it draws no conclusion yet" in table1.markdown([], path)
+                       "good-motif size: not run"]
+    assert "is unfinished or not run, so it draws no conclusion there" in \
+        table1.markdown([], path)
     rows = table1.build([("good.runs.csv", "good", "good", None, None)], tmp_path)
     assert rows == []
 
@@ -277,7 +278,14 @@ def test_table1_takes_good_protocol_erm_only_with_four_finished_seeds(tmp_path, 
     assert "| GOOD-Motif basis (accuracy) | `good` | good | 63.00 ± 2.58 |" in \
         table1.readme_table(rows)
     text = table1.markdown(rows, path)
-    assert "good-motif basis:" not in text and "good-motif size: 0 of 4" in text
+    assert "good-motif basis: 3 of 4" not in text and "good-motif size: not run" in text
+    # the row beside GOOD's leaderboard (63.80 ± 10.36, 10 runs), the end condition of
+    # prune/README.md decided from the numbers
+    assert ("- good-motif basis: 63.00 ± 2.58 against 63.80 ± 10.36; t = -0.23, p = 0.824; "
+            "within one leaderboard sd: GOOD's protocol") in text
+    low = [{**rows[0], "test_mean": 45.0}]
+    assert "under 50: GOOD's selection itself" in table1.good_verdicts(low)[-1]
+    assert table1.good_verdicts([]) == []
     # no table yet: no row, no line
     assert table1.build([("none.csv", "good", "good", None, None)], tmp_path) == []
     assert table1.good_pending(tmp_path / "none.csv") == ""

@@ -119,6 +119,9 @@ NOTES = {
 #: GOOD-protocol ERM (``--preset good``) takes a column into the table once this many
 #: seeds of it have finished; until then table1.md says where its runs stand
 GOOD_SEEDS = 4
+#: GOOD's own leaderboard for ERM under covariate shift (mean, sample std, runs): OOD-test
+#: at the best OOD-valid epoch over 10 runs (GOOD's docs, "Leaderboard", GOOD-Motif basis)
+GOOD_LEADERBOARD = {("good-motif", "basis"): (63.80, 10.36, 10)}
 #: what GOOD's protocol is, for table1.md's line on runs not yet in the table
 GOOD_PROTOCOL = (
     "ERM on GOOD's own protocol (`--preset good`, `prune/motif-good-erm.yaml`: GOOD's model, "
@@ -267,6 +270,9 @@ def good_cells(path: Path) -> tuple[list[dict], list[str]]:
                         hardware="; ".join(sorted(set(map(str, done["hardware"])))))
             cells.append(cell)
             continue
+        if g.empty:
+            pending.append(f"{key[0]} {key[1]}: not run")
+            continue
         where = [f"seed {r.seed} at {r.epochs_done} of {r.epochs} epochs"
                  for r in g[~finished].sort_values("seed").itertuples()]
         idle = [str(s) for s in range(GOOD_SEEDS) if s not in set(g["seed"])]
@@ -283,11 +289,35 @@ def good_pending(path: Path) -> str:
     pending = good_cells(path)[1] if path.is_file() else []
     if not pending:
         return ""
-    return (f"{GOOD_PROTOCOL} is unfinished, so it draws no conclusion yet and stays out of "
-            f"the table: {'; '.join(pending)}. A column enters with {GOOD_SEEDS} finished "
-            "seeds. The runs epoch by epoch: `prune/motif-good-erm.runs.csv` and "
+    return (f"{GOOD_PROTOCOL} is unfinished or not run, so it draws no conclusion there and "
+            f"stays out of the table: {'; '.join(pending)}. A column enters with {GOOD_SEEDS} "
+            "finished seeds. The runs epoch by epoch: `prune/motif-good-erm.runs.csv` and "
             "`.epochs.csv` (`prune/good_erm.py`), read in prune/README.md, \"ERM on GOOD's "
             "own protocol\".")
+
+
+def good_verdicts(rows: list[dict]) -> list[str]:
+    """table1.md's lines on the ``protocol=good`` ERM rows beside GOOD's own leaderboard
+    (:data:`GOOD_LEADERBOARD`; Welch's t of ``official/table.py``), with the end condition
+    stated in advance in prune/README.md: within one leaderboard sd, GOOD's protocol (not
+    its draw of the data) explains grprune's lower ERM; under 50, GOOD's selection does."""
+    good = [r for r in rows if r["protocol"] == "good" and (r["dataset"], r["split"])
+            in GOOD_LEADERBOARD]
+    if not good:
+        return []
+    welch = _load("official/table.py").welch
+    out = ["", "ERM on GOOD's own protocol beside GOOD's leaderboard (10 runs; Welch's t, "
+           "two-sided p; prune/README.md, \"ERM on GOOD's own protocol\"):", ""]
+    for r in good:
+        mean, std, n = GOOD_LEADERBOARD[(r["dataset"], r["split"])]
+        t, _, p = welch(r["test_mean"], r["test_std"], r["n"], mean, std, n)
+        verdict = ("within one leaderboard sd: GOOD's protocol, not its draw of the data, "
+                   "explains grprune's lower ERM" if abs(r["test_mean"] - mean) <= std else
+                   "under 50: GOOD's selection itself" if r["test_mean"] < 50 else
+                   "outside one leaderboard sd: not explained by the protocol alone")
+        out.append(f"- {r['dataset']} {r['split']}: {cell_text(r)} against {fmt(mean, std)}; "
+                   f"t = {t:+.2f}, p = {p:.3f}; {verdict}.")
+    return out
 
 
 def build(sources=SOURCES, root: Path = HERE) -> list[dict]:
@@ -407,6 +437,7 @@ def markdown(rows: list[dict], good: Path = HERE / "prune/motif-good-erm.runs.cs
                 why = f"{r['n']} of 4 seeds so far; " + why
             out.append(f"- {r['dataset']} {r['split']}: {r['test_mean']:.2f} against "
                        f"{r['paper_mean']:.2f}; {why}.")
+    out += good_verdicts(rows)
     if pending := good_pending(good):
         out += ["", pending]
     out += official_verdicts(rows)
