@@ -171,9 +171,9 @@ def _load(relpath: str):
     return module
 
 
-def _cell(values, **keys) -> dict:
+def _cell(values, scale: float = 100, **keys) -> dict:
     import statistics
-    v = [100 * float(x) for x in values]
+    v = [scale * float(x) for x in values]
     return {**keys, "n": len(v), "test_mean": statistics.mean(v),
             "test_std": statistics.stdev(v) if len(v) > 1 else 0.0}
 
@@ -181,15 +181,11 @@ def _cell(values, **keys) -> dict:
 def read_source(path: Path, kind: str, protocol, commit, hardware) -> list[dict]:
     """One source's cells: dataset, split, method, preset, protocol, n, test_mean, test_std,
     valid_mean (×100), commit, hardware."""
-    import pandas as pd
     if kind == "official":
         return _official_cells(path)
     if kind == "good":
         return good_cells(path)[0]
-    try:
-        df = pd.read_csv(path)
-    except (OSError, pd.errors.ParserError) as exc:
-        fail(f"cannot read {path}: {exc}")
+    df = _read_csv(path)
     out = []
     if kind == "collect":
         for r in df.itertuples():
@@ -204,10 +200,26 @@ def read_source(path: Path, kind: str, protocol, commit, hardware) -> list[dict]
         df["method"] = df["label"].map(lambda x: STUDY_LABELS[x][0])
         df["preset"] = df["label"].map(lambda x: STUDY_LABELS[x][1])
         df = df.assign(protocol=protocol, commit=commit, hardware=hardware)
+    return _group_cells(df)
+
+
+def _read_csv(path: Path):
+    """``path`` as a DataFrame; exit code 2 when it cannot be read."""
+    import pandas as pd
+    try:
+        return pd.read_csv(path)
+    except (OSError, pd.errors.ParserError) as exc:
+        fail(f"cannot read {path}: {exc}")
+
+
+def _group_cells(df, scale: float = 100) -> list[dict]:
+    """One cell per (dataset, split, method, preset, protocol) of a table of runs (test and
+    valid ×``scale`` give the table's ×100; best_epoch, commit, hardware per run)."""
+    out = []
     keys = ["dataset", "split", "method", "preset", "protocol"]
     for key, g in df.groupby(keys, sort=True):
-        cell = _cell(g["test"], **dict(zip(keys, key)))
-        cell["valid_mean"] = 100 * g["valid"].mean()
+        cell = _cell(g["test"], scale, **dict(zip(keys, key)))
+        cell["valid_mean"] = scale * g["valid"].mean()
         cell["warmup_selected"] = (int((g["best_epoch"] < WARMUP_EPOCHS).sum())
                                    if "best_epoch" in g and key[3] == "official" else None)
         cell["commit"] = "+".join(sorted(set(map(str, g["commit"]))))
@@ -247,11 +259,7 @@ def good_cells(path: Path) -> tuple[list[dict], list[str]]:
     a cell per (dataset, split) with :data:`GOOD_SEEDS` finished seeds (mean ± sample std
     over them), and for each other (dataset, split) of the table a phrase of where its runs
     stand, for table1.md. Exit code 2 on an unreadable table."""
-    import pandas as pd
-    try:
-        df = pd.read_csv(path)
-    except (OSError, pd.errors.ParserError) as exc:
-        fail(f"cannot read {path}: {exc}")
+    df = _read_csv(path)
     needed = ["dataset", "split", "seed", "finished", "epochs_done", "epochs", "valid", "test",
               "commit", "hardware"]
     if missing := [k for k in needed if k not in df.columns]:
@@ -263,12 +271,8 @@ def good_cells(path: Path) -> tuple[list[dict], list[str]]:
         finished = g["finished"].astype(str) == "True"
         done = g[finished].sort_values("seed")
         if len(done) >= GOOD_SEEDS:
-            cell = _cell(done["test"] / 100, dataset=key[0], split=key[1], method="ERM",
-                         preset="good", protocol="good")
-            cell.update(valid_mean=done["valid"].mean(), warmup_selected=None,
-                        commit="+".join(sorted(set(map(str, done["commit"])))),
-                        hardware="; ".join(sorted(set(map(str, done["hardware"])))))
-            cells.append(cell)
+            cells += _group_cells(done.assign(method="ERM", preset="good", protocol="good"),
+                                  scale=1)
             continue
         if g.empty:
             pending.append(f"{key[0]} {key[1]}: not run")
