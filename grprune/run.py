@@ -21,11 +21,25 @@ from grprune.record.settings import OPTION_KEYS, config_hash
 from grprune.record.summary import RunSummary
 
 
-def load_config_dataset(cfg: RunConfig):
-    """The dataset a resolved config trains on (``data.limit`` is applied by the trainer)."""
+def data_root(cfg: RunConfig) -> Path:
+    """The data root a resolved config reads (``data.root``, else ``$GRPRUNE_DATA_ROOT``,
+    else ``~/.cache/grprune/data``), ``~`` expanded.
+
+    Raises
+    ------
+    GrpruneError
+        A ``~user`` that names no user, or ``~`` without a home directory.
+    """
+    from grprune.data.registry import resolve_root
+    return resolve_root(cfg.data.root or None)
+
+
+def load_config_dataset(cfg: RunConfig, root: Path | None = None):
+    """The dataset a resolved config trains on (``data.limit`` is applied by the trainer),
+    from ``root`` (default :func:`data_root`)."""
     from grprune.data.registry import load_dataset
     data = cfg.data
-    return load_dataset(data.name, root=data.root or None, download=bool(data.download),
+    return load_dataset(data.name, root=root or data_root(cfg), download=bool(data.download),
                         **data.params)
 
 
@@ -199,18 +213,21 @@ def execute(cfg: RunConfig, run_dir: str | Path, *, force: bool = False,
     Raises
     ------
     GrpruneError
-        As :func:`prepare_run_dir`; if ``run_dir`` is a file.
+        As :func:`prepare_run_dir`; if ``run_dir`` is a file; as :func:`data_root`, before
+        ``run_dir`` is made.
     """
     cfg = RunConfig.from_dict(cfg)  # the public boundary: a stored config.json, upgraded
     run_dir = Path(run_dir)
     if run_dir.exists() and not run_dir.is_dir():
         raise GrpruneError(f"--out {run_dir} exists and is not a directory")
+    # a data root that can't be expanded is refused before the run directory is made
+    root = data_root(cfg) if dataset is None else None
     with RunDir(run_dir).lock():  # one process per run directory
-        return _execute_locked(cfg, run_dir, force, on_epoch, log, dataset)
+        return _execute_locked(cfg, run_dir, force, on_epoch, log, dataset, root)
 
 
 def _execute_locked(cfg: RunConfig, run_dir: Path, force: bool, on_epoch, log,
-                    dataset=None) -> tuple[str, RunSummary]:
+                    dataset=None, root: Path | None = None) -> tuple[str, RunSummary]:
     """:func:`execute` with the run's lock held.
 
     ``config.json`` is written once, when the data is loaded and its :class:`FeatureSpec`
@@ -224,7 +241,7 @@ def _execute_locked(cfg: RunConfig, run_dir: Path, force: bool, on_epoch, log,
         return "finished", payload
     t0 = time.perf_counter()
     if dataset is None:
-        dataset = load_config_dataset(cfg)
+        dataset = load_config_dataset(cfg, root)
     load_s = time.perf_counter() - t0
     from grprune.data.info import duplicate_ids_note  # issue 50: duplicate IDs
     if getattr(dataset, "ids", None) is not None and duplicate_ids_note(dataset):

@@ -92,8 +92,10 @@ def test_a_hostile_value_is_refused_in_one_line_before_anything_is_built(
     files = {**_files(tmp_path), "tmp": tmp_path}
     for key, value in env.items():
         monkeypatch.setenv(key, value)
+    monkeypatch.chdir(tmp_path)  # where a run would make runs/
     res = CliRunner().invoke(main, [a.format(**files) for a in args])
     assert words in one_error(res)
+    assert not (tmp_path / "runs").exists()  # no run directory, not even its lock
 
 
 def test_a_message_never_expands_the_value_it_names():

@@ -42,6 +42,18 @@ def default_root() -> Path:
                        "GRPRUNE_DATA_ROOT" if env else "the default data root")
 
 
+def resolve_root(root: str | os.PathLike | None = None) -> Path:
+    """``root`` with ``~`` expanded, or :func:`default_root` when it is None.
+
+    Raises
+    ------
+    GrpruneError
+        A ``~user`` that names no user, or ``~`` without a home directory.
+    """
+    from grprune.record.userfiles import expand_user
+    return expand_user(root, "--root") if root is not None else default_root()
+
+
 class DatasetSource(Configurable):
     """Where a dataset comes from and how it is split.
 
@@ -228,6 +240,4 @@ def load_dataset(
     if split is not None:
         params["split"] = split
     resolved = cls.resolve_params(params)
-    from grprune.record.userfiles import expand_user
-    root = expand_user(root, "--root") if root is not None else default_root()
-    return cls().load(root=root, download=download, **resolved)
+    return cls().load(root=resolve_root(root), download=download, **resolved)
