@@ -12,7 +12,9 @@ mean over seeds of each epoch:
 * on data with ground-truth motif edges: motif-edge ROC-AUC on OOD-test and ID-valid, and
   Precision@50 (the share of spurious bonds among each graph's lowest 50 %).
 
-Warm-up epochs have no selector diagnostics; their panels start after them.
+Warm-up epochs have no selector diagnostics; their panels start after them. A panel
+without a value in any group (the motif panels on molecule data, the selector panels of
+ERM runs) is left out (:func:`drawn_panels`).
 """
 
 from __future__ import annotations
@@ -123,15 +125,37 @@ def series(dirs: Sequence[str | Path]) -> list[Series]:
     return out
 
 
+def _has_value(groups: Sequence[Series], fn: Value) -> bool:
+    """Whether ``fn`` gives a number for some epoch of some run of ``groups``."""
+    return any(isinstance(v, (int, float)) and not math.isnan(v)
+               for g in groups for rs in g.records for v in (fn(r, g.metric) for r in rs))
+
+
+def drawn_panels(groups: Sequence[Series]) -> list[int]:
+    """The indices into :data:`PANELS` that :func:`plot` draws: those with a value (of
+    the solid or the dashed line) in some group, in order.
+
+    Parameters
+    ----------
+    groups : sequence of Series
+        From :func:`series`.
+    """
+    return [i for i, (_, fn, _) in enumerate(PANELS)
+            if _has_value(groups, fn) or (i in DASHED and _has_value(groups, DASHED[i]))]
+
+
 def plot(groups: Sequence[Series], path: str | Path) -> Path:
-    """Draw :data:`PANELS` for every group into a PNG at ``path``; returns the path."""
+    """Draw the panels of :data:`PANELS` that have data (:func:`drawn_panels`) for every
+    group into a PNG at ``path``, four panels a row (three for five or fewer) and the
+    legend in the last slot; returns the path."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    n = len(PANELS)
-    cols = 4
-    rows = math.ceil(n / cols)
+    panels = drawn_panels(groups) or [0]  # an empty run still gets its metric panel
+    n = len(panels)
+    cols = 4 if n > 5 else 3
+    rows = math.ceil((n + 1) / cols)  # one free slot at the end holds the legend
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for gi, g in enumerate(groups):
@@ -139,9 +163,10 @@ def plot(groups: Sequence[Series], path: str | Path) -> Path:
         xs = list(range(g.epochs))
         curve = g.curve
 
-        for i, (title, fn, ylim) in enumerate(PANELS):
-            ax = axes[i // cols][i % cols]
-            ax.plot(xs, curve(fn), color=color, label=g.label if i == 0 else None, lw=1.4)
+        for slot, i in enumerate(panels):
+            title, fn, ylim = PANELS[i]
+            ax = axes[slot // cols][slot % cols]
+            ax.plot(xs, curve(fn), color=color, label=g.label if slot == 0 else None, lw=1.4)
             if i in DASHED:
                 ax.plot(xs, curve(DASHED[i]), color=color, ls="--", lw=1.2)
             if i == 3:

@@ -328,6 +328,8 @@ def explain_run(run, *, part: str = "test", graph_ids: Sequence[int | str] | Non
         for note in notes:
             log(note)
     res = ExplainResult(out_dir=out, graphs=ids)
+    if run.warmup_note:  # an ERM warm-up model: every bond is kept, every picture full
+        res.notes.append(run.warmup_note)
     metrics_wanted = _metrics_wanted(run, dataset, res.notes)
     # the whole part for the metrics, or just the chosen graphs
     todo = list(dict.fromkeys([int(i) for i in part_idx] if metrics_wanted else [])

@@ -47,7 +47,7 @@ from grprune.model import GraphClassifier
 from grprune.ops import bonds_by_first_edge
 from grprune.record.epoch import EpochRecord
 from grprune.record.runconfig import FeatureSpec, RunConfig
-from grprune.record.summary import RunSummary
+from grprune.record.summary import RunSummary, warmup_model_text
 from grprune.run import load_config_dataset
 
 #: graphs per batch when scoring
@@ -296,6 +296,15 @@ class Run:
         return self.features.classes
 
     @property
+    def warmup_note(self) -> str | None:
+        """Why this model keeps every bond, when a run with a selector reports an ERM
+        warm-up epoch's model (:func:`grprune.record.summary.warmup_model_text`, under the
+        rule :attr:`use_selector`); None otherwise. ``explain`` and ``predict`` print it."""
+        if self.cfg.selector.name == "none" or self.use_selector:
+            return None
+        return warmup_model_text(self.summary.best_epoch, self.summary.selected)
+
+    @property
     def learned_selector(self) -> bool:
         """Whether edge probabilities come from a learned selector used at evaluation.
 
@@ -371,8 +380,8 @@ class Run:
         return edges.by_index(indices)
 
 
-    def explain(self, part: str = "test", graphs: Sequence[int] | None = None, *,
-                top_k: int | None = None, fmt: str = "png", out: str | Path | None = None,
+    def explain(self, part: str = "test", graphs: int | str | Sequence[int | str] | None = None,
+                *, top_k: int | None = None, fmt: str = "png", out: str | Path | None = None,
                 log=lambda msg: None) -> Explanation:
         """``grprune explain``: kept edges, pictures and explanation metrics
         (:func:`grprune.explain.explain_run`).
@@ -381,8 +390,10 @@ class Run:
         ----------
         part : str
             Split part (``test``, ``valid``, ``train``, ``id-test``, ...).
-        graphs : sequence of int, optional
-            Dataset indices in ``part``; default the part's first 8 graphs.
+        graphs : int, str or sequence of int and str, optional
+            Graphs in ``part``: dataset indices, ``"row:N"`` (a source row), ``"id:TEXT"``
+            or any other string (an ID); one index or one string names one graph
+            (``graphs="id:CMPD-0010"``). Default the part's first 8 graphs.
         top_k : int, optional
             Mark the top-K bonds by keep probability instead of the kept bonds.
         fmt : {"png", "svg"}
@@ -408,42 +419,75 @@ class Run:
         import pandas as pd
 
         from grprune.explain import explain_run
+        if isinstance(graphs, (str, int, np.integer)):  # one selector, not its characters
+            graphs = [graphs]
         res = explain_run(self, part=part, graph_ids=graphs, top_k=top_k, fmt=fmt,
                           out_dir=out, log=log)
         fields = {f.name: getattr(res, f.name) for f in dataclasses.fields(res)}
         return Explanation(**fields, edges=pd.read_csv(res.out_dir / "edges.csv"))
 
-    def predict(self, smiles: str | Sequence[str], batch_size: int = BATCH_SIZE,
-                bonds: bool = False):
-        """Score molecules with this run's model (``grprune predict``,
-        :func:`grprune.predict.predict_smiles`).
+    def predict(self, molecules, batch_size: int = BATCH_SIZE, bonds: bool = False, *,
+                smiles_column: str | None = None, id_column: str | None = None,
+                out: str | Path | None = None, chunk_rows: int | None = None,
+                log=None):
+        """Score molecules with this run's model, as ``grprune predict`` does.
 
         Parameters
         ----------
-        smiles : str or sequence of str, length S
+        molecules : str, sequence of str, pandas.DataFrame or path
+            One SMILES or a list, scored in memory (:func:`grprune.predict.predict_smiles`);
+            or a table with a SMILES column and any others (IDs): a DataFrame or a CSV file
+            (:func:`grprune.screen.is_table`), scored in chunks as ``--csv`` is
+            (:func:`grprune.screen.predict_table`).
         batch_size : int
-            Molecules per batch.
+            Molecules per batch (scores do not depend on it).
         bonds : bool
             Return the bond table instead of the molecule table.
+        smiles_column, id_column, chunk_rows
+            For a table: ``--smiles-column`` (default ``smiles``), ``--id-column``
+            (default the run's ``data.id_column`` when the table has it), ``--chunk-rows``.
+        out : path, optional
+            For a table: write the rows there as ``--out`` does (``.csv``, or ``.parquet``
+            with pyarrow; atomic, resumable) and return what was written instead of the
+            table: a library of any size in bounded memory.
+        log : callable, optional
+            With ``out``: receives the state line (resuming after row N, or starting
+            clean and why).
 
         Returns
         -------
-        pandas.DataFrame
-            One row per input: ``smiles``, ``canonical_smiles``, ``status`` (``ok`` or
-            why it could not be scored), ``prob_1`` (binary; ``prob_0`` .. ``prob_{C-1}``
-            otherwise), ``pred_label``, ``num_bonds``, ``bonds_kept``. With
-            ``bonds=True``, one row per RDKit bond of each scored molecule, with its
-            ``edge_prob`` and ``kept``.
+        pandas.DataFrame or grprune.screen.ScreenSummary
+            One row per input, in order: a table's own columns (but its SMILES column),
+            then ``row``, ``smiles``, ``canonical_smiles``, ``status`` (``ok`` or why it
+            could not be scored), ``reason`` (training's words for a skipped row),
+            ``prob_1`` (binary; ``prob_0`` .. ``prob_{C-1}`` otherwise), ``pred_label``,
+            ``num_bonds``, ``bonds_kept``. With ``bonds=True``, one row per RDKit bond of
+            each scored molecule, with its ``edge_prob`` and ``kept``. With ``out``, the
+            :class:`~grprune.screen.ScreenSummary` (rows, scored, skipped by status, files).
 
         Raises
         ------
         GrpruneError
-            If the run was not trained on molecules featurized from SMILES.
+            If the run was not trained on molecules featurized from SMILES; table options
+            with SMILES; for a table, a missing file or column, a bad ``chunk_rows``,
+            Parquet without pyarrow.
         """
         from grprune.predict import predict_smiles
-        items = [smiles] if isinstance(smiles, str) else list(smiles)
-        pred = predict_smiles(self, items, batch_size=batch_size)
-        return pred.bonds if bonds else pred.molecules
+        from grprune.screen import CHUNK_ROWS, ScreenOptions, is_table, predict_table
+        table_only = {"smiles_column": smiles_column, "id_column": id_column, "out": out,
+                      "chunk_rows": chunk_rows}
+        if not is_table(molecules):
+            given = [k for k, v in table_only.items() if v is not None]
+            if given:
+                raise GrpruneError(f"{given[0]}= applies to a table (a DataFrame or a CSV "
+                                   f"file), not to SMILES")
+            items = [molecules] if isinstance(molecules, str) else list(molecules)
+            pred = predict_smiles(self, items, batch_size=batch_size)
+            return pred.bonds if bonds else pred.molecules
+        opts = ScreenOptions(smiles_column=smiles_column, id_column=id_column,
+                             batch_size=batch_size, bonds=bonds, progress="none",
+                             chunk_rows=CHUNK_ROWS if chunk_rows is None else int(chunk_rows))
+        return predict_table(self, molecules, out=out, opts=opts, log=log)
 
 
 @dataclass

@@ -3,9 +3,10 @@
 :func:`predict_smiles` is ``grprune predict``. Each SMILES is featurized with
 the run's featurizer (:func:`grprune.data.molecules.smiles_to_graph`, OGB's
 features, or dgllife's canonical ones for a ``molecule-csv`` run trained with
-``data.featurizer=dgllife-canonical``), retrying without RDKit's valence check as
-lenient datasets do,
-the molecules are batched with :func:`grprune.batch.collate` (256 per batch)
+``data.featurizer=dgllife-canonical``) under RDKit's full sanitization, as
+``molecule-csv`` parses its training rows: a molecule training would skip (a valence
+error such as ``N#N#N``) is not scored, and its ``reason`` is the one training gives.
+The molecules are batched with :func:`grprune.batch.collate` (256 per batch)
 and scored with the run's model under the trainer's evaluation rule
 (:mod:`grprune.inference`). An empty or unparsable SMILES gets a status, not
 an exception.
@@ -13,8 +14,9 @@ an exception.
 Outputs are two tables:
 
 * molecules, one row per input: ``row`` (0-based position in the input),
-  ``smiles``, ``canonical_smiles``, ``status`` (``ok``, ``empty SMILES`` or
-  ``unparsable SMILES``), ``parse`` (``strict`` or ``lenient``), ``prob_1``
+  ``smiles``, ``canonical_smiles``, ``status`` (``ok``, ``empty SMILES``,
+  ``unparsable SMILES`` or ``too large``), ``reason`` (why a row is not scored, in
+  the words of training's skip reasons; ``""`` when scored), ``prob_1``
   (binary tasks) or ``prob_0 .. prob_{C-1}``, ``pred_label``, ``num_bonds``,
   ``bonds_kept``;
 * bonds, one row per RDKit bond of each scored molecule: ``row``, ``bond``
@@ -42,7 +44,9 @@ MISMATCH = "RDKit molecule does not match the featurized graph"
 #: the shared featurizer's limit
 MAX_HEAVY_ATOMS = MAX_ATOMS
 #: the per-molecule columns of predict's output, after the input's own
-MOLECULE_COLUMNS = ("row", "smiles", "canonical_smiles", "status", "parse")
+MOLECULE_COLUMNS = ("row", "smiles", "canonical_smiles", "status", "reason")
+#: the reason of an empty row, as training words it
+MISSING = "missing SMILES"
 
 
 def smiles_key(text: str) -> int:
@@ -57,10 +61,18 @@ def smiles_key(text: str) -> int:
                           "little") >> 1
 
 
-def too_large(smiles: str) -> bool:
-    """Whether a SMILES has more than :data:`MAX_HEAVY_ATOMS` heavy atoms, decided from its
-    text before RDKit sees it (:func:`grprune.data.molecules.too_large_reason`)."""
-    return too_large_reason(smiles, MAX_HEAVY_ATOMS) is not None
+def row_problem(smiles: str) -> tuple[str, str] | None:
+    """The status and reason of a row that is not parsed at all: an empty SMILES, or one
+    over :data:`MAX_HEAVY_ATOMS` heavy atoms (decided from its text before RDKit sees it,
+    :func:`grprune.data.molecules.too_large_reason`); None for a row to parse.
+
+    >>> row_problem(""), row_problem("CCO")
+    (('empty SMILES', 'missing SMILES'), None)
+    """
+    if not smiles:
+        return EMPTY, MISSING
+    large = too_large_reason(smiles, MAX_HEAVY_ATOMS)
+    return (TOO_LARGE, large) if large else None
 
 
 def read_smiles_csv(path: str | Path, column: str | None = None) -> list[str]:
@@ -92,8 +104,11 @@ def read_smiles_csv(path: str | Path, column: str | None = None) -> list[str]:
     return [str(s) for s in df[col["--smiles-column"]].tolist()]
 
 
-def with_input_columns(molecules, inputs, keep: Sequence[str] | None = None):
+def with_input_columns(molecules, inputs, keep: Sequence[str] | None = None,
+                       smiles_column: str | None = None):
     """The molecule table with the input CSV's own columns in front, row by row.
+
+    The input's SMILES column is not carried: its text is the table's ``smiles``.
 
     Parameters
     ----------
@@ -104,6 +119,8 @@ def with_input_columns(molecules, inputs, keep: Sequence[str] | None = None):
     keep : sequence of str, optional
         The input columns to carry (matched as
         :func:`grprune.data.molecules.match_columns` does); default every one.
+    smiles_column : str, optional
+        The input's SMILES column (matched the same way); default ``smiles``.
 
     Returns
     -------
@@ -116,11 +133,14 @@ def with_input_columns(molecules, inputs, keep: Sequence[str] | None = None):
     DataError
         If ``keep`` names columns the CSV lacks (all of them in one message).
     """
+    from grprune.data.molecules import match_columns
     cols = [str(c) for c in inputs.columns]
+    smiles = match_columns(cols, {"--smiles-column": smiles_column or "smiles"},
+                           "--csv")["--smiles-column"]
     if keep:
-        from grprune.data.molecules import match_columns
         found = match_columns(cols, {k: k for k in keep}, "--csv (--keep-columns)")
         cols = list(dict.fromkeys(found[k] for k in keep))
+    cols = [c for c in cols if c != smiles]
     carried = inputs[cols].reset_index(drop=True)
     carried.columns = [f"input_{c}" if c in molecules.columns else c for c in cols]
     return carried.join(molecules.set_index("row"), how="left").rename_axis(
@@ -137,11 +157,11 @@ class Molecule:
         0-based position in the input.
     smiles : str
     status : str
-        ``ok``, ``empty SMILES`` or ``unparsable SMILES``.
+        ``ok``, ``empty SMILES``, ``unparsable SMILES`` or ``too large``.
     mol : rdkit.Chem.Mol or None
     graph : dgl.DGLGraph or None
-    parse : str
-        ``strict`` (RDKit's full sanitization) or ``lenient`` (no valence check).
+    reason : str
+        Why the row is not scored, as training words its skip reasons (``""`` if scored).
     canonical : str
         RDKit canonical SMILES (``""`` if it cannot be written).
     """
@@ -151,12 +171,13 @@ class Molecule:
     status: str
     mol: Any = None
     graph: Any = None
-    parse: str = ""
+    reason: str = ""
     canonical: str = ""
 
 
 def featurize(smiles: Sequence[str], to_graph=None) -> list[Molecule]:
-    """Featurize SMILES with :func:`~grprune.data.molecules.smiles_to_graph` (lenient retry).
+    """Featurize SMILES as training does: the run's featurizer under RDKit's full
+    sanitization; a row it rejects gets the featurizer's message as its ``reason``.
 
     Parameters
     ----------
@@ -181,26 +202,19 @@ def featurize(smiles: Sequence[str], to_graph=None) -> list[Molecule]:
     out = []
     for row, s in enumerate(smiles):
         s = "" if s is None else str(s).strip()
-        if not s:
-            out.append(Molecule(row, s, EMPTY))
-            continue
-        if too_large(s):
-            out.append(Molecule(row, s, TOO_LARGE))
+        problem = row_problem(s)
+        if problem is not None:
+            out.append(Molecule(row, s, problem[0], reason=problem[1]))
             continue
         try:
             graph = to_graph(s)
-            parse = "strict"
-        except DataError:
-            try:
-                graph = to_graph(s, lenient=True)
-                parse = "lenient"
-            except DataError:
-                out.append(Molecule(row, s, UNPARSABLE))
-                continue
+        except DataError as exc:
+            out.append(Molecule(row, s, UNPARSABLE, reason=str(exc)))
+            continue
         mol = parse_molecule(s)
         if (mol is None or mol.GetNumAtoms() != graph.num_nodes()
                 or 2 * mol.GetNumBonds() != graph.num_edges()):
-            out.append(Molecule(row, s, MISMATCH))
+            out.append(Molecule(row, s, MISMATCH, reason=MISMATCH))
             continue
         canonical = ""
         try:
@@ -208,8 +222,7 @@ def featurize(smiles: Sequence[str], to_graph=None) -> list[Molecule]:
                 canonical = Chem.MolToSmiles(mol)
         except Exception:
             pass
-        out.append(Molecule(row, s, OK, mol=mol, graph=graph, parse=parse,
-                            canonical=canonical))
+        out.append(Molecule(row, s, OK, mol=mol, graph=graph, canonical=canonical))
     return out
 
 
@@ -308,7 +321,7 @@ def predict_smiles(run, smiles: Sequence[str], batch_size: int = 256) -> Predict
     mol_rows, bond_rows, bond_ids = [], [], {}
     for m in items:
         row: dict[str, Any] = {"row": m.row, "smiles": m.smiles, "canonical_smiles": m.canonical,
-                               "status": m.status, "parse": m.parse}
+                               "status": m.status, "reason": m.reason}
         s = scores.get(m.row)
         if s is None:
             row.update({k: None for k in prob_cols})
@@ -334,9 +347,8 @@ def predict_smiles(run, smiles: Sequence[str], batch_size: int = 256) -> Predict
                 "end_symbol": a2.GetSymbol(), "bond_type": str(b.GetBondType()),
                 "edge_prob": float(s.bond_prob[k]), "edge_weight": float(s.bond_weight[k]),
                 "kept": int(kept[k])})
-    molecules = pd.DataFrame(mol_rows, columns=["row", "smiles", "canonical_smiles", "status",
-                                                "parse", *prob_cols, "pred_label", "num_bonds",
-                                                "bonds_kept"])
+    molecules = pd.DataFrame(mol_rows, columns=[*MOLECULE_COLUMNS, *prob_cols, "pred_label",
+                                                "num_bonds", "bonds_kept"])
     for col in ("pred_label", "num_bonds", "bonds_kept"):
         molecules[col] = molecules[col].astype("Int64")
     bonds = pd.DataFrame(bond_rows, columns=["row", "bond", "begin_atom", "end_atom",

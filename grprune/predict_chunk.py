@@ -1,10 +1,10 @@
 """One chunk of a library for ``grprune predict --csv`` (:mod:`grprune.screen`): featurize in a
 worker, batch the flat arrays, score, and turn the scores into output rows, vectorized.
 
-The statuses, the heavy-atom limit and the noise key are :mod:`grprune.predict`'s
-(:data:`~grprune.predict.TOO_LARGE`, :data:`~grprune.predict.MAX_HEAVY_ATOMS`,
-:func:`~grprune.predict.smiles_key`), so a molecule scores the same here as in
-:func:`grprune.predict.predict_smiles`.
+The statuses and reasons, the heavy-atom limit and the noise key are :mod:`grprune.predict`'s
+(:func:`~grprune.predict.row_problem`, :data:`~grprune.predict.MAX_HEAVY_ATOMS`,
+:func:`~grprune.predict.smiles_key`), so a molecule is parsed, skipped and scored the same
+here as in :func:`grprune.predict.predict_smiles` and in training.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from grprune.predict import EMPTY, MISMATCH, MOLECULE_COLUMNS, OK, UNPARSABLE, smiles_key, too_large
-from grprune.data.molecules import TOO_LARGE
+from grprune.predict import (MAX_HEAVY_ATOMS, MISMATCH, MOLECULE_COLUMNS, OK, UNPARSABLE,
+                             row_problem, smiles_key)
 
 
 @dataclass
@@ -24,7 +24,7 @@ class ChunkGraphs:
 
     Attributes
     ----------
-    status, parse, canonical : list of str, length n
+    status, reason, canonical : list of str, length n
         As the molecule table's columns.
     ok : np.ndarray of bool, shape (n,)
         Rows with a graph (``status == "ok"``).
@@ -35,7 +35,7 @@ class ChunkGraphs:
     """
 
     status: list
-    parse: list
+    reason: list
     canonical: list
     ok: np.ndarray
     keys: np.ndarray
@@ -45,32 +45,21 @@ class ChunkGraphs:
     def concat(cls, parts: list["ChunkGraphs"]) -> "ChunkGraphs":
         """The rows of ``parts`` one after the other."""
         from grprune.data.featurize import FlatGraphs
-        return cls([s for p in parts for s in p.status], [s for p in parts for s in p.parse],
+        return cls([s for p in parts for s in p.status], [s for p in parts for s in p.reason],
                    [s for p in parts for s in p.canonical],
                    np.concatenate([p.ok for p in parts]) if parts else np.zeros(0, bool),
                    np.concatenate([p.keys for p in parts]) if parts else np.zeros(0, np.int64),
                    FlatGraphs.concat([p.flat for p in parts]))
 
 
-def _flat_of_graph(graph):
-    """A DGLGraph with OGB features as a one-graph FlatGraphs."""
-    from grprune.data.featurize import OGB_FEAT_DTYPE, FlatGraphs
-    src, dst = graph.edges()
-    return FlatGraphs(graph.ndata["feat"].numpy().astype(OGB_FEAT_DTYPE),
-                      np.stack([src.numpy(), dst.numpy()]).astype(np.int32),
-                      graph.edata["feat"].numpy().astype(OGB_FEAT_DTYPE),
-                      np.asarray([graph.num_nodes()], np.int64),
-                      np.asarray([graph.num_edges()], np.int64))
-
-
 def featurize_rows(smiles: Sequence[str]) -> ChunkGraphs:
     """OGB graphs of SMILES rows for predict (a worker task of :mod:`grprune.screen`).
 
-    Empty rows, rows over :data:`MAX_HEAVY_ATOMS` heavy atoms (:func:`too_large`, checked
-    before anything else touches the molecule) and unparsable rows get a status; the others
-    are featurized by :func:`grprune.data.featurize.featurize_chunk` (OGB's
-    ``smiles2graph``), those it rejects once more without RDKit's valence check
-    (``parse = "lenient"``), and canonicalized for their :func:`smiles_key`.
+    The rows are parsed as training parses them (:func:`grprune.data.featurize.featurize_chunk`,
+    the featurizer of ``molecule-csv``: OGB's ``smiles2graph`` under RDKit's full
+    sanitization), so a molecule training would skip is not scored here either and gets
+    the same reason (:func:`grprune.predict.row_problem`). The scored ones are
+    canonicalized for their :func:`smiles_key`.
 
     Parameters
     ----------
@@ -82,41 +71,28 @@ def featurize_rows(smiles: Sequence[str]) -> ChunkGraphs:
     """
     from rdkit import Chem, rdBase
 
-    from grprune.data.featurize import FlatGraphs, featurize_chunk
-    from grprune.data.molecules import smiles_to_graph
+    from grprune.data.featurize import featurize_chunk
     from grprune.draw import parse_molecule
 
     text = ["" if s is None else str(s).strip() for s in smiles]
     n = len(text)
-    status, parse, canonical = [OK] * n, ["strict"] * n, [""] * n
+    status, reason, canonical = [OK] * n, [""] * n, [""] * n
     for p, s in enumerate(text):
-        if not s:
-            status[p], parse[p] = EMPTY, ""
-        elif too_large(s):
-            status[p], parse[p] = TOO_LARGE, ""
+        problem = row_problem(s)
+        if problem is not None:
+            status[p], reason[p] = problem
     cand = [p for p in range(n) if status[p] == OK]
-    flat, failed = featurize_chunk([text[p] for p in cand])
-    pieces, order = [flat], [cand[k] for k in range(len(cand)) if k not in failed]
-    for k in sorted(failed):
-        p = cand[k]
-        try:
-            pieces.append(_flat_of_graph(smiles_to_graph(text[p], lenient=True)))
-            parse[p] = "lenient"
-            order.append(p)
-        except Exception:
-            status[p], parse[p] = UNPARSABLE, ""
-    flat = FlatGraphs.concat(pieces)
-    rank = np.argsort(np.asarray(order, dtype=np.int64), kind="stable")
-    if len(failed):
-        flat = flat.take(rank)
-    rows = sorted(order)
+    flat, failed = featurize_chunk([text[p] for p in cand], max_atoms=MAX_HEAVY_ATOMS)
+    for k, why in failed.items():
+        status[cand[k]], reason[cand[k]] = UNPARSABLE, why
+    rows = [cand[k] for k in range(len(cand)) if k not in failed]
     keep = np.ones(len(rows), dtype=bool)
     with rdBase.BlockLogs():
         for g, p in enumerate(rows):
             mol = parse_molecule(text[p])
             if (mol is None or mol.GetNumAtoms() != int(flat.num_nodes[g])
                     or 2 * mol.GetNumBonds() != int(flat.num_edges[g])):
-                status[p], parse[p], keep[g] = MISMATCH, "", False
+                status[p], reason[p], keep[g] = MISMATCH, MISMATCH, False
                 continue
             try:
                 canonical[p] = Chem.MolToSmiles(mol)
@@ -127,7 +103,7 @@ def featurize_rows(smiles: Sequence[str]) -> ChunkGraphs:
     ok = np.asarray([s == OK for s in status], dtype=bool)
     keys = np.asarray([smiles_key(canonical[p] or text[p]) for p in np.flatnonzero(ok)],
                       dtype=np.int64)
-    return ChunkGraphs(status, parse, canonical, ok, keys, flat)
+    return ChunkGraphs(status, reason, canonical, ok, keys, flat)
 
 
 def chunk_batches(flat, keys: np.ndarray, batch_size: int):
@@ -183,6 +159,18 @@ def score_chunk(run, graphs: ChunkGraphs, batch_size: int, seed: int):
     return ev.edges
 
 
+def input_name(column: str) -> str:
+    """The output name of an input column: ``input_<name>`` where predict's own columns
+    use the name.
+
+    >>> input_name("ID"), input_name("status"), input_name("prob_1")
+    ('ID', 'input_status', 'input_prob_1')
+    """
+    ours = (column in MOLECULE_COLUMNS or column.startswith("prob_")
+            or column in ("pred_label", "num_bonds", "bonds_kept"))
+    return f"input_{column}" if ours else column
+
+
 def chunk_table(run, df, keep: Sequence[str], rows: np.ndarray, smiles: Sequence[str],
                 graphs: ChunkGraphs, scores):
     """The output rows of one input chunk: its ``keep`` columns, then the prediction's.
@@ -194,12 +182,11 @@ def chunk_table(run, df, keep: Sequence[str], rows: np.ndarray, smiles: Sequence
     n, c = len(df), run.num_classes
     ok = graphs.ok
     out = df[list(keep)].reset_index(drop=True)
-    out.columns = [f"input_{k}" if k in MOLECULE_COLUMNS or k.startswith("prob_")
-                   or k in ("pred_label", "num_bonds", "bonds_kept") else k for k in keep]
+    out.columns = [input_name(k) for k in keep]
     out.insert(0, "row", rows)
     out["smiles"] = ["" if x is None else str(x).strip() for x in smiles]
     cols: dict[str, Any] = {"canonical_smiles": graphs.canonical, "status": graphs.status,
-                            "parse": graphs.parse}
+                            "reason": graphs.reason}
     prob = np.full((n, c), np.nan, dtype=np.float32)
     label = pd.array([pd.NA] * n, dtype="Int64")
     num_bonds = pd.array([pd.NA] * n, dtype="Int64")

@@ -173,8 +173,11 @@ class EpochPrinter:
 
 
 def print_summary(summary: RunSummary | dict, run_dir: Path, status: str) -> None:
-    """The final metrics as a rich table on stdout."""
+    """The final metrics as a rich table on stdout, then what the model is where a user
+    could take it for another (:meth:`RunSummary.model_notes`: an ERM warm-up model of a
+    run with a selector, early stopping), one ``note:`` line each."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from grprune.naming import method_label
@@ -185,7 +188,8 @@ def print_summary(summary: RunSummary | dict, run_dir: Path, status: str) -> Non
     table.add_column("value", justify="right")
     rows = [("method", method_label(s.reg, s.selector, s.preset)),
             ("selector", s.selector), ("seed", s.seed),
-            ("best epoch (from 0)", s.best_epoch), (f"valid {m}", s.valid),
+            ("best epoch (from 0)", _best_epoch_text(s)),
+            ("epochs run", _epochs_run_text(s)), (f"valid {m}", s.valid),
             (f"test {m}", s.test)]
     if s.in_distribution:
         rows[-2:] = [(f"OOD-valid {m}", s.valid), (f"OOD-test {m}", s.test),
@@ -198,8 +202,24 @@ def print_summary(summary: RunSummary | dict, run_dir: Path, status: str) -> Non
              ("peak memory (MiB)", s.peak_mem_mib),
              ("device", s.device), ("run directory", str(run_dir))]
     for name, value in rows:
-        table.add_row(name, _fmt(value) if value is not None else "-")
-    Console(width=100).print(table)
+        table.add_row(name, escape(_fmt(value)) if value is not None else "-")  # run dir
+    console = Console(width=100)
+    console.print(table)
+    for note in s.model_notes():
+        console.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
+
+
+def _best_epoch_text(s: RunSummary) -> str:
+    """``7``, or ``7 (ERM warm-up: no selector)`` for a warm-up model of a selector run."""
+    return f"{s.best_epoch} (ERM warm-up: no selector)" if s.warmup_model else str(s.best_epoch)
+
+
+def _epochs_run_text(s: RunSummary) -> str:
+    """``60 of 100 (early stop, patience 50)``, or the number of epochs trained."""
+    stop = s.early_stop
+    if stop is None:
+        return str(s.epochs_run)
+    return f"{s.epochs_run} of {stop.epochs} (early stop, patience {stop.patience})"
 
 
 @contextmanager

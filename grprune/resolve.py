@@ -3,10 +3,12 @@ registries (:mod:`grprune.record` is the layer below).
 
 :func:`resolve_config` returns a :class:`grprune.record.runconfig.RunConfig`. Values are
 resolved in this order, later winning: each part's declared defaults; the dataset's
-``recommended`` settings (the paper's per-dataset choices); a config file (``--config``,
-JSON or YAML, same nesting; a previous run's ``config.json`` works); the CLI flags; ``-H
-key=value`` overrides with namespaced keys (``reg.size.eta``, ``selector.tau``,
-``train.lr``). Dataset names resolve through :data:`grprune.data.BUILTIN_DATASETS`, so
+``recommended`` settings (the paper's per-dataset choices); the preset's; for a run with a
+selector, the dataset's ``selector_rules`` (your own data selects among epochs that use
+the selector: :class:`grprune.data.registry.FileDatasetSource`), unless the preset's own
+section for the dataset sets the key; a config file (``--config``, JSON or YAML, same
+nesting; a previous run's ``config.json`` works); the CLI flags; ``-H key=value``
+overrides with namespaced keys (``reg.size.eta``, ``selector.tau``, ``train.lr``). Dataset names resolve through :data:`grprune.data.BUILTIN_DATASETS`, so
 naming a dataset imports its module alone.
 """
 
@@ -150,7 +152,10 @@ def resolve_config(*, data: str | None = None, selector: str | None = None,
                    *(parse_override(o) for o in overrides)]
     split = _requested_split(parts, [*recommended, *given_items])
     chosen, requested, from_preset = _preset(preset, file_cfg, parts, split)
-    items: list[tuple[str, Any]] = [*recommended, *from_preset.items(), *given_items]
+    rules = _selector_rules(parts, chosen)
+    from_preset = {k: v for k, v in from_preset.items() if k not in rules}
+    items: list[tuple[str, Any]] = [*recommended, *from_preset.items(), *rules.items(),
+                                    *given_items]
     from grprune.encoders.base import ENCODERS
     encoder_cls = ENCODERS.get(parts.encoder)
     given, reg_given = _split_items(move_keys(items, encoder_cls.defaults), parts.reg)
@@ -238,6 +243,17 @@ def _preset(preset: str | None, file_cfg: Mapping[str, Any], parts: _Parts,
     chosen = P.load(P.default_for(parts.data, split) if requested == P.AUTO else requested)
     return chosen, requested, preset_items(chosen, parts.data, parts.source, parts.encoder,
                                            parts.selector, parts.reg)
+
+
+def _selector_rules(parts: _Parts, preset: Any) -> dict[str, Any]:
+    """The dataset's ``selector_rules`` that apply: none without a selector, and none
+    that ``preset``'s own section for the dataset sets (a preset that names the dataset
+    decides for it)."""
+    if parts.selector == "none":
+        return {}
+    own = preset.datasets.get(parts.data, {})
+    return {k: v for k, v in getattr(parts.source, "selector_rules", {}).items()
+            if k not in own}
 
 
 def _split_items(items, reg_classes: Mapping[str, Any]):

@@ -1,50 +1,61 @@
 """Screening a compound library: ``grprune predict --csv`` streamed in chunks, in bounded memory.
 
-:func:`screen_csv` reads the input CSV in chunks of :data:`CHUNK_ROWS` rows (pandas
-``chunksize``, every cell a string), featurizes each chunk with OGB's features in
-worker processes (:func:`grprune.data.featurize.featurize_chunk`, the chunked featurizer of
-``grprune data info``; :data:`TASK_ROWS` SMILES per task, at most a few tasks in flight so
-the input is never read ahead), scores the molecules in batches of ``batch_size`` on the
-run's device under the trainer's evaluation rule (:func:`grprune.evaluation.evaluate_batches`,
-each molecule's evaluation noise keyed by :func:`grprune.predict.smiles_key`, so its score
-does not depend on the other rows), and appends the rows to the output as each chunk
-finishes. Memory is one chunk's rows and graphs (plus the IDs seen, for the duplicate
-report), not the library's. On the CPU, scoring uses the cores the featurizing workers
+:func:`screen_csv` reads the input CSV in chunks (every cell a string): the first of
+:data:`FIRST_CHUNK_ROWS` rows, so that the first progress line and the first resume point
+come seconds after the start, each next one twice the last, up to ``chunk_rows``
+(:data:`CHUNK_ROWS` by default; ``grprune predict --chunk-rows``). It featurizes each chunk
+with OGB's features in worker processes (:func:`grprune.data.featurize.featurize_chunk`, the
+chunked featurizer of ``molecule-csv`` training and ``grprune data info``, so a row training
+skips is skipped here with the same reason; :data:`TASK_ROWS` SMILES per task, at most a
+few tasks in flight so the input is never read ahead), scores the molecules in batches of
+``batch_size`` on the run's device under the trainer's evaluation rule
+(:func:`grprune.evaluation.evaluate_batches`, each molecule's evaluation noise keyed by
+:func:`grprune.predict.smiles_key`, so its score does not depend on the other rows), and
+appends the rows to the output as each chunk finishes. Memory is one chunk's rows and
+graphs (plus the IDs seen, for the duplicate report), not the library's. On the CPU, scoring uses the cores the featurizing workers
 leave (one thread on two cores), so the processes do not contend.
 
 * **Atomic, resumable.** Rows go to ``OUT.partial`` (and ``OUT.partial.json``, the rows
   and bytes written so far, the input's size and modification time, the run and options).
   The finished file is renamed to ``OUT`` at the end, so a killed run leaves no file that
   looks complete. A rerun with the same input, run and options resumes after the last
-  finished chunk; anything else starts clean. Either is said on stderr. Parquet output
-  (``OUT`` ending in ``.parquet``) always starts clean.
-* **Rows.** One output row per input row, in input order: the input's own columns, then
-  :data:`grprune.predict.MOLECULE_COLUMNS`. A row that is not scored has its ``status``:
-  ``empty SMILES``, ``unparsable SMILES``, ``too large`` (more than
-  :data:`grprune.predict.MAX_HEAVY_ATOMS` heavy atoms, never canonicalized).
+  finished chunk (a kill loses at most the chunk in progress); anything else starts clean.
+  Every run says which, and why, on stderr. Parquet output (``OUT`` ending in
+  ``.parquet``) always starts clean.
+* **Rows.** One output row per input row, in input order: the input's own columns but its
+  SMILES column, then :data:`grprune.predict.MOLECULE_COLUMNS`. A row that is not scored
+  has its ``status`` (``empty SMILES``, ``unparsable SMILES``, ``too large``: more than
+  :data:`grprune.predict.MAX_HEAVY_ATOMS` heavy atoms, never canonicalized) and its
+  ``reason``, as training words its skip reasons.
 * **Progress** on stderr: molecules done, rate and ETA, on one rewritten line on a
-  terminal, else a plain line at every 10 % or 30 s; then one summary line.
+  terminal, else a plain line after the first chunk, then at every 10 % or 30 s; then one
+  summary line.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
 from collections import Counter, deque
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Generator, Iterator, Sequence
 
 import numpy as np
 
 from grprune.errors import DataError, GrpruneError
 from grprune.predict import OK
-from grprune.predict_chunk import ChunkGraphs, bond_table, chunk_table, featurize_rows, score_chunk
+from grprune.predict_chunk import (ChunkGraphs, bond_table, chunk_table, featurize_rows,
+                                   input_name, score_chunk)
+from grprune.screen_files import (OutputFile, check_output, count_rows, input_stamp,
+                                  open_outputs, save_state, state_path)
 
-#: input rows per chunk (each chunk is scored and written before the next is read)
+#: input rows per chunk at most (each chunk is scored and written before the next is read)
 CHUNK_ROWS = 20_000
+#: input rows of the first chunk (the next ones double, up to the chunk size)
+FIRST_CHUNK_ROWS = 500
 #: SMILES per worker task
 TASK_ROWS = 1000
 #: plain progress lines: at most every this many seconds apart, else at each 10 %
@@ -73,6 +84,9 @@ class ScreenSummary:
     duplicate_rows : list of (int, str)
         The first such rows and their IDs.
     files : list of Path
+        The files written (none without an output file).
+    id_column : str or None
+        The output column of the IDs (with an ID column).
     """
 
     rows: int = 0
@@ -84,6 +98,7 @@ class ScreenSummary:
     duplicate_ids: int = 0
     duplicate_rows: list = field(default_factory=list)
     files: list = field(default_factory=list)
+    id_column: str | None = None
 
     def line(self) -> str:
         """The one summary line."""
@@ -151,124 +166,41 @@ class Progress:
             self.stream.flush()
 
 
-# -- the output files ------------------------------------------------------------------
-class _Sink:
-    """One output table, appended chunk by chunk to ``OUT.partial`` and renamed at the end."""
-
-    def __init__(self, out: Path, resume_bytes: int | None) -> None:
-        self.out, self.partial = out, out.with_name(out.name + ".partial")
-        self.parquet = out.suffix.lower() == ".parquet"
-        self.writer: Any = None
-        self.fh: Any = None
-        self.header = True
-        if self.parquet:
-            try:
-                import pyarrow  # noqa: F401
-            except ImportError:
-                raise GrpruneError(f"--out {out}: Parquet output needs pyarrow "
-                                   f"(pip install pyarrow), or name a .csv file") from None
-            resume_bytes = None
-        self.partial.parent.mkdir(parents=True, exist_ok=True)
-        if resume_bytes is not None and self.partial.is_file():
-            self.fh = open(self.partial, "r+b")
-            self.fh.truncate(resume_bytes)
-            self.fh.seek(resume_bytes)
-            self.header = resume_bytes == 0
-        else:
-            self.fh = open(self.partial, "wb")
-
-    def write(self, df) -> None:
-        if self.parquet:
-            import pyarrow as pa
-            import pyarrow.parquet as pq
-            table = pa.Table.from_pandas(df, preserve_index=False)
-            if self.writer is None:
-                self.writer = pq.ParquetWriter(self.fh, table.schema)
-            self.writer.write_table(table.cast(self.writer.schema))
-            return
-        self.fh.write(df.to_csv(index=False, header=self.header,
-                                float_format="%.6g").encode())
-        self.header = False
-
-    def tell(self) -> int:
-        self.fh.flush()
-        return self.fh.tell()
-
-    def finish(self) -> Path:
-        if self.writer is not None:
-            self.writer.close()
-        self.fh.flush()
-        os.fsync(self.fh.fileno())
-        self.fh.close()
-        os.replace(self.partial, self.out)
-        return self.out
-
-    def abandon(self) -> None:
-        if self.writer is not None:
-            try:
-                self.writer.close()
-            except Exception:
-                pass
-        self.fh.close()
-
-
-def _state_path(out: Path) -> Path:
-    return out.with_name(out.name + ".partial.json")
-
-
-def _input_stamp(run, csv_file: Path, options: dict) -> dict:
-    st = csv_file.stat()
-    return {"input": str(csv_file.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns,
-            "run": str(Path(run.run_dir).resolve()), "options": options,
-            "chunk_rows": CHUNK_ROWS}
-
-
-def _resume_point(out: Path, bonds_out: Path | None, stamp: dict) -> tuple[dict | None, str]:
-    """The saved state of an interrupted screen writing ``out``, if it fits ``stamp``."""
-    state_file = _state_path(out)
-    if not state_file.is_file():
-        return None, ""
-    try:
-        state = json.loads(state_file.read_text())
-    except (OSError, ValueError):
-        return None, "its state file is unreadable"
-    if state.get("stamp") != stamp:
-        return None, "the input, the run or the options changed"
-    partial = out.with_name(out.name + ".partial")
-    if not partial.is_file() or partial.stat().st_size < state.get("bytes", 0):
-        return None, f"{partial} is missing or short"
-    if bonds_out is not None:
-        bp = bonds_out.with_name(bonds_out.name + ".partial")
-        if not bp.is_file() or bp.stat().st_size < state.get("bond_bytes", 0):
-            return None, f"{bp} is missing or short"
-    return state, ""
-
-
-def count_rows(path: Path) -> int | None:
-    """Data rows of a CSV, estimated by counting line breaks (None if unreadable)."""
-    import gzip
-    opener = gzip.open if path.suffix == ".gz" else open
-    try:
-        n = 0
-        with opener(path, "rb") as fh:  # type: ignore[operator]
-            for block in iter(lambda: fh.read(1 << 22), b""):
-                n += block.count(b"\n")
-        return max(n - 1, 0)
-    except OSError:
-        return None
-
-
 # -- the stream --------------------------------------------------------------------------
-def _chunks(csv_file: Path, skip: int) -> Iterator[Any]:
-    """The CSV in chunks of :data:`CHUNK_ROWS` rows, every cell a string, after ``skip`` rows."""
+def chunk_sizes(chunk_rows: int, first: int | None = None) -> Iterator[int]:
+    """The rows of each chunk: ``first`` (:data:`FIRST_CHUNK_ROWS`), then twice the last,
+    up to ``chunk_rows``.
+
+    >>> import itertools
+    >>> list(itertools.islice(chunk_sizes(20_000), 7))
+    [500, 1000, 2000, 4000, 8000, 16000, 20000]
+    >>> list(itertools.islice(chunk_sizes(5), 3))
+    [5, 5, 5]
+    """
+    size = min(FIRST_CHUNK_ROWS if first is None else first, chunk_rows)
+    while True:
+        yield size
+        size = min(2 * size, chunk_rows)
+
+
+def _chunks(csv_file: Path, skip: int, chunk_rows: int) -> Generator[Any, None, None]:
+    """The CSV in chunks of :func:`chunk_sizes` rows, every cell a string, after ``skip``
+    rows."""
     import pandas as pd
     if not csv_file.is_file():
         raise DataError(f"--csv not found: {csv_file}")
     try:
-        reader = pd.read_csv(csv_file, dtype=str, keep_default_na=False, compression="infer",
-                             chunksize=CHUNK_ROWS,
-                             skiprows=range(1, skip + 1) if skip else None)
-        yield from reader
+        with pd.read_csv(csv_file, dtype=str, keep_default_na=False, compression="infer",
+                         iterator=True,
+                         skiprows=range(1, skip + 1) if skip else None) as reader:
+            for size in chunk_sizes(chunk_rows):
+                try:
+                    df = reader.get_chunk(size)
+                except StopIteration:
+                    return
+                if not len(df):
+                    return
+                yield df
     except pd.errors.EmptyDataError:
         raise DataError(f"--csv {csv_file} is empty") from None
     except (UnicodeDecodeError, pd.errors.ParserError, OSError, EOFError) as exc:
@@ -325,6 +257,7 @@ class ScreenOptions:
     workers: int | None = None
     progress: str = "auto"
     head_rows: int = 50
+    chunk_rows: int = CHUNK_ROWS
 
 
 def _columns(run, df, opts: ScreenOptions) -> tuple[str, str | None, list[str]]:
@@ -343,25 +276,38 @@ def _columns(run, df, opts: ScreenOptions) -> tuple[str, str | None, list[str]]:
         keep = list(dict.fromkeys(found[k] for k in opts.keep_columns))
     if id_col is not None and id_col not in keep:  # every output row carries its ID
         keep = [id_col, *keep]
+    keep = [c for c in keep if c != smiles]  # its text is the output's smiles column
     return smiles, id_col, keep
 
 
-def screen_csv(run, csv_file: str | Path, out: str | Path, opts: ScreenOptions | None = None,
+def can_stream(run) -> bool:
+    """Whether :func:`screen_csv` can score with ``run``: its featurizer is OGB's, the one
+    the chunks are featurized with (a ``data.featurizer=dgllife-canonical`` run is scored
+    in memory, :func:`grprune.predict.predict_smiles`)."""
+    from grprune.data.molecules import smiles_to_graph
+    from grprune.predict import molecule_featurizer
+    return molecule_featurizer(run) is smiles_to_graph
+
+
+def screen_csv(run, csv_file: str | Path, out: str | Path | None,
+               opts: ScreenOptions | None = None,
                log: Callable[[str], None] = lambda msg: None) -> ScreenSummary:
     """Score every SMILES of a CSV with a molecule run, streaming rows to ``out``.
 
     Parameters
     ----------
     run : grprune.inference.Run
-        A run trained on OGB-featurized molecules.
+        A run trained on OGB-featurized molecules (:func:`can_stream`).
     csv_file : path
         The library (plain or compressed CSV).
-    out : path
+    out : path or None
         ``.csv`` (default) or ``.parquet``; with ``opts.bonds`` the bond table goes to
-        :func:`grprune.predict.bonds_path` of it.
+        :func:`grprune.predict.bonds_path` of it. None writes no file (the summary's
+        ``head`` and counts only) and so resumes nothing.
     opts : ScreenOptions
     log : callable
-        Receives notes (resume or clean start, duplicate IDs).
+        Receives the state line, one per run: that it resumes (after which row) or
+        starts clean (and why).
 
     Returns
     -------
@@ -372,68 +318,77 @@ def screen_csv(run, csv_file: str | Path, out: str | Path, opts: ScreenOptions |
     DataError
         A missing or unreadable CSV, or a missing column.
     GrpruneError
-        Parquet output without pyarrow; a run whose features are not OGB's.
+        ``opts.chunk_rows`` below 1; Parquet output without pyarrow; a run whose features
+        are not OGB's.
     """
-    from grprune.predict import bonds_path
     opts = opts or ScreenOptions()
-    csv_file, out = Path(csv_file), Path(out)
+    target = _check(run, opts, out)
+    csv_file = Path(csv_file)
     t0 = time.perf_counter()
-    first = next(_chunks(csv_file, 0), None)
+    with closing(_chunks(csv_file, 0, 1)) as head:
+        first = next(head, None)
     if first is None:
         raise DataError(f"--csv {csv_file} has no rows")
     smiles_col, id_col, keep = _columns(run, first, opts)
-    del first
-    bonds_out = bonds_path(out) if opts.bonds else None
-    stamp = _input_stamp(run, csv_file, {"smiles": smiles_col, "id": id_col, "keep": keep,
+    stamp = input_stamp(run, csv_file, {"smiles": smiles_col, "id": id_col, "keep": keep,
                                          "bonds": opts.bonds, "batch": opts.batch_size})
-    state, why = _resume_point(out, bonds_out, stamp)
-    if out.suffix.lower() == ".parquet":
-        state, why = None, "Parquet output is not resumed"
+    sink, bsink, state = open_outputs(target, opts.bonds, stamp, log)
     done = int(state["rows"]) if state else 0
-    if state:
-        log(f"resuming {out} after row {done:,} (an interrupted run's finished chunks)")
-    elif why:
-        log(f"starting {out} clean: an interrupted run's files are there, but {why}")
-    summary = ScreenSummary(resumed_from=done, skipped=dict(state.get("skipped", {})) if state else {})
-    summary.scored = int(state["scored"]) if state else 0
-    sink = _Sink(out, state["bytes"] if state else None)
-    bsink = (_Sink(bonds_out, state.get("bond_bytes") if state else None)
-             if bonds_out is not None else None)
+    summary = ScreenSummary(resumed_from=done,
+                            skipped=dict(state.get("skipped", {})) if state else {},
+                            scored=int(state["scored"]) if state else 0,
+                            id_column=input_name(id_col) if id_col is not None else None)
     workers = opts.workers if opts.workers is not None else min(2, os.cpu_count() or 1)
     bar = Progress(count_rows(csv_file), opts.progress, start=done)
-    seen: dict[str, int] = {}
     import torch
     threads = torch.get_num_threads()
     if workers > 1 and run.device.type == "cpu":  # the workers hold the other cores
         torch.set_num_threads(max(1, (os.cpu_count() or 1) - workers))
     try:
-        _run_chunks(run, csv_file, opts, (smiles_col, id_col, keep), done, workers, sink, bsink,
-                    bar, summary, seen, stamp)
+        _run_chunks(run, csv_file, opts, (smiles_col, id_col, keep), done, workers,
+                    (sink, bsink), bar, summary, stamp)
     except BaseException:
-        sink.abandon()
-        if bsink is not None:
-            bsink.abandon()
+        for s in (sink, bsink):
+            if s is not None:
+                s.abandon()
         bar.close()
         raise
     finally:
         torch.set_num_threads(threads)
     bar.close()
-    summary.files = [sink.finish()] + ([bsink.finish()] if bsink is not None else [])
-    _state_path(out).unlink(missing_ok=True)
+    summary.files = [s.finish() for s in (sink, bsink) if s is not None]
+    if target is not None:
+        state_path(target).unlink(missing_ok=True)
     summary.rows = bar.done
     summary.seconds = time.perf_counter() - t0
     return summary
 
 
+def _check(run, opts: ScreenOptions, out: str | Path | None) -> Path | None:
+    """The output file of :func:`screen_csv` (None without one), once the options, the run
+    and the file type are checked (the Raises of :func:`screen_csv`)."""
+    if opts.chunk_rows < 1:
+        raise GrpruneError(f"--chunk-rows must be at least 1, got {opts.chunk_rows}")
+    if not can_stream(run):
+        raise GrpruneError("streamed screening featurizes with OGB's features; this run was "
+                           "trained with another featurizer: score it in memory "
+                           "(grprune predict --draw, or Run.predict with a list of SMILES)")
+    if out is not None:
+        check_output(out)
+    return Path(out) if out is not None else None
+
+
 def _run_chunks(run, csv_file: Path, opts: ScreenOptions, cols: tuple, done: int,
-                workers: int, sink: _Sink, bsink: _Sink | None, bar: Progress,
-                summary: ScreenSummary, seen: dict, stamp: dict) -> None:
+                workers: int, sinks: tuple[OutputFile | None, OutputFile | None],
+                bar: Progress, summary: ScreenSummary, stamp: dict) -> None:
     """The chunk loop of :func:`screen_csv`: featurize, score, write, save the state."""
     smiles_col, id_col, keep = cols
+    sink, bsink = sinks
     row = done
+    seen: dict[str, int] = {}
     from grprune.predict import prediction_seed
     model_seed = prediction_seed(run)
-    chunks = _chunks(csv_file, done)
+    chunks = _chunks(csv_file, done, opts.chunk_rows)
     for df, graphs in _featurized(chunks, lambda d: d[smiles_col].tolist(), workers):
         rows = np.arange(row, row + len(df), dtype=np.int64)
         ids = df[id_col].tolist() if id_col is not None else None
@@ -441,7 +396,8 @@ def _run_chunks(run, csv_file: Path, opts: ScreenOptions, cols: tuple, done: int
             _note_duplicates(ids, rows, seen, summary)
         scores = score_chunk(run, graphs, batch_size=opts.batch_size, seed=model_seed)
         table = chunk_table(run, df, keep, rows, df[smiles_col].tolist(), graphs, scores)
-        sink.write(table)
+        if sink is not None:
+            sink.write(table)
         if bsink is not None:
             bsink.write(bond_table(df[smiles_col].tolist(), rows, graphs, scores, ids))
         if summary.head is None:  # the terminal table: the first rows only
@@ -455,7 +411,8 @@ def _run_chunks(run, csv_file: Path, opts: ScreenOptions, cols: tuple, done: int
             else:
                 summary.skipped[status] = summary.skipped.get(status, 0) + n
         row += len(df)
-        _save_state(sink, bsink, stamp, row, summary)
+        if sink is not None:
+            save_state(sink, bsink, stamp, row, summary.scored, summary.skipped)
         bar.advance(len(df))
 
 
@@ -471,15 +428,138 @@ def _note_duplicates(ids: list, rows: np.ndarray, seen: dict, summary: ScreenSum
             seen[i] = r
 
 
-def _save_state(sink: _Sink, bsink: _Sink | None, stamp: dict, rows: int,
-                summary: ScreenSummary) -> None:
-    if sink.parquet:
-        return
-    state = {"stamp": stamp, "rows": rows, "bytes": sink.tell(),
-             "bond_bytes": bsink.tell() if bsink is not None else 0,
-             "scored": summary.scored, "skipped": summary.skipped}
-    path = _state_path(sink.out)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(state))
-    os.replace(tmp, path)
+# -- the Python API's table --------------------------------------------------------------
+def is_table(molecules) -> bool:
+    """Whether ``Run.predict`` is given a table rather than SMILES: a pandas DataFrame, a
+    :class:`pathlib.Path`, or a str ending in ``.csv`` (``.csv.gz``, ``.bz2``, ``.xz``,
+    ``.zip``, ``.zst``: no SMILES does).
 
+    >>> is_table("library.csv.gz"), is_table("CCO"), is_table(["CCO"])
+    (True, False, False)
+    """
+    import re
+
+    import pandas as pd
+    if isinstance(molecules, (Path, pd.DataFrame)):
+        return True
+    return isinstance(molecules, str) and re.search(
+        r"\.csv(\.(gz|bz2|xz|zip|zst))?$", molecules.strip(), re.IGNORECASE) is not None
+
+
+#: dtypes of predict's numeric columns when a written table is read back (the others are text)
+_NUMERIC = {"molecules": {"row": "int64", "pred_label": "Int64", "num_bonds": "Int64",
+                          "bonds_kept": "Int64"},
+            "bonds": {"row": "int64", "bond": "int64", "begin_atom": "int64",
+                      "end_atom": "int64", "edge_prob": "float64", "edge_weight": "float64",
+                      "kept": "int64"}}
+
+
+def read_table(path: str | Path, kind: str = "molecules"):
+    """A table predict wrote (:func:`screen_csv`), read back with its dtypes: the input's
+    columns and the SMILES as text (``""`` for empty cells), ``prob_*`` float (NaN when not
+    scored), ``pred_label``, ``num_bonds``, ``bonds_kept`` nullable integers.
+
+    Parameters
+    ----------
+    path : path
+        A ``.csv`` file.
+    kind : {"molecules", "bonds"}
+    """
+    import pandas as pd
+    cols = pd.read_csv(path, nrows=0).columns
+    numeric = {c: ("float64" if kind == "molecules" and c.startswith("prob_")
+                   else _NUMERIC[kind].get(c)) for c in cols}
+    return pd.read_csv(path, keep_default_na=False,
+                       na_values={c: [""] for c, t in numeric.items() if t},
+                       dtype={c: t or str for c, t in numeric.items()})
+
+
+def predict_table(run, data, out: str | Path | None = None, opts: ScreenOptions | None = None,
+                  log: Callable[[str], None] | None = None):
+    """Score a table of molecules as ``grprune predict --csv`` does: ``Run.predict`` of a
+    pandas DataFrame or a CSV file.
+
+    The rows go through :func:`screen_csv` (in chunks, in bounded memory; a DataFrame is
+    written to a temporary CSV first), or, for a run with another featurizer
+    (:func:`can_stream`), through :func:`grprune.predict.predict_smiles` in memory, as
+    the command does.
+
+    Parameters
+    ----------
+    run : grprune.inference.Run
+        A molecule run.
+    data : pandas.DataFrame or path
+        One row per molecule: a SMILES column (``opts.smiles_column``, default ``smiles``,
+        matched up to case) and any others (IDs: ``opts.id_column``, or the run's
+        ``data.id_column`` when the table has it).
+    out : path, optional
+        Write the rows there (``.csv``, or ``.parquet`` with pyarrow; resumed after an
+        interruption as with ``--out``) and return the summary instead of the table.
+    opts : ScreenOptions, optional
+        Default: :class:`ScreenOptions` without a progress display.
+    log : callable, optional
+        With ``out``: receives the state line (resume or clean start).
+
+    Returns
+    -------
+    pandas.DataFrame or ScreenSummary
+        Without ``out``, the molecule table (with ``opts.bonds``, the bond table) read back
+        by :func:`read_table`: one row per input row, in order; the input's columns, as
+        text. With ``out``, what was written.
+
+    Raises
+    ------
+    DataError
+        A missing or unreadable file, or a missing column.
+    GrpruneError
+        As :func:`screen_csv`.
+    """
+    import tempfile
+
+    import pandas as pd
+
+    from grprune.predict import check_molecule_run
+    check_molecule_run(run)
+    opts = opts or ScreenOptions(progress="none")
+    quiet: Callable[[str], None] = lambda msg: None  # noqa: E731
+    with tempfile.TemporaryDirectory(prefix="grprune-predict-") as tmp:
+        if isinstance(data, pd.DataFrame):
+            csv_file = Path(tmp) / "input.csv"
+            data.to_csv(csv_file, index=False)
+        else:
+            csv_file = Path(data)
+            if not csv_file.is_file():
+                raise DataError(f"CSV file not found: {csv_file}")
+        if not can_stream(run):
+            return _in_memory_table(run, csv_file, out, opts)
+        target = Path(out) if out is not None else Path(tmp) / "preds.csv"
+        summary = screen_csv(run, csv_file, target, opts,
+                             log=(log or quiet) if out is not None else quiet)
+        if out is not None:
+            return summary
+        from grprune.predict import bonds_path
+        return (read_table(bonds_path(target), "bonds") if opts.bonds
+                else read_table(target))
+
+
+def _in_memory_table(run, csv_file: Path, out: str | Path | None, opts: ScreenOptions):
+    """:func:`predict_table` for a run :func:`screen_csv` cannot score (its featurizer is not
+    OGB's): every row in memory, as ``grprune predict`` scores such a run."""
+    from grprune.data.molecules import match_columns, read_text_csv
+    from grprune.predict import predict_smiles, with_input_columns, write_prediction
+    inputs = read_text_csv(csv_file, "--csv")
+    col = match_columns([str(c) for c in inputs.columns],
+                        {"--smiles-column": opts.smiles_column or "smiles"}, "--csv")
+    pred = predict_smiles(run, inputs[col["--smiles-column"]].tolist(),
+                          batch_size=opts.batch_size)
+    pred.molecules = with_input_columns(pred.molecules, inputs, opts.keep_columns,
+                                        opts.smiles_column)
+    if out is None:
+        return pred.bonds if opts.bonds else pred.molecules
+    if Path(out).suffix.lower() == ".parquet":
+        raise GrpruneError(f"out={out}: this run's molecules are scored in memory and "
+                           f"written as CSV; name a .csv file")
+    files = write_prediction(pred, out, bonds=opts.bonds)
+    status = pred.molecules["status"]
+    return ScreenSummary(rows=len(status), scored=pred.n_ok, files=files,
+                         skipped=status[status != OK].value_counts().to_dict())

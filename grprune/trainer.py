@@ -50,7 +50,7 @@ from grprune.model import GraphClassifier
 from grprune.provenance import environment
 from grprune.record.epoch import EpochRecord, split_scores
 from grprune.record.runconfig import FeatureSpec, RunConfig, TrainConfig
-from grprune.record.summary import RunSummary
+from grprune.record.summary import EarlyStop, RunSummary
 from grprune.regularizers.base import REGULARIZERS, Regularizer, check_supports
 from grprune.selectors.base import SELECTORS, check_selection
 from grprune.step import GraphedStep, StepOut, TrainStep, optimizer_options, set_lr
@@ -564,6 +564,7 @@ class Trainer:
             test=ev.metric, train=best.train, id_valid=final.get("id-valid"),
             id_test=final.get("id-test"), kept_edge_fraction=ev.kept,
             selected=selected, use_selector=use_selector, epochs_run=len(records),
+            early_stop=EarlyStop.of(len(records), self.tc.patience, self.tc.epochs),
             last={s: last.value(s, self.metric) if last is not None else None
                   for s in EVAL_SPLITS},
             train_time_s=round(train_time, 3),

@@ -215,7 +215,7 @@ def test_ablation_row_order(tmp_path):
             if line.startswith("| ") and "---" not in line][1:]
     assert rows == ["size,eps-align", "size", "eps-align", "none", "gsat"]
     assert "Test ROC-AUC / accuracy (%)" in md
-    assert "| size,eps-align | **64.00 ± 0.00** | **54.00 ± 0.00** |" in md
+    assert "| size,eps-align | **64.00 (n=1)** | **54.00 (n=1)** |" in md
 
 
 def test_table_layout_method_order(tmp_path):
@@ -343,7 +343,7 @@ def test_foreign_and_corrupt_run_dirs_are_reported_and_skipped(tmp_path):
 
     res = collect(tmp_path)
     assert res.exit_code == 0 and "Traceback" not in res.output
-    assert "68.00" not in res.stdout and "70.00 ± 0.00" in res.stdout
+    assert "68.00" not in res.stdout and "70.00 (n=1)" in res.stdout
     for name in ("bad-config", "bad-summary", "no-metric", "foreign", "lone-summary", "copy"):
         assert name in res.stderr
     assert "corrupt: " in res.stderr and "summary.json has no 'metric'" in res.stderr
@@ -535,7 +535,7 @@ def test_bracketed_labels_survive_rich_markup(tmp_path):
     res = collect(tmp_path)
     assert res.exit_code == 0, res.output
     assert "PrunE [gumbel-gcn]" in res.stdout and "none [gumbel-gin]" in res.stdout
-    assert "| PrunE [gumbel-gcn] | 61.00 ± 0.00 |" in (tmp_path / "results.md").read_text()
+    assert "| PrunE [gumbel-gcn] | 61.00 (n=1) |" in (tmp_path / "results.md").read_text()
 
 
 def test_a_table_of_shortened_runs_says_how_they_were_trained(tmp_path):
@@ -557,3 +557,37 @@ def test_a_table_of_shortened_runs_says_how_they_were_trained(tmp_path):
     fake_run(tmp_path / "other", preset="official")
     res = collect(tmp_path / "other", "--out", tmp_path / "o")
     assert "preset official (--preset auto takes paper)" in res.output
+
+
+def test_one_seed_prints_no_sd_in_any_layout(tmp_path):
+    """One seed's standard deviation is undefined: ``63.35 (n=1)``, never ``± 0.00``."""
+    for eta, test in ((0.5, 0.6335), (0.85, 0.64)):
+        fake_run(tmp_path, test=test, overrides=[f"reg.size.eta={eta}"])
+    fake_run(tmp_path, reg="none", test=0.70, valid=0.90)
+    fake_run(tmp_path, reg="none", seed=1, test=0.72, valid=0.92)  # two seeds: mean ± sd
+    for layout in C.LAYOUTS:
+        res = collect(tmp_path, "--layout", layout, "--select", "all", "--out", tmp_path / layout)
+        assert res.exit_code == 0, res.output
+        md = (tmp_path / f"{layout}.md").read_text()
+        for text in (md, res.stdout):
+            assert "63.35 (n=1)" in text and "± 0.00" not in text
+            assert "71.00 ± 1.41" in text
+    res = collect(tmp_path, "--sensitivity", "reg.size.eta", "--plot", tmp_path / "eta.png")
+    assert res.exit_code == 0, res.output
+    assert "63.35 (n=1)" in res.stdout and "± 0.00" not in res.stdout
+
+
+def test_a_warm_up_model_is_marked_and_explained(tmp_path):
+    fake_run(tmp_path, test=0.61, use_selector=False, selected_phase="warmup")
+    fake_run(tmp_path, test=0.63, seed=1, use_selector=True, selected_phase="train")
+    fake_run(tmp_path, reg="none", test=0.70, use_selector=False, selected_phase="warmup")
+    res = collect(tmp_path)
+    assert res.exit_code == 0, res.output
+    md = (tmp_path / "results.md").read_text()
+    assert "| PrunE | 62.00 ± 1.41 (n=2) † |" in md and "| ERM | **70.00 (n=1)** |" in md
+    assert ("† ERM warm-up model: the selected epoch is an ERM warm-up epoch, so the model "
+            "does not use the selector and keeps every bond (PrunE, ogbg-molbbbp/scaffold: "
+            "1 of 2 seeds).") in md
+    assert "62.00 ± 1.41 †" in res.stdout and "1 of 2 seeds" in res.stdout
+    rows = by_method(read_csv(tmp_path / "results.csv"))
+    assert (rows["PrunE"]["warmup_seeds"], rows["ERM"]["warmup_seeds"]) == ("1", "0")

@@ -209,7 +209,8 @@ def _changed(out: Path, sound: Path) -> str:
         x, y = pd.read_csv(a), pd.read_csv(b)
         numbers = x.select_dtypes("number").columns
         if (list(x.columns) != list(y.columns) or len(x) != len(y)
-                or not np.allclose(x[numbers], y[numbers], rtol=1e-5, atol=1e-6)):
+                or not np.allclose(x[numbers], y[numbers], rtol=1e-5, atol=1e-6,
+                                   equal_nan=True)):  # NaN: an empty cell (reason of a scored row)
             return f"exit 0, but {a.name} differs from the sound run's:\n{x}\n{y}"
     return ""
 

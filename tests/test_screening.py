@@ -72,9 +72,7 @@ def test_predict_scores_depend_on_the_compound_alone(sampled_run, library):
     assert smiles_key("CCO") != smiles_key("CCN")
 
 
-def test_streamed_predict_is_order_and_batch_free(sampled_run, library, tmp_path, monkeypatch):
-    import grprune.screen as screen
-    monkeypatch.setattr(screen, "CHUNK_ROWS", 17)
+def test_streamed_predict_is_order_and_batch_free(sampled_run, library, tmp_path):
     rng = np.random.default_rng(1)
     ids = [f"CMPD-{i}" for i in range(len(library))]
     a_csv, b_csv = tmp_path / "a.csv", tmp_path / "b.csv"
@@ -83,7 +81,8 @@ def test_streamed_predict_is_order_and_batch_free(sampled_run, library, tmp_path
     pd.DataFrame({"ID": [ids[i] for i in perm], "smiles": [library[i] for i in perm]}
                  ).to_csv(b_csv, index=False)
     res = _cli("predict", sampled_run, "--csv", a_csv, "--out", tmp_path / "a.csv.out.csv",
-               "--id-column", "ID", "--batch-size", "1000", "--progress", "plain")
+               "--id-column", "ID", "--batch-size", "1000", "--progress", "plain",
+               "--chunk-rows", "17")
     assert res.exit_code == 0, res.output
     # plain progress lines from the first chunk on, then the summary line
     assert "predict: 17/60 molecules (28 %)" in res.output and "/s, ETA " in res.output
@@ -147,10 +146,10 @@ def test_too_large_molecule_is_reported_not_canonicalized(sampled_run):
 
 def test_killed_predict_resumes_or_starts_clean(sampled_run, library, tmp_path, monkeypatch):
     import grprune.screen as screen
-    monkeypatch.setattr(screen, "CHUNK_ROWS", 20)
     csv = tmp_path / "lib.csv"
     pd.DataFrame({"smiles": library}).to_csv(csv, index=False)
     out = tmp_path / "p.csv"
+    monkeypatch.setenv("GRPRUNE_PREDICT_CHUNK_ROWS", "20")
     calls = {"n": 0}
     real = screen.Progress.advance
 
@@ -190,5 +189,7 @@ def test_parquet_without_pyarrow_is_one_message(sampled_run, tmp_path):
     csv = tmp_path / "lib.csv"
     csv.write_text("smiles\nCCO\n")
     res = _cli("predict", sampled_run, "--csv", csv, "--out", tmp_path / "p.parquet")
-    assert res.exit_code == 2 and "Parquet output needs pyarrow" in res.output
-    assert "Traceback" not in res.output
+    # one line naming the package, and no claim of an interrupted run's files
+    assert res.exit_code == 2 and res.output.count("\n") == 1, res.output
+    assert "Parquet output needs the pyarrow package (pip install pyarrow)" in res.output
+    assert "interrupted" not in res.output and "Traceback" not in res.output

@@ -50,8 +50,10 @@ def collect(dirs, select, presets, layout, out, sensitivity, plot) -> None:
 
     Reads every run directory under DIR (config.json + summary.json; never logs),
     groups runs by dataset and method (regularizer set + selector), aggregates the
-    seeds of each setting (sample std) and, per group, picks the setting with the
-    best mean validation score. Prints a rich table and writes DIR/results.md and
+    seeds of each setting (sample std; one seed prints as '63.35 (n=1)') and, per
+    group, picks the setting with the best mean validation score. A cell marked † holds
+    seeds whose selected epoch is an ERM warm-up epoch (a model without its selector);
+    the line under the table says which. Prints a rich table and writes DIR/results.md and
     DIR/results.csv. Failed, unfinished and unreadable run directories, and runs a
     sweep.json plans but that have not finished, are listed at the end.
 
@@ -102,6 +104,8 @@ def collect(dirs, select, presets, layout, out, sensitivity, plot) -> None:
         if trained:
             console.print(f"Trained with: {trained}", markup=False, style="bold yellow")
         console.print(C.rich_table(rows, layout, select))
+        if C.warmup_legend(rows):  # what a cell marked † is: an ERM warm-up model
+            console.print(C.warmup_legend(rows), markup=False, style="yellow", soft_wrap=True)
         console.print(C.SELECTION_TEXT[select] + ".", markup=False,
                       style="bold red" if select == "oracle" else "dim")
         md, csv_path = C.write_outputs(rows, out or base / "results", layout, select, md_notes)
@@ -124,6 +128,8 @@ def curves(dirs, out) -> None:
     valid and test metric, the fraction of test edges kept at evaluation, quantiles of
     the keep probability p, the share of bonds with p < 0.1 and p > 0.9, and on data with
     ground-truth motif edges the motif-edge ROC-AUC (OOD-test, ID-valid) and Precision@50.
+    A panel without data in any run (the motif panels on molecules, the selector panels
+    of ERM) is left out.
 
     \b
     Example:

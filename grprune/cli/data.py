@@ -89,6 +89,7 @@ def info(name, split, shift, overrides, root, download, as_json) -> None:
       grprune data info spmotif -H data.bias=0.7 --json
     """
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from grprune.data.info import describe
@@ -103,7 +104,7 @@ def info(name, split, shift, overrides, root, download, as_json) -> None:
     title = f"{facts['dataset']}  split={facts['split']}"
     if facts.get("shift"):
         title += f"  shift={facts['shift']}"
-    table = Table(title=title)
+    table = Table(title=escape(title))
     for col, right in (("part", False), ("graphs", True), ("mean nodes", True),
                        ("mean edges", True), ("labels", False), ("envs", True)):
         table.add_column(col, justify="right" if right else "left")
@@ -135,14 +136,14 @@ def info(name, split, shift, overrides, root, download, as_json) -> None:
             lines.append(f"  ... and {len(bad) - 12} more (grprune data info --json lists all)")
     if facts["unassigned"]:
         lines.append(f"graphs in no part: {facts['unassigned']}")
-    from grprune.data.info import duplicate_ids_note  # issue 50: duplicate IDs
+    from grprune.data.info import duplicate_ids_note
     if duplicate_ids_note(dataset):
         lines.append(f"duplicate IDs: {duplicate_ids_note(dataset)}")
     if "split_source" in inf:
         lines.append(f"split source: {inf['split_source']}")
     lines.append(f"cache: {inf.get('cache', '-')}   load time: {facts['load_s']:.2f} s")
     for line in lines:
-        console.print(line, highlight=False)
+        console.print(line, highlight=False, markup=False)  # paths, SMILES in reasons
 
 
 @data.command("export")

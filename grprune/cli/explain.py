@@ -84,12 +84,13 @@ def explain(run_dir, graphs, part, top_k, fmt, out, device) -> None:
     for note in res.notes:
         _note(note)
     if res.metrics is not None:
+        from rich.markup import escape
         from rich.table import Table
         m = res.metrics
         acc = m.get("accuracy")
-        table = Table(title=f"{m['dataset']} ({m['part']}): explanation metrics over "
-                            f"undirected bonds" + (f", accuracy {acc:.4f}" if acc is not None
-                                                   else ""))
+        table = Table(title=escape(f"{m['dataset']} ({m['part']}): explanation metrics over "
+                                   f"undirected bonds" + (f", accuracy {acc:.4f}"
+                                                          if acc is not None else "")))
         table.add_column("metric")
         table.add_column("all graphs", justify="right")
         table.add_column("correctly predicted", justify="right")
@@ -100,8 +101,13 @@ def explain(run_dir, graphs, part, top_k, fmt, out, device) -> None:
                    "probability are called spurious; counts summed over graphs. "
                    "Ties: lower bond id ranks higher.")
     pictures = [f for f in res.files if f.startswith("graph-")]
-    click.echo(f"wrote {len(pictures)} pictures, edges.csv"
+    click.echo(f"wrote {_count(len(pictures), 'picture')}, edges.csv"
                + (", metrics.json" if res.metrics is not None else "") + f" to {res.out_dir}")
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 picture``, ``2 pictures``."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _csv_ids(run, csv_file: Path, id_column: str | None) -> list[str] | None:
@@ -118,18 +124,26 @@ def _csv_ids(run, csv_file: Path, id_column: str | None) -> list[str] | None:
     return [str(x) for x in df[col].tolist()]
 
 
-def _with_csv_columns(molecules, csv_file: Path, keep_columns: str | None):
-    """:func:`grprune.predict.with_input_columns` of ``--csv`` and ``--keep-columns``."""
+def _with_csv_columns(molecules, csv_file: Path, keep_columns: str | None,
+                      smiles_column: str | None):
+    """:func:`grprune.predict.with_input_columns` of ``--csv``, ``--keep-columns`` and
+    ``--smiles-column``."""
     from grprune.data.molecules import read_text_csv
     from grprune.predict import with_input_columns
     keep = [c.strip() for c in keep_columns.split(",") if c.strip()] if keep_columns else None
-    return with_input_columns(molecules, read_text_csv(csv_file, "--csv"), keep)
+    return with_input_columns(molecules, read_text_csv(csv_file, "--csv"), keep, smiles_column)
 
 
 def _short(smiles: str, width: int = 120) -> str:
-    """A SMILES for the printed table: cut to ``width`` characters (a 20,000-atom chain
-    would fill the screen)."""
-    return smiles if len(smiles) <= width else smiles[:width - 1] + "…"
+    """User text for a printed table: cut to ``width`` characters (a 20,000-atom chain
+    would fill the screen), rich markup escaped (``[nH]`` is a bracket atom, not a tag)."""
+    from rich.markup import escape
+    return escape(smiles if len(smiles) <= width else smiles[:width - 1] + "…")
+
+
+def _why(rec: dict) -> str:
+    """The status cell of a printed row: ``ok``, else the reason it was not scored."""
+    return _short(str(rec.get("reason") or rec["status"]), 200)
 
 
 def _prediction_table(run, pred, ids: list[str] | None, shown: int):
@@ -139,8 +153,8 @@ def _prediction_table(run, pred, ids: list[str] | None, shown: int):
     from grprune.predict import OK
     df = pred.molecules
     prob_cols = [c for c in df.columns if c.startswith("prob_")]
-    table = Table(title=f"{run.dataset_name} model {run.run_dir.name}: "
-                        f"{pred.n_ok}/{len(df)} molecules scored")
+    table = Table(title=_short(f"{run.dataset_name} model {run.run_dir.name}: "
+                               f"{pred.n_ok}/{len(df)} molecules scored", 400))
     for col, just in (("row", "right"), *((("id", "left"),) if ids else ()),
                       ("canonical SMILES", "left"), ("status", "left"),
                       *((c, "right") for c in prob_cols), ("label", "right"),
@@ -149,8 +163,8 @@ def _prediction_table(run, pred, ids: list[str] | None, shown: int):
     for rec in df.head(shown).itertuples(index=False):
         r = rec._asdict()
         ok = r["status"] == OK
-        table.add_row(str(r["row"]), *((ids[r["row"]],) if ids else ()),
-                      _short(r["canonical_smiles"] or r["smiles"]), r["status"],
+        table.add_row(str(r["row"]), *((_short(ids[r["row"]]),) if ids else ()),
+                      _short(r["canonical_smiles"] or r["smiles"]), _why(r),
                       *((f"{r[c]:.4f}" if ok else "-") for c in prob_cols),
                       str(r["pred_label"]) if ok else "-",
                       f"{r['bonds_kept']}/{r['num_bonds']}" if ok else "-")
@@ -164,6 +178,11 @@ def _prediction_table(run, pred, ids: list[str] | None, shown: int):
 @option("--csv", "csv_file", type=click.Path(path_type=Path), default=None,
         envvar="GRPRUNE_PREDICT_CSV", help="CSV file with a SMILES column (plain or compressed; "
                                            "read and scored in chunks)")
+@option("--chunk-rows", "chunk_rows", default=None, metavar="N",
+        envvar="GRPRUNE_PREDICT_CHUNK_ROWS",
+        help="with --csv: rows per chunk at most; each chunk is scored and written before "
+             "the next is read, and a rerun after a kill resumes after the last finished one "
+             "(the first chunk is 500 rows, each next twice the last) [default: 20000]")
 @option("--smiles-column", default=None, metavar="NAME",
         help="SMILES column of --csv [default: smiles, matched case-insensitively]")
 @option("--id-column", default=None, metavar="NAME",
@@ -194,19 +213,21 @@ def _prediction_table(run, pred, ids: list[str] | None, shown: int):
 @option("--progress", type=click.Choice(["auto", "plain", "none"]), default="auto",
         show_default=True, envvar="GRPRUNE_PREDICT_PROGRESS",
         help="progress on stderr: auto (a live line on a terminal, else plain lines at every "
-             "10 %% or 30 s), plain or none")
+             "10 % or 30 s), plain or none")
 @option("--device", default="auto", show_default=True,
         help="auto (CUDA when present), cpu, cuda or cuda:N")
-def predict(run_dir, smiles, csv_file, smiles_column, id_column, keep_columns, out, bonds,
-            draw_dir, top_k, fmt, batch_size, progress, device) -> None:
+def predict(run_dir, smiles, csv_file, chunk_rows, smiles_column, id_column, keep_columns, out,
+            bonds, draw_dir, top_k, fmt, batch_size, progress, device) -> None:
     """Score new molecules with a finished molecule run.
 
-    Featurizes each SMILES like the training data (OGB features; RDKit's valence
-    check relaxed if it fails) and evaluates the model as the trainer did, each
+    Featurizes each SMILES like the training data (the run's features, RDKit's full
+    sanitization: a molecule training would skip is not scored, and its reason is
+    training's) and evaluates the model as the trainer did, each
     molecule's evaluation noise keyed by its canonical SMILES, so that its score
     depends on the molecule alone (not on the other rows, their order or the batch
-    size). Prints the first rows: row (0-based input position), canonical SMILES,
-    status (ok, empty SMILES, unparsable SMILES, too large), class-1 probability
+    size). Prints the first rows: row (0-based input position), the ID (with an ID
+    column), canonical SMILES, status (ok, or why not: empty SMILES, unparsable
+    SMILES with RDKit's reason, too large), class-1 probability
     (all class probabilities beyond two classes), predicted label and bonds kept;
     then one summary line. --csv is read, scored and written in chunks, with
     progress on stderr, in bounded memory (a library of 10^6 SMILES is fine).
@@ -225,7 +246,7 @@ def predict(run_dir, smiles, csv_file, smiles_column, id_column, keep_columns, o
     if bool(smiles) == (csv_file is not None):
         raise GrpruneError("give either --smiles (repeatable) or --csv FILE")
     for name, given in (("--smiles-column", smiles_column), ("--keep-columns", keep_columns),
-                        ("--id-column", id_column)):
+                        ("--id-column", id_column), ("--chunk-rows", chunk_rows)):
         if given is not None and csv_file is None:
             raise GrpruneError(f"{name} applies to --csv only")
     if top_k is not None and top_k < 1:
@@ -236,13 +257,21 @@ def predict(run_dir, smiles, csv_file, smiles_column, id_column, keep_columns, o
         raise GrpruneError("--bonds needs --out FILE")
     if out is not None and out.suffix.lower() == ".parquet" and csv_file is None:
         raise GrpruneError("--out .parquet applies to --csv; write --smiles results to a .csv")
+    from grprune.screen import CHUNK_ROWS
+    from grprune.screen_files import check_output
+    rows_per_chunk = _positive_int("--chunk-rows", chunk_rows, CHUNK_ROWS)
+    if out is not None:
+        check_output(out)  # Parquet without pyarrow: one line, before anything is read
     if csv_file is not None and not csv_file.is_file():
         raise GrpruneError(f"--csv not found: {csv_file}")
     run = load_run(run_dir, device)
     check_molecule_run(run)
-    if csv_file is not None and draw_dir is None and _streams(run):
+    if run.warmup_note:  # an ERM warm-up model: every bond is kept
+        _note(run.warmup_note)
+    from grprune.screen import can_stream
+    if csv_file is not None and draw_dir is None and can_stream(run):
         n_ok = _predict_stream(run, csv_file, smiles_column, id_column, keep_columns, out,
-                               bonds, batch_size, progress)
+                               bonds, batch_size, progress, rows_per_chunk)
     else:
         n_ok = _predict_in_memory(run, smiles, csv_file, smiles_column, id_column,
                                   keep_columns, out, bonds, draw_dir, top_k, fmt, batch_size)
@@ -252,26 +281,35 @@ def predict(run_dir, smiles, csv_file, smiles_column, id_column, keep_columns, o
         click.get_current_context().exit(1)
 
 
-def _streams(run) -> bool:
-    """Whether the run's featurizer is OGB's (the one the streaming path computes)."""
-    from grprune.data.molecules import smiles_to_graph
-    from grprune.predict import molecule_featurizer
-    return molecule_featurizer(run) is smiles_to_graph
+def _positive_int(name: str, text: str | None, default: int) -> int:
+    """An option's positive integer (``default`` when not given).
+
+    Raises
+    ------
+    GrpruneError
+        One line, for text that is no integer or one below 1.
+    """
+    if text is None:
+        return default
+    try:
+        value = int(str(text).replace("_", "").replace(",", ""))
+    except ValueError:
+        raise GrpruneError(f"{name} must be a whole number of rows, got {text!r}") from None
+    if value < 1:
+        raise GrpruneError(f"{name} must be at least 1, got {value}")
+    return value
 
 
 def _predict_stream(run, csv_file, smiles_column, id_column, keep_columns, out, bonds,
-                    batch_size, progress) -> tuple[int, int]:
+                    batch_size, progress, chunk_rows) -> tuple[int, int]:
     """``predict --csv`` through :func:`grprune.screen.screen_csv`; the molecules scored
     and those too large to score."""
-    import tempfile
-
     from grprune.screen import ScreenOptions, screen_csv
     keep = [c.strip() for c in keep_columns.split(",") if c.strip()] if keep_columns else None
     opts = ScreenOptions(smiles_column=smiles_column, id_column=id_column, keep_columns=keep,
-                         batch_size=batch_size, bonds=bonds, progress=progress)
-    with tempfile.TemporaryDirectory(prefix="grprune-predict-") as tmp:
-        target = out if out is not None else Path(tmp) / "preds.csv"
-        summary = screen_csv(run, csv_file, target, opts, log=_note)
+                         batch_size=batch_size, bonds=bonds, progress=progress,
+                         chunk_rows=chunk_rows)
+    summary = screen_csv(run, csv_file, out, opts, log=_note)
     shown = 50
     _console().print(_stream_table(run, summary, shown))
     if summary.rows > shown:
@@ -301,14 +339,17 @@ def _stream_table(run, summary, shown: int):
     from grprune.predict import OK
     df = summary.head
     prob_cols = [c for c in df.columns if c.startswith("prob_")]
-    table = Table(title=f"{run.dataset_name} model {run.run_dir.name}: "
-                        f"{summary.scored:,}/{summary.rows:,} molecules scored")
-    for col in ("row", "canonical SMILES", "status", *prob_cols, "label", "kept bonds"):
-        table.add_column(col, justify="left" if col in ("canonical SMILES", "status")
+    table = Table(title=_short(f"{run.dataset_name} model {run.run_dir.name}: "
+                               f"{summary.scored:,}/{summary.rows:,} molecules scored", 400))
+    id_col = summary.id_column
+    for col in ("row", *(("id",) if id_col else ()), "canonical SMILES", "status", *prob_cols,
+                "label", "kept bonds"):
+        table.add_column(col, justify="left" if col in ("id", "canonical SMILES", "status")
                          else "right", overflow="fold")
     for r in df.head(shown).to_dict("records"):
         ok = r["status"] == OK
-        table.add_row(str(r["row"]), _short(r["canonical_smiles"] or r["smiles"]), r["status"],
+        table.add_row(str(r["row"]), *((_short(str(r[id_col])),) if id_col else ()),
+                      _short(r["canonical_smiles"] or r["smiles"]), _why(r),
                       *((f"{r[c]:.4f}" if ok else "-") for c in prob_cols),
                       str(r["pred_label"]) if ok else "-",
                       f"{r['bonds_kept']}/{r['num_bonds']}" if ok else "-")
@@ -327,7 +368,8 @@ def _predict_in_memory(run, smiles, csv_file, smiles_column, id_column, keep_col
     ids = _csv_ids(run, csv_file, id_column) if csv_file is not None else None
     pred = predict_smiles(run, inputs, batch_size=batch_size)
     if csv_file is not None:  # the input's own columns (IDs, names) go beside the scores
-        pred.molecules = _with_csv_columns(pred.molecules, csv_file, keep_columns)
+        pred.molecules = _with_csv_columns(pred.molecules, csv_file, keep_columns,
+                                           smiles_column)
     if ids is not None:
         seen: dict[str, int] = {}
         dups = []
@@ -351,7 +393,7 @@ def _predict_in_memory(run, smiles, csv_file, smiles_column, id_column, keep_col
             _note(f"RDKit cannot draw molecules here ({rdkit_drawing_error()}); "
                   f"drawing plain graphs (node = atom index)")
         drawn = draw_prediction(pred, draw_dir, fmt=fmt, top_k=top_k, ids=ids)
-        _note(f"wrote {len(drawn)} pictures to {draw_dir}")
+        _note(f"wrote {_count(len(drawn), 'picture')} to {draw_dir}")
     failed = df[df["status"] != OK]
     if len(failed):
         by = failed.groupby("status")["row"].apply(list)

@@ -8,6 +8,7 @@ import click
 
 def _presets_table():
     """``grprune ls presets``: every preset, its description and values per dataset."""
+    from rich.markup import escape
     from rich.table import Table
 
     from grprune import presets as P
@@ -25,10 +26,10 @@ def _presets_table():
         head = f"{name}\n{preset.description}\n({path})"
         if chosen:
             head += f"\ndefault for: {', '.join(chosen)}"
-        table.add_row(head, "every dataset",
-                      "\n".join(f"{k} = {v}" for k, v in preset.all.items()) or "-")
+        table.add_row(escape(head), "every dataset",
+                      escape("\n".join(f"{k} = {v}" for k, v in preset.all.items())) or "-")
         for ds, values in preset.datasets.items():
-            table.add_row("", ds, "\n".join(f"{k} = {v}" for k, v in values.items()))
+            table.add_row("", ds, escape("\n".join(f"{k} = {v}" for k, v in values.items())))
     return table
 
 
@@ -91,4 +92,5 @@ def ls(kind) -> None:
     broken = {**REGULARIZERS.broken_plugins, **SELECTORS.broken_plugins,
               **DATASETS.broken_plugins}
     for ep, msg in broken.items():
-        console.print(f"[yellow]plugin {ep!r} failed to load: {msg}[/yellow]")
+        console.print(f"[yellow]plugin {escape(repr(ep))} failed to load: "
+                      f"{escape(str(msg))}[/yellow]")

@@ -65,7 +65,10 @@ def run(selector, reg, data, split, shift, encoder, preset, epochs, seed, overri
     (ERM warm-up, or the selector training); the training loss; the metric on the
     valid and test parts; train kept, the fraction of edges the selector kept in
     training; * for a new best valid; the ETA from the last 5 epochs. A narrow
-    terminal drops fields from the right but keeps the epoch, * and ETA.
+    terminal drops fields from the right but keeps the epoch, * and ETA. The final
+    table gives the epochs run (and the patience when early stopping ended the run);
+    a note line follows when the selected epoch is an ERM warm-up epoch (that model
+    does not use the selector) and when early stopping ended the run.
 
     \b
     Example:

@@ -65,9 +65,10 @@ class SweepDisplay:
         except ValueError:
             return str(job.run_dir)
 
-    def _print(self, text: str) -> None:
+    def _print(self, text: str, markup: bool = False) -> None:
+        """A line: rich markup is read only with ``markup`` (user text escaped there)."""
         if self.mode == "rich" and self.progress is not None:
-            self.progress.console.print(text, highlight=False)
+            self.progress.console.print(text, highlight=False, markup=markup)
         elif self.mode == "plain":
             click.echo(text, err=True)
 
@@ -93,10 +94,13 @@ class SweepDisplay:
                         f"{self._rel(job)} ({secs:.1f} s{scores})")
         else:
             self.failed += 1
-            self._print(f"sweep: [red]FAILED[/red] {self._rel(job)}: {message}"
-                        if self.mode == "rich" else
-                        f"sweep: FAILED [{self.done + self.failed}/{self.total}] "
-                        f"{self._rel(job)}: {message}")
+            if self.mode == "rich":
+                from rich.markup import escape
+                self._print(f"sweep: [red]FAILED[/red] {escape(self._rel(job))}: "
+                            f"{escape(message)}", markup=True)
+            else:
+                self._print(f"sweep: FAILED [{self.done + self.failed}/{self.total}] "
+                            f"{self._rel(job)}: {message}")
         self._update()
 
     def foreign(self, job, detail: str) -> None:
@@ -193,6 +197,7 @@ def print_plan(expansion, root: Path, show_commands: bool) -> None:
         Also print each configuration's equivalent ``grprune run`` command.
     """
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from grprune.sweep.grid import dropped_text, run_command
@@ -209,7 +214,7 @@ def print_plan(expansion, root: Path, show_commands: bool) -> None:
     table.add_column("run dir", overflow="fold")
     table.add_column("status")
     for axis in expansion.varying:
-        table.add_column(axis)
+        table.add_column(escape(axis))
     any_dropped = any(c.dropped for c in expansion.configs)
     if any_dropped:
         table.add_column("dropped overrides")
@@ -221,10 +226,11 @@ def print_plan(expansion, root: Path, show_commands: bool) -> None:
         if detail:
             notes.append(f"{rel_dir(conf, root)}: {status}: {detail}")
         style = _STATUS_STYLE[status]
-        row = [str(i), rel_dir(conf, root), f"[{style}]{status}[/{style}]" if style else status]
-        row += [_fmt(v) for v in expansion.values(conf).values()]
+        row = [str(i), escape(rel_dir(conf, root)),
+               f"[{style}]{status}[/{style}]" if style else status]
+        row += [escape(_fmt(v)) for v in expansion.values(conf).values()]
         if any_dropped:
-            row.append(dropped_text(conf.dropped) or "-")
+            row.append(escape(dropped_text(conf.dropped)) or "-")
         table.add_row(*row)
     console.print(table)
     click.echo("status: " + ", ".join(f"{counts[s]} {s}" for s in

@@ -6,7 +6,8 @@ last) says that it finished and what it scored. Runs are grouped by **dataset
 column** (dataset, split, shift and data parameters) and **method** (the
 regularizer set and the selector). Inside a group, a **setting** is a
 configuration without its seed; the seeds of a setting are aggregated as
-mean ± sample standard deviation (``ddof=1``, as in the paper; 0 for one seed).
+mean ± sample standard deviation (``ddof=1``, as in the paper; the CSV has 0 for one
+seed, the printed tables no ``±`` and ``n=1``).
 
 Model selection follows DomainBed: per group, the setting with the highest mean
 validation score is chosen (``select="valid"``). ``select="oracle"`` chooses by
@@ -39,8 +40,8 @@ from grprune.collect.selection import (PRESET_RULES, SELECTION_METHODS, OracleSe
                                        mean_std, varying_keys)
 from grprune.collect.sensitivity import (plot_sensitivity, sensitivity, sensitivity_csv,
                                          sensitivity_table)
-from grprune.collect.tables import (CSV_COLUMNS, SELECTION_TEXT, rich_table, to_csv, to_markdown,
-                                    write_outputs)
+from grprune.collect.tables import (CSV_COLUMNS, SELECTION_TEXT, WARMUP_MARK, rich_table, to_csv,
+                                    to_markdown, warmup_legend, write_outputs)
 from grprune.naming import ablation_label, canonical_reg, method_label
 
 __all__ = ["CSV_COLUMNS", "LAYOUTS", "METRIC_NAMES", "NOT_HPARAMS", "PAPER_SYMBOLS", "PRESET_RULES",
@@ -49,4 +50,5 @@ __all__ = ["CSV_COLUMNS", "LAYOUTS", "METRIC_NAMES", "NOT_HPARAMS", "PAPER_SYMBO
            "ablation_label", "canonical_reg", "flatten_config", "hparams_text", "mean_std",
            "method_label", "notes_for", "plot_sensitivity", "pm", "read_run", "rich_table",
            "scan_runs", "sensitivity", "sensitivity_csv", "sensitivity_table", "sweep_report",
-           "to_csv", "to_markdown", "varying_keys", "write_outputs"]
+           "to_csv", "to_markdown", "varying_keys", "WARMUP_MARK", "warmup_legend",
+           "write_outputs"]

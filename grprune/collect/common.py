@@ -21,14 +21,20 @@ PAPER_SYMBOLS = {"reg.size.eta": "η", "reg.size.weight": "λ1", "reg.eps-align.
 _MISSING = "<unset>"
 
 
-def pm(mean: float, std: float, scale: float = 100.0, digits: int = 2) -> str:
+def pm(mean: float, std: float, scale: float = 100.0, digits: int = 2,
+       n: int | None = None) -> str:
     """``"70.32 ± 1.73"`` for fractions 0.7032 and 0.0173; ``"–"`` when missing.
 
-    >>> pm(0.7032, 0.0173)
-    '70.32 ± 1.73'
+    With ``n`` = 1 (one seed) the standard deviation is undefined: ``"63.35 (n=1)"``,
+    no ``±``.
+
+    >>> pm(0.7032, 0.0173), pm(0.6335, 0.0, n=1)
+    ('70.32 ± 1.73', '63.35 (n=1)')
     """
     if mean is None or (isinstance(mean, float) and math.isnan(mean)):
         return "–" if mean is None else "nan"
+    if n == 1:
+        return f"{mean * scale:.{digits}f} (n=1)"
     s = "nan" if std is None or math.isnan(std) else f"{std * scale:.{digits}f}"
     return f"{mean * scale:.{digits}f} ± {s}"
 
@@ -48,11 +54,12 @@ def _kept_text(row: dict) -> str:
 
 
 def _fraction_text(row: dict, key: str) -> str:
-    """``0.863 ± 0.012`` for a fraction-valued column of a row; ``–`` when missing."""
+    """``0.863 ± 0.012`` for a fraction-valued column of a row (no ``±`` for one seed);
+    ``–`` when missing."""
     mean, std = row.get(f"{key}_mean", math.nan), row.get(f"{key}_std", math.nan)
     if mean is None or math.isnan(mean):
         return "–"
-    return f"{mean:.3f}" + ("" if math.isnan(std) else f" ± {std:.3f}")
+    return f"{mean:.3f}" + ("" if math.isnan(std) or row.get("n") == 1 else f" ± {std:.3f}")
 
 
 def hparams_text(hparams: dict, short: bool = False) -> str:

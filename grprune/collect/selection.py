@@ -17,7 +17,8 @@ from grprune.naming import ablation_label, ablation_rank, method_label, method_r
 # ---------------------------------------------------------------------------
 
 def mean_std(values: Iterable[float | None]) -> tuple[float, float, int]:
-    """Mean and sample standard deviation (``ddof=1``; 0 for one value).
+    """Mean and sample standard deviation (``ddof=1``; 0 for one value, where the tables
+    print no std: :func:`grprune.collect.common.pm`).
 
     ``None`` entries are left out; NaN propagates.
 
@@ -229,8 +230,10 @@ def aggregate(runs: Sequence[Run], select: str = "valid",
         ``hparams`` (the group's varying keys and this setting's values),
         ``varying``, ``n_settings``, ``ties`` (other settings with the same mean
         score under the rule), ``valid_choice``/``oracle_choice`` (whether
-        the setting is the one each rule picks), ``setting``, ``config_hash``
-        and ``dirs``.
+        the setting is the one each rule picks), ``setting``, ``config_hash``,
+        ``dirs`` and ``warmup_seeds`` (the seeds whose reported model is an ERM warm-up
+        epoch's, without its selector: :attr:`RunSummary.warmup_model
+        <grprune.record.summary.RunSummary.warmup_model>`).
 
     Raises
     ------
@@ -276,7 +279,8 @@ def _setting_row(s: Setting, column: str, reg: tuple[str, ...], selector: str, s
            "selector": selector, "metric": first.metric,
            "selection": {"valid": "valid", "oracle": "oracle",
                          "all": "all"}[select],
-           "n": len(s.runs), "seeds": [r.seed for r in s.runs]}
+           "n": len(s.runs), "seeds": [r.seed for r in s.runs],
+           "warmup_seeds": sum(r.summary.warmup_model for r in s.runs)}
     for key in ("test", "valid", "id_valid", "id_test", "kept_edge_fraction",
                 "motif_edge_rocauc", "spurious_precision_at_50"):
         row[f"{key}_mean"], row[f"{key}_std"], _ = s.stat(key)

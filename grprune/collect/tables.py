@@ -34,6 +34,46 @@ SELECTION_TEXT = {
 }
 
 
+#: the mark of a cell whose selected model is, for some seed, an ERM warm-up epoch's
+WARMUP_MARK = "†"
+
+
+def _test_text(row: dict, show_n: bool = False) -> str:
+    """The test cell: ``mean ± std`` (``mean (n=1)`` for one seed; `` (n=3)`` added with
+    ``show_n``), then :data:`WARMUP_MARK` when a seed's reported model is an ERM warm-up
+    model."""
+    text = pm(row["test_mean"], row["test_std"], n=row["n"])
+    if show_n and row["n"] != 1:  # one seed says n=1 already
+        text += f" (n={row['n']})"
+    return f"{text} {WARMUP_MARK}" if row.get("warmup_seeds") else text
+
+
+def warmup_legend(rows: Sequence[dict]) -> str:
+    """What :data:`WARMUP_MARK` means and which cells carry it; ``""`` when none does.
+
+    A run with a selector whose selected epoch is an ERM warm-up epoch
+    (``train.select_warmup``, or no epoch after warm-up) reports a model that does not
+    use the selector: every bond is kept, whatever the method's name says.
+    """
+    marked = [r for r in rows if r.get("warmup_seeds")]
+    if not marked:
+        return ""
+    cells = "; ".join(f"{r['method']}, {r['column']}: {r['warmup_seeds']} of {r['n']} "
+                      f"seed{'s' if r['n'] != 1 else ''}" for r in marked)
+    return (f"{WARMUP_MARK} ERM warm-up model: the selected epoch is an ERM warm-up epoch, "
+            f"so the model does not use the selector and keeps every bond ({cells}).")
+
+
+def _seeds_text(ns: Sequence[int]) -> str:
+    """How many seeds the cells aggregate, for a caption."""
+    if ns == [1]:
+        return "of 1 seed (n=1: no standard deviation)"
+    if len(ns) == 1:
+        return f"mean ± std (sample std) over {ns[0]} seeds"
+    return ("mean ± std (sample std) over n seeds as marked (n=1: no standard deviation)"
+            if 1 in ns else "mean ± std (sample std) over n seeds as marked")
+
+
 def _row_label(row: dict, layout: str, select: str) -> str:
     base = row["ablation"] if layout == "ablation" else row["method"]
     if select == "all" and row["hparams"]:
@@ -88,25 +128,24 @@ def to_markdown(rows: Sequence[dict], layout: str = "table", select: str | None 
     -------
     str
         Markdown text. Cells show the test metric x100 as "mean ± std" (sample
-        std over seeds); the best mean of a column is bold.
+        std over seeds; "mean (n=1)" for one seed, whose std is undefined), marked
+        :data:`WARMUP_MARK` where a seed's model is an ERM warm-up model (explained under
+        the table, :func:`warmup_legend`); the best mean of a column is bold.
     """
     if layout not in LAYOUTS:
         raise GrpruneError(f"unknown layout {layout!r}. Choices: {', '.join(LAYOUTS)}")
     select = select or (rows[0]["selection"] if rows else "valid")
     ns = sorted({r["n"] for r in rows})
-    seeds = (f"{ns[0]} seed{'s' if ns[0] != 1 else ''}" if len(ns) == 1
-             else "n seeds as marked")
     lines = [f"## {_title(select, layout)}", ""]
-    caption = (f"Test {_metric_text(rows)} (%), mean ± std (sample std) over {seeds}; "
-               f"{SELECTION_TEXT[select]}.")
+    caption = f"Test {_metric_text(rows)} (%), {_seeds_text(ns)}; {SELECTION_TEXT[select]}."
     if select == "oracle":
         caption = f"**{caption}**"
     lines += [caption, ""]
-    if layout == "long":
-        lines += _long_lines(rows)
-    else:
-        lines += _wide_lines(rows, layout, select, show_n=len(ns) > 1)
-        lines += _selected_lines(rows, layout, select)
+    wide = layout != "long"
+    lines += _wide_lines(rows, layout, select, show_n=len(ns) > 1) if wide else _long_lines(rows)
+    legend = warmup_legend(rows)
+    lines += ["", legend] if legend else []
+    lines += _selected_lines(rows, layout, select) if wide else []
     if notes:
         lines += ["", "Notes:", ""] + [f"- {n}" for n in notes]
     return "\n".join(lines) + "\n"
@@ -123,8 +162,9 @@ def _long_lines(rows: Sequence[dict]) -> list[str]:
                                              ("oracle", r["oracle_choice"])) if flag)
         lines.append("| " + " | ".join([
             r["column"], r["method"], r["reg"] or "none", r["selector"], str(r["n"]),
-            pm(r["test_mean"], r["test_std"]), pm(r["valid_mean"], r["valid_std"]),
-            "–" if math.isnan(r["id_test_mean"]) else pm(r["id_test_mean"], r["id_test_std"]),
+            _test_text(r), pm(r["valid_mean"], r["valid_std"], n=r["n"]),
+            "–" if math.isnan(r["id_test_mean"])
+            else pm(r["id_test_mean"], r["id_test_std"], n=r["n"]),
             _kept_text(r), _fraction_text(r, "motif_edge_rocauc"),
             _fraction_text(r, "spurious_precision_at_50"),
             hparams_text(r["hparams"]) or "–", chosen or "–"]) + " |")
@@ -134,9 +174,9 @@ def _long_lines(rows: Sequence[dict]) -> list[str]:
 def _wide_lines(rows: Sequence[dict], layout: str, select: str, show_n: bool) -> list[str]:
     """A wide layout's Markdown table: methods (or regularizer sets) x dataset columns.
 
-    Cells are the test metric as "mean ± std", ``(n=...)`` appended when ``show_n``
-    (the rows do not all have the same number of seeds); the best mean of a column
-    is bold when the column has more than one number.
+    Cells are the test metric as "mean ± std" (:func:`_test_text`), ``(n=...)`` appended
+    when ``show_n`` (the rows do not all have the same number of seeds); the best mean
+    of a column is bold when the column has more than one number.
     """
     rlabels, columns, cells = _grid(rows, layout, select)
     best = {}
@@ -154,9 +194,7 @@ def _wide_lines(rows: Sequence[dict], layout: str, select: str, show_n: bool) ->
             if r is None:
                 out.append("–")
                 continue
-            text = pm(r["test_mean"], r["test_std"])
-            if show_n:
-                text += f" (n={r['n']})"
+            text = _test_text(r, show_n)
             if best[c] is not None and r["test_mean"] == best[c]:
                 text = f"**{text}**"
             out.append(text)
@@ -178,7 +216,7 @@ def _selected_lines(rows: Sequence[dict], layout: str, select: str) -> list[str]
                f", broken by more seeds, then by setting id" if r["ties"] else "")
         lines.append(f"- {name}, {r['column']}: {hparams_text(r['hparams'])} "
                      f"(chosen from {r['n_settings']} settings; valid "
-                     f"{pm(r['valid_mean'], r['valid_std'])}{tie})")
+                     f"{pm(r['valid_mean'], r['valid_std'], n=r['n'])}{tie})")
     return lines
 
 
@@ -189,7 +227,7 @@ CSV_COLUMNS = ["selection", "dataset", "split", "shift", "column", "method", "re
                "motif_edge_rocauc_std", "spurious_precision_at_50_mean",
                "spurious_precision_at_50_std", "wall_time_s_mean", "epoch_time_s_median_mean",
                "peak_mem_mib_max", "hparams", "varying", "n_settings", "ties", "valid_choice",
-               "oracle_choice", "setting", "config_hash", "dirs", "trained_with"]
+               "oracle_choice", "setting", "config_hash", "dirs", "trained_with", "warmup_seeds"]
 
 
 def to_csv(rows: Sequence[dict]) -> str:
@@ -235,7 +273,9 @@ def rich_table(rows: Sequence[dict], layout: str = "table", select: str | None =
     """The rows as a :class:`rich.table.Table` (test ×100, mean ± std; n and hparams dim).
 
     The selection rule is in the title only when it is the oracle; print
-    ``SELECTION_TEXT[select]`` under the table to state it in full.
+    ``SELECTION_TEXT[select]`` under the table to state it in full. One seed's cell has
+    no std ("63.35 (n=1)"); print :func:`warmup_legend` under the table to explain a
+    cell marked :data:`WARMUP_MARK`.
     """
     from rich.markup import escape
     from rich.table import Table
@@ -252,11 +292,11 @@ def rich_table(rows: Sequence[dict], layout: str = "table", select: str | None =
         for r in rows:
             chosen = "/".join(k for k, f in (("valid", r["valid_choice"]),
                                              ("oracle", r["oracle_choice"])) if f)
-            idt = (pm(r["id_test_mean"], r["id_test_std"])
+            idt = (pm(r["id_test_mean"], r["id_test_std"], n=r["n"])
                    if not math.isnan(r["id_test_mean"]) else "–")
             table.add_row(*map(escape, (
                 r["column"], r["method"], r["reg"] or "none", str(r["n"]),
-                pm(r["test_mean"], r["test_std"]), pm(r["valid_mean"], r["valid_std"]), idt,
+                _test_text(r), pm(r["valid_mean"], r["valid_std"], n=r["n"]), idt,
                 _kept_text(r), _fraction_text(r, "motif_edge_rocauc"),
                 _fraction_text(r, "spurious_precision_at_50"),
                 hparams_text(r["hparams"]) or "–", chosen or "–")))
@@ -272,9 +312,10 @@ def rich_table(rows: Sequence[dict], layout: str = "table", select: str | None =
             if r is None:
                 out.append("–")
                 continue
-            extra = f"n={r['n']}"
+            extra = [f"n={r['n']}"] if r["n"] != 1 else []  # one seed says n=1 already
             if r["hparams"] and select != "all":
-                extra += f" · {hparams_text(r['hparams'], short=True)}"
-            out.append(f"{pm(r['test_mean'], r['test_std'])}\n[dim]{escape(extra)}[/dim]")
+                extra.append(hparams_text(r["hparams"], short=True))
+            dim = f"\n[dim]{escape(' · '.join(extra))}[/dim]" if extra else ""
+            out.append(escape(_test_text(r)) + dim)
         table.add_row(*out)
     return table

@@ -72,6 +72,13 @@ class DatasetSource(Configurable):
     recommended : dict
         Model/training overrides the paper uses for this dataset, as dotted
         config keys (``{"encoder.layers": 4}``).
+    selector_rules : dict
+        Settings of a run with a selector on this dataset, as dotted config keys, that
+        win over the preset's keys for every dataset (its ``all``); a preset's section
+        for this dataset, a config file, the flags and ``-H`` win over them
+        (:func:`grprune.resolve.resolve_config`). Your own data
+        (:class:`FileDatasetSource`) selects among the epochs that use the selector:
+        ``{"train.select_warmup": False}``.
     metric : str
         Evaluation metric of the returned dataset.
     num_classes : int
@@ -83,6 +90,7 @@ class DatasetSource(Configurable):
     parts: ClassVar[tuple[str, ...]] = ("train", "valid", "test")
     defaults: ClassVar[dict[str, Any]] = {}
     recommended: ClassVar[dict[str, Any]] = {}
+    selector_rules: ClassVar[dict[str, Any]] = {}
     metric: ClassVar[str] = "accuracy"
     num_classes: ClassVar[int] = 2
     description: ClassVar[str] = ""
@@ -185,7 +193,14 @@ class FileDatasetSource(DatasetSource):
     part of the configuration, hence of the run's hash: a run on an edited file is a
     new run, never skipped as already finished. A digest given in a configuration (a
     previous run's ``config.json``) is replaced by the file's current one.
+
+    A run with a selector selects among the epochs that use it (``train.select_warmup``
+    false, :attr:`DatasetSource.selector_rules`), whatever the preset: a model selected
+    at an ERM warm-up epoch would be ERM under the method's name. ``-H
+    train.select_warmup=true`` lets warm-up epochs be selected again.
     """
+
+    selector_rules: ClassVar[dict[str, Any]] = {"train.select_warmup": False}
 
     @classmethod
     def resolve_params(cls, params: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -13,6 +13,10 @@ Scores are fractions in [0, 1] (``metric`` says which: ``rocauc`` or ``accuracy`
 score that was not computed or is undefined is NaN in memory and ``null`` in the file
 (:func:`grprune.record.files.to_json`, which adds the ``non_finite`` key). Times are in
 seconds, memory in MiB.
+
+What the selected model is, in words, has its one owner here: :meth:`RunSummary.model_notes`
+(an ERM warm-up model, early stopping), which ``run``, ``collect``, ``explain`` and
+``predict`` print.
 """
 
 from __future__ import annotations
@@ -31,6 +35,97 @@ SCORES = ("train", "valid", "test", "id_valid", "id_test")
 #: a field whose key in ``summary.json`` is another name (kept for the file's bytes)
 ON_DISK = {"features": "model"}
 IN_MEMORY = {v: k for k, v in ON_DISK.items()}
+
+
+@dataclass(frozen=True)
+class EarlyStop:
+    """How early stopping ended a run: ``summary.json``'s ``early_stop`` record.
+
+    Attributes
+    ----------
+    epoch : int
+        The last epoch trained, counted from 0 (as ``best_epoch``).
+    patience : int
+        ``train.patience``: the epochs after warm-up without a better validation score
+        that end a run.
+    epochs : int
+        ``train.epochs``: the epochs the run would have had.
+
+    Examples
+    --------
+    >>> stop = EarlyStop(epoch=59, patience=50, epochs=100)
+    >>> EarlyStop.from_dict(stop.to_dict()) == stop
+    True
+    >>> stop.text()[:57]
+    'early stopping ended the run at epoch 59 (60 of 100 epoch'
+    """
+
+    epoch: int
+    patience: int
+    epochs: int
+
+    @classmethod
+    def of(cls, epochs_run: int, patience: int, epochs: int) -> "EarlyStop | None":
+        """The record of a run that trained ``epochs_run`` of its ``epochs`` epochs under
+        ``patience`` (0: no early stopping); None when it trained them all.
+
+        >>> EarlyStop.of(60, 50, 100), EarlyStop.of(100, 50, 100)
+        (EarlyStop(epoch=59, patience=50, epochs=100), None)
+        """
+        if not patience or not 0 < epochs_run < epochs:
+            return None
+        return cls(epoch=epochs_run - 1, patience=int(patience), epochs=int(epochs))
+
+    def to_dict(self) -> dict[str, int]:
+        """``{"epoch": 59, "patience": 50, "epochs": 100}``."""
+        return {"epoch": self.epoch, "patience": self.patience, "epochs": self.epochs}
+
+    @classmethod
+    def from_dict(cls, record: Mapping[str, Any]) -> "EarlyStop":
+        """The record read back.
+
+        Raises
+        ------
+        GrpruneError
+            If ``record`` is not a mapping of the three integers.
+        """
+        try:
+            values = {k: record[k] for k in ("epoch", "patience", "epochs")}
+        except (KeyError, TypeError):
+            raise GrpruneError(f"not an early_stop record: {record!r}") from None
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in values.values()):
+            raise GrpruneError(f"not an early_stop record: {record!r}")
+        return cls(**values)
+
+    def text(self) -> str:
+        """The record in words, for a user."""
+        return (f"early stopping ended the run at epoch {self.epoch} ({self.epoch + 1} of "
+                f"{self.epochs} epochs): no better validation score for {self.patience} "
+                f"epochs (train.patience)")
+
+
+def warmup_model_text(epoch: int, selected: str = "best-valid") -> str:
+    """The words for a run with a selector whose reported model is an ERM warm-up
+    epoch's, which is evaluated without the selector.
+
+    Parameters
+    ----------
+    epoch : int
+        The reported epoch, counted from 0 (``best_epoch``).
+    selected : str
+        ``best-valid`` (the epoch was selected on validation, ``train.select_warmup``)
+        or ``last-epoch`` (the run had no epoch after warm-up).
+
+    >>> warmup_model_text(7)[:60]
+    'the selected epoch 7 is an ERM warm-up epoch: this model doe'
+    """
+    if selected == "last-epoch":
+        return (f"the reported epoch {epoch} is an ERM warm-up epoch (no epoch after the "
+                f"warm-up was trained): this model does not use the selector; every bond is "
+                f"kept (raise --epochs above train.warmup_epochs)")
+    return (f"the selected epoch {epoch} is an ERM warm-up epoch: this model does not use "
+            f"the selector; every bond is kept (-H train.select_warmup=false selects among "
+            f"the epochs after warm-up)")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -59,6 +154,9 @@ class RunSummary:
     use_selector : bool or None
         Whether evaluation used the selector (None: a run written before it was recorded).
     epochs_run : int
+    early_stop : EarlyStop or None
+        How early stopping ended the run; None when it trained every epoch (and in a
+        summary written before this field, which marks it :attr:`absent`).
     last : mapping
         Split -> the last epoch's score.
     train_time_s, epoch_time_s_median, data_load_s, wall_time_s : float
@@ -105,6 +203,7 @@ class RunSummary:
     selected: str = "best-valid"
     use_selector: bool | None = None
     epochs_run: int = 0
+    early_stop: EarlyStop | None = None
     last: Mapping[str, Any] = field(default_factory=dict)
     train_time_s: float | None = None
     epoch_time_s_median: float | None = None
@@ -143,6 +242,8 @@ class RunSummary:
                 value = list(value)
             elif name == "model":
                 value = value.summary_record() if value is not None else None
+            elif name == "early_stop":
+                value = value.to_dict() if value is not None else None
             out[name] = copy.deepcopy(value)
         out.update(copy.deepcopy(dict(self.extra)))
         return out
@@ -151,8 +252,9 @@ class RunSummary:
     def from_dict(cls, record: "Mapping[str, Any] | RunSummary") -> "RunSummary":
         """A summary read from ``summary.json`` (of this version or an older one).
 
-        Missing keys take the defaults and are marked :attr:`absent`; unknown keys, and a
-        ``reg`` or ``model`` record of an unexpected form, are kept in :attr:`extra`.
+        Missing keys take the defaults and are marked :attr:`absent` (a summary written
+        before ``early_stop`` existed reads with None there); unknown keys, and a ``reg``,
+        ``model`` or ``early_stop`` record of an unexpected form, are kept in :attr:`extra`.
         """
         if isinstance(record, RunSummary):
             return record
@@ -169,6 +271,11 @@ class RunSummary:
                 values["model"] = FeatureSpec.from_dict(values["model"])
             except (GrpruneError, AttributeError):
                 extra["model"] = values.pop("model")
+        if values.get("early_stop") is not None:
+            try:
+                values["early_stop"] = EarlyStop.from_dict(values["early_stop"])
+            except GrpruneError:
+                extra["early_stop"] = values.pop("early_stop")
         absent = frozenset(k for k in names if k not in values)
         return cls(**{IN_MEMORY.get(k, k): v for k, v in values.items()}, extra=extra,
                    absent=absent)
@@ -179,6 +286,31 @@ class RunSummary:
         name = split.replace("-", "_")
         value = getattr(self, name) if name in SCORES else None
         return float(value) if isinstance(value, (int, float)) else None
+
+    @property
+    def warmup_model(self) -> bool:
+        """Whether a run with a selector reports an ERM warm-up epoch's model, which is
+        evaluated without the selector (every bond kept): ``use_selector`` false, or for a
+        summary written before that field, ``selected_phase`` ``warmup``."""
+        if self.selector == "none":
+            return False
+        if isinstance(self.use_selector, bool):
+            return not self.use_selector
+        return self.selected_phase == "warmup"
+
+    def model_notes(self) -> list[str]:
+        """What the reported model is, in words, where a user could take it for another:
+        an ERM warm-up model of a run with a selector (:func:`warmup_model_text`), and
+        early stopping (:meth:`EarlyStop.text`); empty for neither.
+
+        >>> RunSummary(selector="gumbel-gin", best_epoch=7, use_selector=False,
+        ...            selected_phase="warmup").model_notes()[0][:40]
+        'the selected epoch 7 is an ERM warm-up e'
+        """
+        notes = [warmup_model_text(self.best_epoch, self.selected)] if self.warmup_model else []
+        if self.early_stop is not None:
+            notes.append(self.early_stop.text())
+        return notes
 
     @property
     def in_distribution(self) -> bool:
