@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import math
 import sys
 from pathlib import Path
 
@@ -188,6 +189,55 @@ def test_table1_runs_table_grows_over_sessions_and_feeds_choose(tmp_path, capsys
     assert "```yaml\ndrugood-ec50/assay: paper\n```" in text
 
 
+def test_table1_per_run_and_per_epoch_rows_derive_every_mark(tmp_path, capsys):
+    """``runs`` and ``epochs`` write one row per run and per epoch (the epochs' floats as
+    Python wrote them, so they read back bit for bit); a run made again replaces its row;
+    a cell counts warm-up selections from ``selected_phase`` and runs that keep at least
+    95 % of test bonds, from the rows alone; PrunE - ERM gets its 95 % interval."""
+    import pandas as pd
+
+    table1 = load_script("benchmarks/accuracy/table1.py")
+    env = {"commit": "abc1234", "cpu": "AMD EPYC", "cpu_count": 2, "gpu": None}
+    for seed, (phase, kept) in enumerate([("warmup", 1.0), ("train", 0.55), ("train", 0.97)]):
+        run = fake_run(tmp_path / "s", data="ogbg-molbbbp", overrides=["data.split=size"],
+                       seed=seed, valid=0.85, test=0.70 + 0.01 * seed, preset="official",
+                       environment=env, selected_phase=phase, kept_edge_fraction=kept)
+        R.write_records(run / R.RESULTS, [
+            {"epoch": e, "phase": "warmup" if e < 1 else "train", "lr": 0.001,
+             "loss": {"total": 0.1 + e / 3}, "valid": {"rocauc": 0.8, "kept_edge_fraction": 1.0},
+             "test": {"rocauc": 0.7 + e / 7, "kept_edge_fraction": kept}} for e in range(2)])
+        fake_run(tmp_path / "s", data="ogbg-molbbbp", reg="none", overrides=["data.split=size"],
+                 seed=seed, valid=0.85, test=0.66, preset="official", environment=env,
+                 selected_phase="train", kept_edge_fraction=1.0)
+    out, eps = tmp_path / "x.runs.csv", tmp_path / "x.epochs.csv"
+    assert table1.main(["runs", str(tmp_path / "s"), "--out", str(out)]) == 0
+    assert table1.main(["epochs", str(tmp_path / "s"), "--out", str(eps)]) == 0
+    assert "wrote" in capsys.readouterr().out
+    runs = pd.read_csv(out)
+    assert len(runs) == 6 and set(runs["config_hash"].str.len()) == {12}
+    epochs = pd.read_csv(eps, dtype={"test": str})
+    assert len(epochs) == 6 and (epochs["test"].map(float) == [0.7, 0.7 + 1 / 7] * 3).all()
+    # the same run made again at another commit replaces its row, not adds one
+    again = runs.assign(commit="def5678").iloc[:1]
+    monkey = table1.run_rows
+    table1.run_rows = lambda dirs: again.to_dict("records")
+    try:
+        assert table1.main(["runs", str(tmp_path / "s"), "--out", str(out)]) == 0
+    finally:
+        table1.run_rows = monkey
+    runs = pd.read_csv(out)
+    assert len(runs) == 6 and sorted(set(runs["commit"])) == ["abc1234", "def5678"]
+    cells = {c["method"]: c for c in table1._group_cells(runs.assign(protocol="paper"))}
+    prune, erm = cells["PrunE"], cells["ERM"]
+    assert (prune["warmup_selected"], prune["not_pruning"]) == (1, 2)
+    assert erm["not_pruning"] is None
+    assert table1.cell_text({**prune, "reproduces": "yes"}) == \
+        "71.00 ± 1.00 (n=3) (warm-up 1/3) (does not prune 2/3)"
+    d, lo, hi = table1.difference(prune, erm)
+    assert round(d, 2) == 5.0 and round(lo, 2) == 2.52 and round(hi, 2) == 7.48
+    assert math.isnan(table1.difference({**prune, "n": 1}, erm)[1])  # no interval at n = 1
+
+
 def test_table1_runs_refuses_a_missing_directory(tmp_path, capsys):
     table1 = load_script("benchmarks/accuracy/table1.py")
     with pytest.raises(SystemExit) as stop:
@@ -227,7 +277,7 @@ def test_table1_build_picks_each_columns_default_preset_and_protocol(tmp_path, m
     # the shortened table (later, same n) loses to the paper's protocol
     bbbp = got[("ogbg-molbbbp", "scaffold", "PrunE", "paper")]
     assert (bbbp["preset"], bbbp["test_mean"], bbbp["commit"]) == ("paper", 69.0, "c1")
-    ec50 = got[("drugood-ec50", "size", "PrunE", "official schedule")]
+    ec50 = got[("drugood-ec50", "size", "PrunE", "official-preset schedule")]
     assert ec50["preset"] == "official" and round(ec50["test_mean"], 2) == 79.5
     assert (ec50["paper_mean"], ec50["paper_std"], ec50["n"]) == (65.46, 0.88, 4)
     assert round(got[("drugood-ec50", "size", "ERM", "good")]["test_mean"], 2) == 61.5
@@ -235,8 +285,8 @@ def test_table1_build_picks_each_columns_default_preset_and_protocol(tmp_path, m
     text = table1.markdown(rows)
     # the official preset's schedule is labelled as the official code's; no official-code
     # runs in these sources: that column says so
-    assert "| DrugOOD EC50 size (ROC-AUC) | `official` | official schedule | 65.50 ± 1.29 | " \
-        "79.50 ± 1.29 | not run |" in text
+    assert "| DrugOOD EC50 size (ROC-AUC) | `official` | official-preset schedule | " \
+        "65.50 ± 1.29 | 79.50 ± 1.29 † | not run |" in text
     assert "| GOOD-Motif basis (accuracy) | `–` | – | not run | not run | not run |" in text
     assert "| ogbg-molbbbp scaffold (ROC-AUC) | `paper` | paper | 68.00 ± 1.00 | 69.00 ± 1.00 |" \
         in text
@@ -282,7 +332,9 @@ def test_table1_takes_good_protocol_erm_only_with_four_finished_seeds(tmp_path, 
     # the row beside GOOD's leaderboard (63.80 ± 10.36, 10 runs), the end condition of
     # prune/README.md decided from the numbers
     assert ("- good-motif basis: 63.00 ± 2.58 against 63.80 ± 10.36; t = -0.23, p = 0.824; "
-            "within one leaderboard sd: GOOD's protocol") in text
+            "within one leaderboard sd, as GOOD's protocol would give on GOOD's own draw; at "
+            "n = 4 the 95 % interval of the difference, [-8.5, +6.9], does not exclude an "
+            "effect of grprune's draw of the data.") in text
     low = [{**rows[0], "test_mean": 45.0}]
     assert "under 50: GOOD's selection itself" in table1.good_verdicts(low)[-1]
     assert table1.good_verdicts([]) == []

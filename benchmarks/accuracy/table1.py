@@ -60,7 +60,8 @@ EPYC = "2 cores of an AMD EPYC (CPU)"
 #: commit, hardware); kind "collect" is `grprune collect --select all --layout long`,
 #: "study" an ``ablation.py table`` .runs.csv (GOOD-Motif), "runs" this script's ``runs``
 #: (protocol, commit and hardware per row), "good" ``prune/good_erm.py``'s table of
-#: GOOD-protocol runs, finished or not
+#: GOOD-protocol runs, finished or not; a "runs", "good" or "official" file that is not
+#: there yet is a study not run (:data:`REMAKE` names the ones that re-make stale cells)
 SOURCES = [
     ("prune/molbbbp.csv", "collect", "paper", "2820ba7", EPYC),
     ("prune/good-hiv-cpu.csv", "collect", "shortened", "2820ba7", EPYC),
@@ -70,6 +71,9 @@ SOURCES = [
     ("prune/drugood-ec50.runs.csv", "runs", None, None, None),
     ("official/results.jsonl", "official", "official schedule", None, None),
     ("prune/motif-good-erm.runs.csv", "good", "good", None, None),
+    ("prune/molbbbp-n10.runs.csv", "runs", None, None, None),
+    ("prune/good-hiv-cpu.runs.csv", "runs", None, None, None),
+    ("prune/motif-official.runs.csv", "runs", None, None, None),
 ]
 #: the ERM warm-up epochs of the ``official`` preset (``train.warmup_epochs``), which its
 #: selection may pick (``train.select_warmup``), as the official code's does
@@ -95,7 +99,9 @@ NOTES = {
         "oracle selector takes the same classifier to 85.67: prune/README.md, the probe and "
         "oracle sections",
     ("good-hiv", "scaffold"): "shortened protocol (3000 graphs per part, 30 epochs) until "
-        "good-hiv-full.yaml finishes: prune/README.md, GOOD-HIV",
+        "good-hiv-full.yaml finishes; its one full-protocol seed points the other way: "
+        "PrunE 56.31, a warm-up model, against ERM 66.42 with the same model (seed 0, "
+        "prune/good-hiv-full.csv): prune/README.md, GOOD-HIV",
     ("good-hiv", "size"): "shortened protocol, as scaffold",
     ("drugood-ec50", "scaffold"): "`official` selected an ERM warm-up epoch at all 4 seeds "
         "(no PrunE epoch validated higher), so the cell is ERM with the official model at a "
@@ -127,9 +133,29 @@ GOOD_PROTOCOL = (
     "ERM on GOOD's own protocol (`--preset good`, `prune/motif-good-erm.yaml`: GOOD's model, "
     "200 epochs on all 18,000 graphs, OOD-test at the first epoch of the best OOD-valid)")
 FIELDS = ["dataset", "split", "method", "preset", "protocol", "n", "test_mean", "test_std",
-          "valid_mean", "paper_mean", "paper_std", "warmup_selected", "commit", "hardware"]
+          "valid_mean", "paper_mean", "paper_std", "warmup_selected", "not_pruning",
+          "reproduces", "commit", "hardware"]
+#: one row per run (``table1.py runs``): ``kept`` is the test split's kept-edge fraction
+#: at the selected epoch, ``selected_phase`` whether that epoch was an ERM warm-up epoch
 RUN_FIELDS = ["dataset", "split", "method", "preset", "protocol", "seed", "valid", "test",
-              "id_test", "kept", "best_epoch", "commit", "hardware"]
+              "id_test", "kept", "best_epoch", "commit", "hardware", "selected_phase",
+              "config_hash"]
+#: one row per epoch of a run (``table1.py epochs``), every float as Python writes it (so
+#: it reads back bit for bit): what ``tests/test_stale_cells.py`` re-runs a prefix of
+EPOCH_FIELDS = ["dataset", "split", "method", "preset", "seed", "config_hash", "epoch",
+                "phase", "lr", "loss", "valid", "test", "kept_valid", "kept_test"]
+#: a PrunE run that keeps at least this fraction of the test split's edges at its selected
+#: epoch does not prune: its cell is marked ``(does not prune k/n)``
+NOT_PRUNING = 0.95
+#: the commits that changed the numbers of a method under a preset, oldest first:
+#: (commit, (method, preset), what changed). A cell whose runs were made before one that
+#: applies to it is not what HEAD computes (``reproduces`` in table1.csv). When
+#: ``tests/test_stale_cells.py`` fails, the change under test belongs here, and the cells
+#: it names are re-run.
+NUMBER_CHANGES = [
+    ("01577ad", ("PrunE", "official"), "sampled evaluation's noise keyed per graph "
+     "(issue 50), so an `official` cell's scores and selected epochs moved"),
+]
 BEGIN = "<!-- table1: written by benchmarks/accuracy/table1.py build; edit that, not this -->"
 END = "<!-- /table1 -->"
 
@@ -157,9 +183,37 @@ def run_rows(dirs: list[Path]) -> list[dict]:
                      "seed": run.seed, "valid": s.valid, "test": s.test,
                      "id_test": s.id_test, "kept": s.kept_edge_fraction,
                      "best_epoch": s.best_epoch, "commit": env.get("commit", ""),
-                     "hardware": env.get("gpu") or f"{env.get('cpu_count', '?')} cores of an "
-                                                   f"{env.get('cpu', '?')} (CPU)"})
+                     "hardware": hardware_of(env), "selected_phase": s.selected_phase,
+                     "config_hash": s.config_hash})
     return sorted(rows, key=lambda r: tuple(str(r[k]) for k in RUN_FIELDS[:6]))
+
+
+def hardware_of(env: dict) -> str:
+    """A run's hardware in words, from its summary's ``environment``."""
+    return env.get("gpu") or f"{env.get('cpu_count', '?')} cores of an {env.get('cpu', '?')} (CPU)"
+
+
+def epoch_rows(dirs: list[Path]) -> list[dict]:
+    """One row per epoch of every finished run under ``dirs`` that :func:`run_rows` keeps
+    (:data:`EPOCH_FIELDS`): the loss, the valid and test scores and kept-edge fractions of
+    ``results.jsonl``, floats as they are."""
+    from grprune import collect as C
+    from grprune.record.rundir import RunDir
+    keep = {(r["dataset"], r["split"], r["method"], r["preset"], r["seed"], r["config_hash"])
+            for r in run_rows(dirs)}
+    rows = []
+    for run in C.scan_runs(dirs).runs:
+        method = "PrunE" if run.reg else "ERM"
+        key = (run.dataset, run.split, method, run.preset, run.seed, run.summary.config_hash)
+        if key not in keep:
+            continue
+        for e in RunDir(run.path).record_lines():
+            rows.append({**dict(zip(EPOCH_FIELDS[:6], key)), "epoch": e["epoch"],
+                         "phase": e["phase"], "lr": e["lr"], "loss": e["loss"]["total"],
+                         "valid": e["valid"][run.metric], "test": e["test"][run.metric],
+                         "kept_valid": e["valid"].get("kept_edge_fraction"),
+                         "kept_test": e["test"].get("kept_edge_fraction")})
+    return sorted(rows, key=lambda r: tuple(str(r[k]) for k in EPOCH_FIELDS[:5]) + (r["epoch"],))
 
 
 def _load(relpath: str):
@@ -220,12 +274,25 @@ def _group_cells(df, scale: float = 100) -> list[dict]:
     for key, g in df.groupby(keys, sort=True):
         cell = _cell(g["test"], scale, **dict(zip(keys, key)))
         cell["valid_mean"] = scale * g["valid"].mean()
-        cell["warmup_selected"] = (int((g["best_epoch"] < WARMUP_EPOCHS).sum())
-                                   if "best_epoch" in g and key[3] == "official" else None)
+        cell["warmup_selected"] = _warmup_count(g) if key[3] == "official" else None
+        cell["not_pruning"] = (int((g["kept"] >= NOT_PRUNING).sum())
+                               if "kept" in g and key[2] == "PrunE" and g["kept"].notna().all()
+                               else None)
         cell["commit"] = "+".join(sorted(set(map(str, g["commit"]))))
         cell["hardware"] = "; ".join(sorted(set(map(str, g["hardware"]))))
         out.append(cell)
     return out
+
+
+def _warmup_count(g) -> int | None:
+    """How many runs of a cell selected an ERM warm-up epoch: their ``selected_phase``
+    where the table has it, else ``best_epoch`` under :data:`WARMUP_EPOCHS`; None when
+    the table has neither."""
+    if "selected_phase" in g and g["selected_phase"].notna().all():
+        return int((g["selected_phase"] == "warmup").sum())
+    if "best_epoch" in g:
+        return int((g["best_epoch"] < WARMUP_EPOCHS).sum())
+    return None
 
 
 def _official_cells(path: Path) -> list[dict]:
@@ -315,12 +382,23 @@ def good_verdicts(rows: list[dict]) -> list[str]:
     for r in good:
         mean, std, n = GOOD_LEADERBOARD[(r["dataset"], r["split"])]
         t, _, p = welch(r["test_mean"], r["test_std"], r["n"], mean, std, n)
-        verdict = ("within one leaderboard sd: GOOD's protocol, not its draw of the data, "
-                   "explains grprune's lower ERM" if abs(r["test_mean"] - mean) <= std else
+        d, lo, hi = difference(r, {"test_mean": mean, "test_std": std, "n": n})
+        verdict = ("within one leaderboard sd, as GOOD's protocol would give on GOOD's own "
+                   f"draw; at n = {r['n']} the 95 % interval of the difference, "
+                   f"[{lo:+.1f}, {hi:+.1f}], does not exclude an effect of grprune's draw of "
+                   "the data" if abs(r["test_mean"] - mean) <= std else
                    "under 50: GOOD's selection itself" if r["test_mean"] < 50 else
                    "outside one leaderboard sd: not explained by the protocol alone")
         out.append(f"- {r['dataset']} {r['split']}: {cell_text(r)} against {fmt(mean, std)}; "
                    f"t = {t:+.2f}, p = {p:.3f}; {verdict}.")
+        erm = [e for e in rows if (e["dataset"], e["split"], e["method"], e["preset"])
+               == (r["dataset"], r["split"], "ERM", "official")]
+        for e in erm:
+            t, _, p = welch(r["test_mean"], r["test_std"], r["n"], e["test_mean"],
+                            e["test_std"], e["n"])
+            out.append(f"  What the runs do show: GOOD's protocol lifts ERM "
+                       f"{r['test_mean'] - e['test_mean']:+.2f} points above ERM with the "
+                       f"`official` model ({cell_text(e)}; t = {t:+.2f}, p = {p:.3f}).")
     return out
 
 
@@ -331,7 +409,7 @@ def build(sources=SOURCES, root: Path = HERE) -> list[dict]:
     cells = []
     for order, (rel, kind, protocol, commit, hardware) in enumerate(sources):
         if not (root / rel).is_file():
-            if kind in ("official", "good"):  # no such run yet: the table says "not run"
+            if kind in ("official", "good", "runs"):  # not run yet: the table says so
                 continue
             fail(f"no such file: {root / rel}")
         cells += [{**c, "order": order}
@@ -353,8 +431,11 @@ def build(sources=SOURCES, root: Path = HERE) -> list[dict]:
         method = "PrunE" if r["method"] == OFFICIAL_CODE else r["method"]
         r["paper_mean"], r["paper_std"] = PAPER[(r["dataset"], r["split"])][method]
         if r["preset"] == "official" and r["protocol"] == "paper":
-            # the preset's own schedule is the official code's, not the paper text's
-            r["protocol"] = "official schedule"
+            # the preset's own schedule is the official code's, not the paper text's; the
+            # official code has no EC50 recipe, so there it is the preset's alone
+            r["protocol"] = ("official-preset schedule" if r["dataset"] == "drugood-ec50"
+                             else "official schedule")
+        r["reproduces"] = reproduces(r)
         if r.get("warmup_selected") is None and r["preset"] == "official" \
                 and r["method"] == "PrunE" and (r["dataset"], r["split"]) in WARMUP_AUDIT:
             r["warmup_selected"] = WARMUP_AUDIT[(r["dataset"], r["split"])][0]
@@ -363,10 +444,49 @@ def build(sources=SOURCES, root: Path = HERE) -> list[dict]:
     return [{k: r.get(k) for k in FIELDS} for r in rows]
 
 
+def reproduces(cell: dict) -> str:
+    """Whether HEAD computes a cell's numbers: ``yes`` when no commit of
+    :data:`NUMBER_CHANGES` that applies to its method and preset came after the commits
+    that made it, ``no: made at C, before X (what X changed)`` otherwise, ``unknown
+    commit C`` when git does not know one, ``n/a`` for the official code's own runs."""
+    if cell["method"] == OFFICIAL_CODE:
+        return "n/a (the official code)"
+    commits = [c for c in str(cell.get("commit") or "").split("+") if c]
+    for change, scope, what in NUMBER_CHANGES:
+        if (cell["method"], cell["preset"]) != scope:
+            continue
+        known = {c: _is_ancestor(change, c) for c in commits}
+        if unknown := [c for c, v in known.items() if v is None]:
+            return f"unknown commit {'+'.join(unknown)}"
+        if stale := [c for c, v in known.items() if not v]:
+            return f"no: made at {'+'.join(stale)}, before {change} ({what})"
+    return "yes"
+
+
+def _is_ancestor(old: str, new: str) -> bool | None:
+    """Whether commit ``old`` is ``new`` or an ancestor of it (git); None when git knows
+    either not (a shallow clone, a made-up commit)."""
+    return _ANCESTRY.setdefault((old, new), _git_is_ancestor(old, new))
+
+
+_ANCESTRY: dict[tuple[str, str], bool | None] = {}
+
+
+def _git_is_ancestor(old: str, new: str) -> bool | None:
+    import subprocess
+    try:
+        got = subprocess.run(["git", "merge-base", "--is-ancestor", old, new], cwd=HERE,
+                             capture_output=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return {0: True, 1: False}.get(got.returncode)
+
+
 def fmt(mean: float, std: float, n: int | None = None) -> str:
-    """``mean ± std``, with ``(n=N)`` under 4 seeds; one seed has no std
-    (:func:`mdtable.mean_std`)."""
-    return mean_std(mean, std, n, n_below=4)
+    """``mean ± std``, with ``(n=N)`` unless N is the table's usual 4 seeds; one seed has
+    no std (:func:`mdtable.mean_std`)."""
+    text = mean_std(mean, std, n, n_below=4)
+    return f"{text} (n={n})" if n is not None and n > 4 else text
 
 
 def cell_text(r: dict) -> str:
@@ -376,17 +496,31 @@ def cell_text(r: dict) -> str:
     k = r.get("warmup_selected")
     if k is not None and k == k and int(k) > 0:
         text += f" (warm-up {int(k)}/{r['n']})"
+    k = r.get("not_pruning")
+    if k is not None and k == k and int(k) > 0:
+        text += f" (does not prune {int(k)}/{r['n']})"
+    if str(r.get("reproduces", "yes")).startswith(("no", "unknown")):
+        text += " †"
     return text
 
 
 #: under the README's table: what its marks mean
 LEGEND = ("`official schedule`: all graphs and the `official` preset's schedule, which is "
           "the official code's (100 epochs, 10 ERM warm-up epochs that its selection may "
-          "pick), not the paper text's. (warm-up k/n): in k of n seeds the best "
+          "pick), not the paper text's; `official-preset schedule` (EC50): the same preset, "
+          "but the official code has no EC50 recipe, so its values there are the preset's "
+          "own choices. (warm-up k/n): in k of n seeds the best "
           "OOD-valid epoch was an ERM warm-up epoch, so those seeds score ERM with PrunE's "
-          "model. *official code*: the official PrunE code (`7b41dae`, patched only to run) on "
+          f"model. (does not prune k/n): in k of n seeds PrunE kept at least "
+          f"{NOT_PRUNING:.0%} of the test split's bonds at its selected epoch. †: made by code "
+          "that HEAD no longer reproduces (table1.md names the commit and the change). "
+          "*official code*: the official PrunE code (`7b41dae`, patched only to run) on "
           "grprune's exported data and split "
-          "([benchmarks/accuracy/official](benchmarks/accuracy/official/README.md)).")
+          "([benchmarks/accuracy/official](benchmarks/accuracy/official/README.md)). Data: "
+          "GOOD-Motif is grprune's regeneration of GOOD's generator (every GOOD-Motif number "
+          "here, the official code's included, is on that draw, not GOOD's release); EC50 is "
+          "the bundled curation (MoleOOD's, ChEMBL 29), not verified against DrugOOD's "
+          "release.")
 
 
 def readme_table(rows: list[dict]) -> str:
@@ -428,11 +562,15 @@ def markdown(rows: list[dict], good: Path = HERE / "prune/motif-good-erm.runs.cs
            "`official/runs.py` on grprune's exported data and split (`official/README.md`).",
            "", readme_table(rows).rstrip("\n"), "",
            *header(["dataset", "split", "method", "preset", "protocol", "n", "test", "valid",
-                    "paper", "commit", "hardware"])]
+                    "paper", "HEAD reproduces", "commit", "hardware"])]
     for r in rows:
         out.append(row([r["dataset"], r["split"], r["method"], r["preset"], r["protocol"],
                         r["n"], cell_text(r), f"{r['valid_mean']:.2f}",
-                        fmt(r["paper_mean"], r["paper_std"]), r["commit"], r["hardware"]]))
+                        fmt(r["paper_mean"], r["paper_std"]), r["reproduces"], r["commit"],
+                        r["hardware"]]))
+    out += remake_lines(rows)
+    out += differences(rows)
+    out += evalnoise_lines(rows)
     out += ["", "Where PrunE stays under the paper:", ""]
     for r in rows:
         if r["method"] == "PrunE" and r["test_mean"] < r["paper_mean"]:
@@ -446,6 +584,125 @@ def markdown(rows: list[dict], good: Path = HERE / "prune/motif-good-erm.runs.cs
         out += ["", pending]
     out += official_verdicts(rows)
     return "\n".join(out) + "\n"
+
+
+#: the sweep spec (under benchmarks/accuracy/prune) and per-run table that re-make a
+#: dataset's Table-1 cells at HEAD: what table1.md prints beside a cell HEAD does not
+#: reproduce
+REMAKE = {"good-motif": ("motif-full.yaml", "motif-official.runs.csv",
+                         "35-40 minutes a run on one CPU core; 3-7 on a GPU with MPS"),
+          "good-hiv": ("good-hiv-cpu.yaml", "good-hiv-cpu.runs.csv", "about 5 minutes a run"),
+          "drugood-ec50": ("drugood-ec50.yaml", "drugood-ec50.runs.csv",
+                           "about 10 minutes a run"),
+          "ogbg-molbbbp": ("molbbbp-n10.yaml", "molbbbp-n10.runs.csv", "2-4 minutes a run")}
+
+
+def remake_lines(rows: list[dict]) -> list[str]:
+    """table1.md's list of the cells HEAD does not reproduce, each with the commands that
+    re-make it (:data:`REMAKE`; the sweep resumes and skips what finished)."""
+    stale = [r for r in rows if str(r.get("reproduces", "")).startswith(("no", "unknown"))]
+    if not stale:
+        return []
+    out = ["", "Cells HEAD does not reproduce (†), and how to re-make each at HEAD (the sweep "
+           "resumes across interruptions; then `table1.py build --readme README.md`):", ""]
+    for r in stale:
+        spec, runs, cost = REMAKE[r["dataset"]]
+        reg = "size,eps-align" if r["method"] == "PrunE" else "none"
+        out.append(f"- {r['dataset']} {r['split']} {r['method']} `{r['preset']}`: "
+                   f"{r['reproduces']}. {cost}: `grprune sweep --spec "
+                   f"benchmarks/accuracy/prune/{spec} --split {r['split']} --preset "
+                   f"{r['preset']} --reg {reg} --out runs/remake --workers 2 && python "
+                   f"benchmarks/accuracy/table1.py runs runs/remake --out "
+                   f"benchmarks/accuracy/prune/{runs}`.")
+    return out
+
+
+#: evaluation-noise measurements of `official` cells (``prune/evalnoise.py``'s
+#: ``.epochs.csv``), per column; a column listed without its file is not measured yet
+EVALNOISE = {("ogbg-molbbbp", "size"): "prune/evalnoise-molbbbp-size.epochs.csv",
+             ("good-motif", "basis"): "prune/evalnoise-motif-basis.epochs.csv",
+             ("good-motif", "size"): "prune/evalnoise-motif-size.epochs.csv"}
+
+
+def evalnoise_lines(rows: list[dict], root: Path = HERE) -> list[str]:
+    """table1.md's lines on how much of each measured `official` PrunE cell is evaluation
+    noise (:data:`EVALNOISE`, ``prune/evalnoise.py``'s ``summary``), beside the cell."""
+    import pandas as pd
+    evalnoise = _load("prune/evalnoise.py")
+    out = ["", "Evaluation noise of the `official` PrunE cells (sampled evaluation, one keyed "
+           "draw per graph): each seed trained once and every epoch re-scored under other "
+           "noise keys and with M averaged draws, the weights unchanged "
+           "(`prune/evalnoise.py`; docs/method.md, \"Sampled evaluation and model "
+           "selection\"):", ""]
+    for (dataset, split), rel in EVALNOISE.items():
+        cell = next((r for r in rows if (r["dataset"], r["split"], r["method"], r["preset"])
+                     == (dataset, split, "PrunE", "official")), None)
+        beside = f" (the cell: {cell_text(cell)}, n = {cell['n']})" if cell else ""
+        if not (root / rel).is_file():
+            out.append(f"- {dataset} {split}{beside}: not measured yet: `python benchmarks/"
+                       f"accuracy/prune/evalnoise.py --data {dataset} --split {split} "
+                       f"--seeds 0-3 --out benchmarks/accuracy/{rel[:-len('.epochs.csv')]}`"
+                       f" ({REMAKE[dataset][2]}, plus the re-scoring).")
+            continue
+        table = pd.read_csv(root / rel, dtype={"key": str})
+        s = evalnoise.summary(table, select_warmup=True)
+        out.append(f"- {dataset} {split}{beside}: the same {s['n']} trainings report "
+                   f"{fmt(*s['reported'], s['n'])} under their own keys; the noise key alone "
+                   f"moves one seed's number by sd {s['noise_sd']:.2f} ({s['share']:.0%} of "
+                   f"the across-seed variance); scored with {s['draws']} averaged draws "
+                   f"they give {fmt(*s['rescored'], s['n'])}.")
+    return out
+
+
+#: the end condition of the n = 10 seeds line (stated in prune/README.md before the runs):
+#: a column is settled when the 95 % interval of PrunE - ERM excludes 0, or lies inside
+#: +-MARGIN points (no difference that matters); otherwise it stays open at n = 10
+MARGIN = 2.0
+
+
+def difference(prune: dict, erm: dict) -> tuple[float, float, float]:
+    """PrunE - ERM of two cells (×100) and its 95 % confidence interval, Welch's:
+    :math:`\\bar x_P - \\bar x_E \\pm t_{0.975,\\nu}\\sqrt{s_P^2/n_P + s_E^2/n_E}`, with
+    :math:`\\nu` the Welch-Satterthwaite degrees of freedom; NaN bounds under 2 seeds."""
+    import math
+
+    from scipy import stats
+    welch = _load("official/table.py").welch
+    d = prune["test_mean"] - erm["test_mean"]
+    t, df, _ = welch(prune["test_mean"], prune["test_std"], prune["n"],
+                     erm["test_mean"], erm["test_std"], erm["n"])
+    if t != t:
+        return d, math.nan, math.nan
+    half = float(stats.t.ppf(0.975, df)) * math.sqrt(
+        prune["test_std"] ** 2 / prune["n"] + erm["test_std"] ** 2 / erm["n"])
+    return d, d - half, d + half
+
+
+def differences(rows: list[dict]) -> list[str]:
+    """table1.md's lines on PrunE - ERM per column (same preset, same protocol): the
+    difference, its 95 % interval and the verdict of :data:`MARGIN`."""
+    out = ["", f"PrunE − ERM per column, same preset and protocol, with the 95 % confidence "
+           f"interval (Welch). Settled: the interval excludes 0, or lies inside ±{MARGIN:g} "
+           "points (no difference that matters); open otherwise (prune/README.md, \"Seeds "
+           "where they are cheap\").", ""]
+    for dataset, split, _ in COLUMNS:
+        got = {r["method"]: r for r in rows if (r["dataset"], r["split"]) == (dataset, split)
+               and r["protocol"] != "good" and r["method"] in ("ERM", "PrunE")}
+        if len(got) < 2 or got["ERM"]["preset"] != got["PrunE"]["preset"]:
+            continue
+        p, e = got["PrunE"], got["ERM"]
+        d, lo, hi = difference(p, e)
+        if lo != lo:
+            out.append(f"- {dataset} {split}: {d:+.2f} (n = {p['n']}, {e['n']}); no interval "
+                       "under 2 seeds.")
+            continue
+        verdict = ("PrunE above ERM" if lo > 0 else "PrunE below ERM" if hi < 0 else
+                   "no difference that matters" if -MARGIN <= lo and hi <= MARGIN else "open")
+        stale = (" †: a cell is from code HEAD no longer reproduces" if
+                 "†" in cell_text(p) + cell_text(e) else "")
+        out.append(f"- {dataset} {split}: {d:+.2f} [{lo:+.2f}, {hi:+.2f}] "
+                   f"(n = {p['n']}, {e['n']}): {verdict}.{stale}")
+    return out
 
 
 def official_verdicts(rows: list[dict], results: Path | None = None) -> list[str]:
@@ -485,6 +742,10 @@ def main(argv: list[str] | None = None) -> int:
     runs = sub.add_parser("runs", help="one CSV row per finished run under DIR, added to OUT")
     runs.add_argument("dirs", nargs="+", type=Path)
     runs.add_argument("--out", type=Path, required=True)
+    eps = sub.add_parser("epochs", help="one CSV row per epoch of each finished run under "
+                                        "DIR (EPOCH_FIELDS), added to OUT")
+    eps.add_argument("dirs", nargs="+", type=Path)
+    eps.add_argument("--out", type=Path, required=True)
     bld = sub.add_parser("build", help="table1.csv, table1.md and the README's table")
     bld.add_argument("--out", type=Path, default=HERE / "table1",
                      help="writes OUT.csv and OUT.md [benchmarks/accuracy/table1]")
@@ -494,19 +755,21 @@ def main(argv: list[str] | None = None) -> int:
     import pandas as pd
 
     from grprune.record.files import atomic_write_bytes
-    if args.command == "runs":
+    if args.command in ("runs", "epochs"):
         for d in args.dirs:
             if not d.is_dir():
                 fail(f"not a directory: {d}")
-        new = pd.DataFrame(run_rows(args.dirs), columns=RUN_FIELDS)
+        fields, key = ((RUN_FIELDS, RUN_FIELDS[:6]) if args.command == "runs"
+                       else (EPOCH_FIELDS, EPOCH_FIELDS[:5] + ["epoch"]))
+        made = run_rows if args.command == "runs" else epoch_rows
+        new = pd.DataFrame(made(args.dirs), columns=fields)
         # a study grows over sessions whose run directories are gone: the rows already in
-        # OUT stay, and a run measured again keeps its first row
-        old = pd.read_csv(args.out) if args.out.is_file() else new.iloc[:0]
-        both = pd.concat([old.reindex(columns=RUN_FIELDS), new], ignore_index=True)
-        both = both.drop_duplicates(RUN_FIELDS[:6], keep="first")
-        both = both.sort_values(RUN_FIELDS[:6], kind="stable")
+        # OUT stay, and a run made again (a stale cell re-run at HEAD) replaces its row
+        old = _read_csv(args.out) if args.out.is_file() else new.iloc[:0]
+        both = pd.concat([old.reindex(columns=fields), new], ignore_index=True)
+        both = both.drop_duplicates(key, keep="last").sort_values(key, kind="stable")
         atomic_write_bytes(args.out, both.to_csv(index=False).encode())
-        print(f"wrote {args.out}: {len(both)} runs ({len(both) - len(old)} new)")
+        print(f"wrote {args.out}: {len(both)} {args.command[:-1]}s ({len(both) - len(old)} new)")
         return 0
     rows = build()
     table = pd.DataFrame(rows, columns=FIELDS)
