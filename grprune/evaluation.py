@@ -284,8 +284,8 @@ Predicted = tuple[torch.Tensor, Any]  # (prob (B, C), ModelOutput): ``model.pred
 class GraphedForward:
     """``model.predict`` on evaluation batches that are the same tensors every epoch (the
     trainer's, :meth:`grprune.trainer.Trainer.evaluate`), captured as one graph per
-    (batch, ``use_selector``, seed) and replayed (``train.compile=cuda-graph``, issue 49:
-    "evaluation gets the same treatment where it pays").
+    (batch, ``use_selector``, seed) and replayed (``train.compile=cuda-graph``): evaluation
+    gets the same treatment as the step, where it pays.
 
     It pays: on one H100 at ``8ffd624`` one molbbbp validation pass (204 graphs, one batch)
     took 22 ms for 1.9 ms of kernels, 608 launches; train, valid and test each epoch are

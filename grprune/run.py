@@ -243,7 +243,7 @@ def _execute_locked(cfg: RunConfig, run_dir: Path, force: bool, on_epoch, log,
     if dataset is None:
         dataset = load_config_dataset(cfg, root)
     load_s = time.perf_counter() - t0
-    from grprune.data.info import duplicate_ids_note  # issue 50: duplicate IDs
+    from grprune.data.info import duplicate_ids_note  # duplicate compound IDs
     if getattr(dataset, "ids", None) is not None and duplicate_ids_note(dataset):
         log(f"note: {duplicate_ids_note(dataset)}")
     # the data's sizes, so that a checkpoint can be rebuilt without loading the data

@@ -5,7 +5,7 @@ one CUDA graph (``train.compile``).
 Pseudocode") up to the backward pass: the selector samples a mask, the encoder classifies
 the masked graphs, and the loss is :math:`\\mathcal L_{GT} + \\sum_i \\lambda_i R_i`
 (Eq. 5). :class:`TrainStep` runs it as it is (``train.compile=none``) or compiled with
-``torch.compile(mode=..., dynamic=False)`` (issue 49): one graph per static batch shape
+``torch.compile(mode=..., dynamic=False)``: one graph per static batch shape
 (``train.pad_buckets``' at most 8 buckets) and phase (ERM warm-up or not); AOTAutograd
 compiles the backward with it, and ``mode="reduce-overhead"`` replays both as CUDA graphs on
 a GPU. Adam's step stays eager (``train.fast_path``: fused on CUDA).
@@ -499,7 +499,7 @@ def _update(model: "GraphClassifier", regs: Mapping[str, Regularizer],
 
 class GraphedStep:
     """The whole training step (forward, loss, backward, Adam) captured as one graph per
-    (bucket, phase) and replayed (``train.compile=cuda-graph``, issue 49).
+    (bucket, phase) and replayed (``train.compile=cuda-graph``).
 
     The first :data:`EAGER_STEPS` steps of a key (:func:`_key`: the batch's shapes, i.e. its
     ``train.pad_buckets`` bucket, and the phase, ERM warm-up or not) run eagerly (on a side

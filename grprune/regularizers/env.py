@@ -19,7 +19,7 @@ and GOOD (divelab/GOOD, ``GOOD/ood_algorithms/algorithms/{IRM,VREx,GroupDRO}.py`
 The trainer always adds the plain cross-entropy on the whole batch; each class
 returns only its penalty, weighted by ``weight``.
 
-On a batch padded to a static shape (``train.pad_buckets``, issue 49) the three take a
+On a batch padded to a static shape (``train.pad_buckets``) the three take a
 static form over :class:`EnvSlots` (the environments in ``B`` slots instead of
 ``torch.unique``'s ``M``): the same values to rounding (``tests/test_static_regs.py``: within
 1e-6 relative, GroupDRO's bit for bit in that test), no read back to the host (GroupDRO:
