@@ -56,11 +56,12 @@ __version__ = "0.1.0"
 #: names ``import grprune`` offers, each imported on first use (PEP 562), so that
 #: ``import grprune`` itself stays free of torch, DGL, RDKit and OGB
 _LAZY = {"train": "grprune.api", "load_run": "grprune.api", "Run": "grprune.inference",
+         "predict_ensemble": "grprune.api",
          "from_graphs": "grprune.data"}
 #: subpackages reachable as attributes before they are imported (``grprune.data``)
 _SUBMODULES = ("api", "data", "inference")
 
-__all__ = ["Run", "from_graphs", "load_run", "train", "__version__"]
+__all__ = ["Run", "from_graphs", "load_run", "predict_ensemble", "train", "__version__"]
 
 
 def __getattr__(name: str):

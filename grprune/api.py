@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from grprune.errors import GrpruneError
 from grprune.progress import epoch_progress
@@ -284,3 +284,106 @@ def load_run(path: str | Path, device: str = "cpu"):
     """
     from grprune.inference import load_run as _load
     return _load(path, device=device, lazy=True)
+
+
+# -- ensembles ---------------------------------------------------------------------------
+def member_dirs(paths: Sequence[str | Path], log: Callable[[str], None] = lambda msg: None
+                ) -> list[Path]:
+    """The run directories that ``paths`` name: each a finished run's directory, or a
+    folder holding finished runs (a sweep's output; its unfinished or failed runs are
+    skipped, with a note on ``log``).
+
+    Raises
+    ------
+    GrpruneError
+        A path that does not exist, or a folder with no finished run.
+    """
+    from grprune.collect.reading import scan_runs
+    from grprune.record.rundir import RunDir
+    out: list[Path] = []
+    for p in map(Path, paths):
+        if not p.exists():
+            raise GrpruneError(f"run directory {p} does not exist")
+        if RunDir(p).has_config() or not p.is_dir():
+            out.append(p)  # a run (load_run judges it)
+            continue
+        runs, problems = scan_runs(p)
+        if not runs:
+            raise GrpruneError(f"{p} holds no finished run")
+        if problems:
+            log(f"{p}: {len(problems)} run director{'ies' if len(problems) > 1 else 'y'} "
+                f"not used (unfinished, failed or duplicate), e.g. {problems[0].path}: "
+                f"{problems[0].reason}")
+        out.extend(r.path for r in runs)
+    return list(dict.fromkeys(out))
+
+
+def load_model(paths: Sequence[str | Path], device: str = "cpu", calibrated: bool = False,
+               log: Callable[[str], None] = lambda msg: None):
+    """What ``grprune predict`` scores with: the run that ``paths`` name, or a
+    :class:`grprune.ensemble.Ensemble` of several (:func:`member_dirs`), or of one with
+    ``calibrated``.
+
+    Returns
+    -------
+    grprune.inference.Run or grprune.ensemble.Ensemble
+        Models loaded now, on ``device``.
+
+    Raises
+    ------
+    GrpruneError
+        No path; as :func:`member_dirs`, :func:`grprune.inference.load_run` and
+        :class:`~grprune.ensemble.Ensemble`.
+    """
+    from grprune.ensemble import Ensemble
+    from grprune.inference import load_run as _load
+    if not paths:
+        raise GrpruneError("name at least one run directory")
+    dirs = member_dirs(paths, log)
+    runs = [_load(d, device) for d in dirs]
+    if len(runs) == 1 and not calibrated:
+        return runs[0]
+    return Ensemble(runs, calibrated=calibrated)
+
+
+def predict_ensemble(runs: Sequence[str | Path], molecules, *, calibrated: bool = False,
+                     device: str = "cpu", batch_size: int = 256, bonds: bool = False,
+                     smiles_column: str | None = None, id_column: str | None = None,
+                     out: str | Path | None = None, chunk_rows: int | None = None, log=None):
+    """Score molecules with several runs as one ensemble, as ``grprune predict --run A --run
+    B`` does: each member scores as :meth:`grprune.inference.Run.predict` scores alone (calibrated
+    first with ``calibrated``), then ``score_mean``, ``score_sd`` and ``ensemble_size`` per
+    molecule (:mod:`grprune.ensemble`).
+
+    Parameters
+    ----------
+    runs : sequence of path
+        Run directories, or folders of finished runs (a sweep's output).
+    molecules, batch_size, bonds, smiles_column, id_column, out, chunk_rows, log
+        As :meth:`grprune.inference.Run.predict` (``bonds`` only for a single run).
+    calibrated : bool
+        Apply each run's ``calibration.json`` (``grprune calibrate``).
+    device : str
+        ``auto``, ``cpu``, ``cuda`` or ``cuda:N``.
+
+    Returns
+    -------
+    pandas.DataFrame or grprune.screen.ScreenSummary
+        As :meth:`~grprune.inference.Run.predict`; for two or more runs the score columns
+        are ``score_mean``, ``score_sd`` (sample standard deviation over the members) and
+        ``ensemble_size`` (``prob_k_mean``, ``prob_k_sd`` per class for more classes).
+
+    Raises
+    ------
+    GrpruneError
+        No run, incompatible runs (another dataset, task, metric or featurizer), a run
+        without a calibration when ``calibrated``; otherwise as ``Run.predict``.
+
+    Examples
+    --------
+    >>> grprune.api.predict_ensemble(["runs/a", "runs/b"], "library.csv")  # doctest: +SKIP
+    """
+    from grprune.screen import predict_molecules
+    model = load_model(runs, device, calibrated=calibrated)
+    return predict_molecules(model, molecules, batch_size, bonds, smiles_column=smiles_column,
+                             id_column=id_column, out=out, chunk_rows=chunk_rows, log=log)

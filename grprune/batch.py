@@ -85,7 +85,8 @@ class GraphBatch:
     bond : Tensor of shape (E,), int64
         Undirected bond of each directed edge, in ``[0, U)``: both directions
         of one bond share an id, so a selector can give them one score.
-    y : Tensor of shape (B,), int64
+    y : Tensor of shape (B,), int64; or of shape (B, T), float32 (multi-label or regression
+        labels, NaN where missing)
         Class label per graph.
     env : Tensor of shape (B,), int64
         Environment (domain) id per graph.
@@ -306,7 +307,8 @@ def collate(samples: Sequence[tuple]) -> GraphBatch:
         node_graph=node_graph, edge_graph=edge_graph,
         num_nodes=num_nodes, num_edges=num_edges,
         bond=bond,
-        y=torch.as_tensor(labels, dtype=torch.long),
+        y=(torch.stack(labels) if isinstance(labels[0], torch.Tensor)  # (B, T) float
+           else torch.as_tensor(labels, dtype=torch.long)),
         env=torch.as_tensor(envs, dtype=torch.long),
         index=torch.as_tensor(index, dtype=torch.long),
         edge_gt=edge_gt,

@@ -265,7 +265,9 @@ def _csv_bytes(df) -> bytes:
     return df.to_csv(index=False, float_format="%.6g").encode()
 
 
-def _pred_text(prob: np.ndarray) -> str:
+def _pred_text(prob: np.ndarray, per_task: bool = False) -> str:
+    if per_task:  # multi-task probabilities or regression values, one per task
+        return "predicted " + ";".join(f"{v:.3g}" for v in prob)
     c = int(np.argmax(prob))
     if len(prob) == 2:
         return f"p(y=1) = {prob[1]:.3f}"
@@ -411,6 +413,14 @@ def _molecules(dataset, ids: list[int], scores: dict, notes: list[str]) -> dict:
     return out
 
 
+def _label_cell(label: Any) -> Any:
+    """A graph's label in ``edges.csv``: the class (an int); for multi-task or regression
+    data (shape (T,)) the values joined by ``;``, empty where missing."""
+    if np.ndim(label) == 0:
+        return int(label)
+    return ";".join("" if np.isnan(v) else f"{v:g}" for v in np.asarray(label, dtype=float))
+
+
 def _edges_table(run, dataset, part: str, ids: list[int], scores: dict, labels: np.ndarray,
                  molecules: dict):
     """``edges.csv`` as a DataFrame: one row per undirected bond of the chosen graphs."""
@@ -431,7 +441,8 @@ def _edges_table(run, dataset, part: str, ids: list[int], scores: dict, labels: 
             row: dict[str, Any] = {"graph_index": i, "source_row": int(dataset.source_rows[i])}
             if dataset.ids is not None:
                 row["id"] = dataset.ids[i]
-            row.update({"part": part, "label": int(labels[i]), "pred_label": s.pred})
+            row.update({"part": part, "label": _label_cell(labels[i]),
+                        "pred_label": s.pred if np.ndim(labels[i]) == 0 else ""})
             row.update({f"prob_{c}": float(s.prob[c]) for c in range(num_classes)})
             if smiles is not None:
                 row["smiles"] = smiles[i]
@@ -467,8 +478,9 @@ def _draw_pictures(out: Path, dataset, part: str, ids: list[int], scores: dict,
     for i in ids:
         s = scores[i]
         marked = highlighted_bonds(ranking_score(s.bond_logits), s.bond_weight, top_k)
-        head = (f"{graph_label(dataset, i)}, {part} - label {int(labels[i])}, "
-                f"{_pred_text(s.prob)} - {int(marked.sum())}/{s.num_bonds} bonds marked")
+        head = (f"{graph_label(dataset, i)}, {part} - label {_label_cell(labels[i])}, "
+                f"{_pred_text(s.prob, np.ndim(labels[i]) > 0)} - "
+                f"{int(marked.sum())}/{s.num_bonds} bonds marked")
         name = picture_name(dataset, i, fmt)
         cached = molecules.get(i)
         if cached is not None and not draw_error:

@@ -472,22 +472,9 @@ class Run:
             with SMILES; for a table, a missing file or column, a bad ``chunk_rows``,
             Parquet without pyarrow.
         """
-        from grprune.predict import predict_smiles
-        from grprune.screen import CHUNK_ROWS, ScreenOptions, is_table, predict_table
-        table_only = {"smiles_column": smiles_column, "id_column": id_column, "out": out,
-                      "chunk_rows": chunk_rows}
-        if not is_table(molecules):
-            given = [k for k, v in table_only.items() if v is not None]
-            if given:
-                raise GrpruneError(f"{given[0]}= applies to a table (a DataFrame or a CSV "
-                                   f"file), not to SMILES")
-            items = [molecules] if isinstance(molecules, str) else list(molecules)
-            pred = predict_smiles(self, items, batch_size=batch_size)
-            return pred.bonds if bonds else pred.molecules
-        opts = ScreenOptions(smiles_column=smiles_column, id_column=id_column,
-                             batch_size=batch_size, bonds=bonds, progress="none",
-                             chunk_rows=CHUNK_ROWS if chunk_rows is None else int(chunk_rows))
-        return predict_table(self, molecules, out=out, opts=opts, log=log)
+        from grprune.screen import predict_molecules
+        return predict_molecules(self, molecules, batch_size, bonds, smiles_column=smiles_column,
+                                 id_column=id_column, out=out, chunk_rows=chunk_rows, log=log)
 
 
 @dataclass

@@ -110,3 +110,47 @@ class EpochSums:
             return {}, []
         values = torch.cat(parts).tolist()  # the one read-back
         return dict(zip(names, values)), values[len(names):]
+
+
+def masked_target_loss(pred: Tensor, y: Tensor, task: str, mask: Tensor | None = None) -> Tensor:
+    """The loss of a multi-label or regression head over the labelled entries only.
+
+    ``multilabel``: binary cross-entropy on the logits,
+    :math:`-[y \\log \\sigma(z) + (1 - y) \\log(1 - \\sigma(z))]`
+    (:func:`torch.nn.functional.binary_cross_entropy_with_logits`); ``regression``: the
+    squared error :math:`(z - y)^2` of the head's output against the (standardized) target.
+    An entry counts when its label is not NaN (a missing label, OGB's and chemprop's
+    masking) and its graph is real (``mask``); the loss is the mean over the counted
+    entries, :math:`\\sum_{ij} m_{ij} \\ell_{ij} / \\max(1, \\sum_{ij} m_{ij})`.
+
+    Parameters
+    ----------
+    pred : Tensor of shape (B, T)
+        Logits (``multilabel``) or standardized predictions (``regression``).
+    y : Tensor of shape (B, T), float
+        0/1 labels or standardized targets; NaN where missing.
+    task : {"multilabel", "regression"}
+    mask : Tensor of shape (B,), bool, optional
+        Graphs that count (False: padding).
+
+    Returns
+    -------
+    Tensor, a scalar (0 with a gradient path when no entry counts)
+
+    Examples
+    --------
+    >>> y = torch.tensor([[1.0, float("nan")], [3.0, 0.0]])
+    >>> float(masked_target_loss(torch.tensor([[0.0, 5.0], [1.0, 0.0]]), y, "regression"))
+    1.6666666269302368
+    """
+    seen = ~torch.isnan(y)
+    if mask is not None:
+        seen = seen & mask.view(-1, 1)
+    target = torch.where(seen, y, torch.zeros_like(y))
+    if task == "multilabel":
+        per = torch.nn.functional.binary_cross_entropy_with_logits(pred, target,
+                                                                   reduction="none")
+    else:
+        per = (pred - target) ** 2
+    m = seen.to(per.dtype)
+    return (per * m).sum() / m.sum().clamp_min(1)

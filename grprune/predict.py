@@ -316,8 +316,8 @@ def predict_smiles(run, smiles: Sequence[str], batch_size: int = 256) -> Predict
                        keys=[smiles_key(m.canonical or m.smiles) for m in ok],
                        seed=prediction_seed(run))
     scores = {m.row: s for m, s in zip(ok, scored)}
-    c = run.num_classes
-    prob_cols = ["prob_1"] if c == 2 else [f"prob_{k}" for k in range(c)]
+    from grprune.predict_columns import has_label, score_columns, score_values
+    prob_cols = score_columns(run)
     mol_rows, bond_rows, bond_ids = [], [], {}
     for m in items:
         row: dict[str, Any] = {"row": m.row, "smiles": m.smiles, "canonical_smiles": m.canonical,
@@ -328,12 +328,9 @@ def predict_smiles(run, smiles: Sequence[str], batch_size: int = 256) -> Predict
             row.update({"pred_label": None, "num_bonds": None, "bonds_kept": None})
             mol_rows.append(row)
             continue
-        if c == 2:
-            row["prob_1"] = float(s.prob[1])
-        else:
-            row.update({f"prob_{k}": float(s.prob[k]) for k in range(c)})
+        row.update(zip(prob_cols, score_values(run, s.prob[None])[0].tolist()))
         kept = s.bond_weight > 0.5
-        row.update({"pred_label": s.pred, "num_bonds": s.num_bonds,
+        row.update({"pred_label": s.pred if has_label(run) else None, "num_bonds": s.num_bonds,
                     "bonds_kept": int(kept.sum())})
         mol_rows.append(row)
         ids = rdkit_bond_ids(m.mol, s.bond_src, s.bond_dst, s.num_nodes)

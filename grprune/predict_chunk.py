@@ -166,7 +166,7 @@ def input_name(column: str) -> str:
     >>> input_name("ID"), input_name("status"), input_name("prob_1")
     ('ID', 'input_status', 'input_prob_1')
     """
-    ours = (column in MOLECULE_COLUMNS or column.startswith("prob_")
+    ours = (column in MOLECULE_COLUMNS or column.startswith(("prob_", "pred_"))
             or column in ("pred_label", "num_bonds", "bonds_kept"))
     return f"input_{column}" if ours else column
 
@@ -179,7 +179,9 @@ def chunk_table(run, df, keep: Sequence[str], rows: np.ndarray, smiles: Sequence
     (> 0.5), as :attr:`grprune.evaluation.GraphScore.bond_weight` does.
     """
     import pandas as pd
-    n, c = len(df), run.num_classes
+
+    from grprune.predict_columns import has_label, score_columns, score_values
+    n, names = len(df), score_columns(run)
     ok = graphs.ok
     out = df[list(keep)].reset_index(drop=True)
     out.columns = [input_name(k) for k in keep]
@@ -187,13 +189,14 @@ def chunk_table(run, df, keep: Sequence[str], rows: np.ndarray, smiles: Sequence
     out["smiles"] = ["" if x is None else str(x).strip() for x in smiles]
     cols: dict[str, Any] = {"canonical_smiles": graphs.canonical, "status": graphs.status,
                             "reason": graphs.reason}
-    prob = np.full((n, c), np.nan, dtype=np.float32)
+    prob = np.full((n, len(names)), np.nan, dtype=np.float32)
     label = pd.array([pd.NA] * n, dtype="Int64")
     num_bonds = pd.array([pd.NA] * n, dtype="Int64")
     kept = pd.array([pd.NA] * n, dtype="Int64")
     if scores is not None and len(scores):
-        prob[ok] = scores.prob
-        label[ok] = scores.prob.argmax(1)
+        prob[ok] = score_values(run, scores.prob)
+        if has_label(run):
+            label[ok] = scores.prob.argmax(1)
         ne = np.diff(scores.edge_ptr)
         num_bonds[ok] = ne // 2
         first = scores.edge_weight[0::2] > 0.5  # each graph's edges 2k: bond k
@@ -201,11 +204,8 @@ def chunk_table(run, df, keep: Sequence[str], rows: np.ndarray, smiles: Sequence
         kept[ok] = np.bincount(graph_of, weights=first, minlength=len(ne)).astype(np.int64)
     for k, v in cols.items():
         out[k] = v
-    if c == 2:
-        out["prob_1"] = prob[:, 1]
-    else:
-        for j in range(c):
-            out[f"prob_{j}"] = prob[:, j]
+    for j, name in enumerate(names):
+        out[name] = prob[:, j]
     out["pred_label"], out["num_bonds"], out["bonds_kept"] = label, num_bonds, kept
     return out
 

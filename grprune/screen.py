@@ -46,7 +46,9 @@ from typing import Any, Callable, Generator, Iterator, Sequence
 import numpy as np
 
 from grprune.errors import DataError, GrpruneError
-from grprune.predict import OK
+from grprune.ensemble import Ensemble, score_smiles
+from grprune.predict import OK, prediction_seed
+from grprune.predict_columns import shown_score_columns
 from grprune.predict_chunk import (ChunkGraphs, bond_table, chunk_table, featurize_rows,
                                    input_name, score_chunk)
 from grprune.screen_files import (OutputFile, check_output, count_rows, input_stamp,
@@ -296,8 +298,8 @@ def screen_csv(run, csv_file: str | Path, out: str | Path | None,
 
     Parameters
     ----------
-    run : grprune.inference.Run
-        A run trained on OGB-featurized molecules (:func:`can_stream`).
+    run : grprune.inference.Run or grprune.ensemble.Ensemble
+        A run (or runs) trained on OGB-featurized molecules (:func:`can_stream`).
     csv_file : path
         The library (plain or compressed CSV).
     out : path or None
@@ -369,6 +371,9 @@ def _check(run, opts: ScreenOptions, out: str | Path | None) -> Path | None:
     and the file type are checked (the Raises of :func:`screen_csv`)."""
     if opts.chunk_rows < 1:
         raise GrpruneError(f"--chunk-rows must be at least 1, got {opts.chunk_rows}")
+    if opts.bonds and isinstance(run, Ensemble) and len(run) > 1:
+        raise GrpruneError("--bonds lists one model's kept bonds; it does not apply to an "
+                           "ensemble of several runs")
     if not can_stream(run):
         raise GrpruneError("streamed screening featurizes with OGB's features; this run was "
                            "trained with another featurizer: score it in memory "
@@ -386,16 +391,19 @@ def _run_chunks(run, csv_file: Path, opts: ScreenOptions, cols: tuple, done: int
     sink, bsink = sinks
     row = done
     seen: dict[str, int] = {}
-    from grprune.predict import prediction_seed
-    model_seed = prediction_seed(run)
     chunks = _chunks(csv_file, done, opts.chunk_rows)
     for df, graphs in _featurized(chunks, lambda d: d[smiles_col].tolist(), workers):
         rows = np.arange(row, row + len(df), dtype=np.int64)
         ids = df[id_col].tolist() if id_col is not None else None
         if ids is not None:
             _note_duplicates(ids, rows, seen, summary)
-        scores = score_chunk(run, graphs, batch_size=opts.batch_size, seed=model_seed)
-        table = chunk_table(run, df, keep, rows, df[smiles_col].tolist(), graphs, scores)
+        if isinstance(run, Ensemble):  # each member scores, calibrated; then combined
+            table, scores = run.chunk_table(df, keep, rows, df[smiles_col].tolist(), graphs,
+                                            opts.batch_size)
+        else:
+            scores = score_chunk(run, graphs, batch_size=opts.batch_size,
+                                 seed=prediction_seed(run))
+            table = chunk_table(run, df, keep, rows, df[smiles_col].tolist(), graphs, scores)
         if sink is not None:
             sink.write(table)
         if bsink is not None:
@@ -448,7 +456,8 @@ def is_table(molecules) -> bool:
 
 #: dtypes of predict's numeric columns when a written table is read back (the others are text)
 _NUMERIC = {"molecules": {"row": "int64", "pred_label": "Int64", "num_bonds": "Int64",
-                          "bonds_kept": "Int64"},
+                          "bonds_kept": "Int64", "score_mean": "float64", "score_sd": "float64",
+                          "ensemble_size": "int64"},
             "bonds": {"row": "int64", "bond": "int64", "begin_atom": "int64",
                       "end_atom": "int64", "edge_prob": "float64", "edge_weight": "float64",
                       "kept": "int64"}}
@@ -456,8 +465,8 @@ _NUMERIC = {"molecules": {"row": "int64", "pred_label": "Int64", "num_bonds": "I
 
 def read_table(path: str | Path, kind: str = "molecules"):
     """A table predict wrote (:func:`screen_csv`), read back with its dtypes: the input's
-    columns and the SMILES as text (``""`` for empty cells), ``prob_*`` float (NaN when not
-    scored), ``pred_label``, ``num_bonds``, ``bonds_kept`` nullable integers.
+    columns and the SMILES as text (``""`` for empty cells), ``prob_*`` and ``pred_*`` float
+    (NaN when not scored), ``pred_label``, ``num_bonds``, ``bonds_kept`` nullable integers.
 
     Parameters
     ----------
@@ -467,7 +476,7 @@ def read_table(path: str | Path, kind: str = "molecules"):
     """
     import pandas as pd
     cols = pd.read_csv(path, nrows=0).columns
-    numeric = {c: ("float64" if kind == "molecules" and c.startswith("prob_")
+    numeric = {c: ("float64" if kind == "molecules" and c in shown_score_columns(cols)
                    else _NUMERIC[kind].get(c)) for c in cols}
     return pd.read_csv(path, keep_default_na=False,
                        na_values={c: [""] for c, t in numeric.items() if t},
@@ -542,16 +551,39 @@ def predict_table(run, data, out: str | Path | None = None, opts: ScreenOptions 
                 else read_table(target))
 
 
+def predict_molecules(model, molecules, batch_size: int = 256, bonds: bool = False, *,
+                      smiles_column: str | None = None, id_column: str | None = None,
+                      out: str | Path | None = None, chunk_rows: int | None = None, log=None):
+    """:meth:`grprune.inference.Run.predict` (its parameters, returns and raises) of a run
+    or of an :class:`~grprune.ensemble.Ensemble` (:func:`grprune.api.predict_ensemble`):
+    SMILES in memory (:func:`grprune.ensemble.score_smiles`), a table through
+    :func:`predict_table`."""
+    table_only = {"smiles_column": smiles_column, "id_column": id_column, "out": out,
+                  "chunk_rows": chunk_rows}
+    if not is_table(molecules):
+        given = [k for k, v in table_only.items() if v is not None]
+        if given:
+            raise GrpruneError(f"{given[0]}= applies to a table (a DataFrame or a CSV "
+                               f"file), not to SMILES")
+        items = [molecules] if isinstance(molecules, str) else list(molecules)
+        pred = score_smiles(model, items, batch_size=batch_size)
+        return pred.bonds if bonds else pred.molecules
+    opts = ScreenOptions(smiles_column=smiles_column, id_column=id_column,
+                         batch_size=batch_size, bonds=bonds, progress="none",
+                         chunk_rows=CHUNK_ROWS if chunk_rows is None else int(chunk_rows))
+    return predict_table(model, molecules, out=out, opts=opts, log=log)
+
+
 def _in_memory_table(run, csv_file: Path, out: str | Path | None, opts: ScreenOptions):
     """:func:`predict_table` for a run :func:`screen_csv` cannot score (its featurizer is not
     OGB's): every row in memory, as ``grprune predict`` scores such a run."""
     from grprune.data.molecules import match_columns, read_text_csv
-    from grprune.predict import predict_smiles, with_input_columns, write_prediction
+    from grprune.predict import with_input_columns, write_prediction
     inputs = read_text_csv(csv_file, "--csv")
     col = match_columns([str(c) for c in inputs.columns],
                         {"--smiles-column": opts.smiles_column or "smiles"}, "--csv")
-    pred = predict_smiles(run, inputs[col["--smiles-column"]].tolist(),
-                          batch_size=opts.batch_size)
+    pred = score_smiles(run, inputs[col["--smiles-column"]].tolist(),
+                        batch_size=opts.batch_size)
     pred.molecules = with_input_columns(pred.molecules, inputs, opts.keep_columns,
                                         opts.smiles_column)
     if out is None:

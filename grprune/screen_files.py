@@ -95,10 +95,13 @@ def state_path(out: Path) -> Path:
 
 def input_stamp(run, csv_file: Path, options: dict) -> dict:
     """What a resumed screen must share with the interrupted one (not the chunk size: a
-    resume starts after a row, whatever the chunks were)."""
+    resume starts after a row, whatever the chunks were): the input's path, size and
+    modification time, the model (:func:`grprune.ensemble.model_stamp`: every member's
+    directory, checkpoint and calibration) and the options."""
+    from grprune.ensemble import model_stamp
     st = csv_file.stat()
     return {"input": str(csv_file.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns,
-            "run": str(Path(run.run_dir).resolve()), "options": options}
+            "run": model_stamp(run), "options": options}
 
 
 def resume_point(out: Path, bonds_out: Path | None, stamp: dict) -> tuple[dict | None, str]:

@@ -37,7 +37,6 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from grprune.batch import GraphBatch
 from grprune.errors import GrpruneError
-from grprune.losses import cross_entropy
 from grprune.ops import Segments
 from grprune.regularizers.base import Regularizer, StepContext, sum_terms
 
@@ -144,7 +143,7 @@ def step_loss(model: "GraphClassifier", regs: Mapping[str, Regularizer], batch: 
         a selection).
     """
     out = model(batch, use_selector=not warm)
-    ce = cross_entropy(out.logits, batch.y, mask=batch.graph_mask)
+    ce = model.loss(out, batch.y, mask=batch.graph_mask)  # cross-entropy on classes
     terms = {"ce": ce}
     total = ce
     if not warm and regs:

@@ -49,6 +49,7 @@ from grprune.ops import all_finite
 from grprune.model import GraphClassifier
 from grprune.provenance import environment
 from grprune.record.epoch import EpochRecord, split_scores
+from grprune.record.metricinfo import higher_is_better
 from grprune.record.runconfig import FeatureSpec, RunConfig, TrainConfig
 from grprune.record.summary import EarlyStop, RunSummary
 from grprune.regularizers.base import REGULARIZERS, Regularizer, check_supports
@@ -83,7 +84,8 @@ def build_model_from_features(cfg: RunConfig, features: FeatureSpec
     encoder = ENCODERS.make(enc.name, **feat, **enc.hparams)
     selector = SELECTORS.make(sel.name, **feat, **sel.hparams) if sel.name != "none" else None
     model = GraphClassifier(encoder, features.classes, selector, readout=head.readout,
-                            head_layers=head.head_layers)
+                            head_layers=head.head_layers, task=features.task,
+                            target_mean=features.target_mean, target_std=features.target_std)
     regs = {name: REGULARIZERS.make(name, **hp) for name, hp in cfg.reg.items()}
     return model, regs
 
@@ -233,6 +235,12 @@ class Trainer:
             ROC-AUC, the validation split's are (model selection would run on NaN).
         """
         labels = self.dataset.labels.numpy()
+        if self.dataset.task != "classification":  # (G, T) with NaN missing
+            labelled = ~np.isnan(labels[self.splits.get("train", [])])
+            if not labelled.any():
+                raise GrpruneError("the training split has no labelled graph; choose another "
+                                   "data.split or check the label columns")
+            return
         found: np.ndarray = np.unique(labels[self.splits.get("train", [])])
         if len(found) == 0:
             sizes = ", ".join(f"{k} {len(v)}" for k, v in self.splits.items())
@@ -497,7 +505,8 @@ class Trainer:
             scores = {split: split_scores(self.metric, ev.metric, ev.kept, ev.selector)
                       for split, ev in evals.items()}
             epoch_time = time.perf_counter() - t0
-            improved = (not warm or tc.select_warmup) and best.update(epoch, evals, warm)
+            improved = (not warm or tc.select_warmup) and best.update(
+                epoch, evals, warm, higher=higher_is_better(self.metric))
             if improved:
                 self.rundir.save_checkpoint(self.model.state_dict())
             record = EpochRecord(epoch=epoch, phase="warmup" if warm else "train", lr=lr,

@@ -47,6 +47,7 @@ def toy_batch():
 def toy_dataset():
     graphs = toy_graphs()
     return SimpleNamespace(name="toy", graphs=graphs, num_classes=2, atom_encoder="ogb",
+                           task="classification", target_scale=None,
                            envs=torch.tensor([0, 1, 0, 1]), metric="rocauc")
 
 
@@ -97,3 +98,16 @@ def strip_keys(obj, keys):
     if isinstance(obj, list):
         return [strip_keys(v, keys) for v in obj]
     return obj
+
+
+def tiny_molbbbp_run(out, limit: int):
+    """A finished 2-epoch ogbg-molbbbp run of ``limit`` graphs per split part in ``out``,
+    trained through ``grprune run`` on the CPU."""
+    from click.testing import CliRunner
+
+    from grprune.cli import main
+    res = CliRunner().invoke(main, ["run", "--data", "ogbg-molbbbp", "--epochs", "2", "-H",
+                                    f"data.limit={limit}", "--progress", "none", "--device",
+                                    "cpu", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    return out

@@ -8,6 +8,7 @@ import shutil
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import tiny_molbbbp_run
 import torch
 from click.testing import CliRunner
 
@@ -27,11 +28,7 @@ def _cli(*args):
 
 @pytest.fixture(scope="module")
 def bbbp_run(tmp_path_factory, data_root):
-    out = tmp_path_factory.mktemp("bbbp") / "run"
-    res = _cli("run", "--data", "ogbg-molbbbp", "--epochs", "2", "-H", "data.limit=48",
-               "--progress", "none", "--device", "cpu", "--out", out)
-    assert res.exit_code == 0, res.output
-    return out
+    return tiny_molbbbp_run(tmp_path_factory.mktemp("bbbp") / "run", limit=48)
 
 
 @pytest.fixture(scope="module")

@@ -130,9 +130,10 @@ def test_one_dotted_reading_of_the_settings():
 # -- one reader and writer of run files -----------------------------------------------
 #: the names of a run's files (grprune.record.files), and the constants that hold them
 RUN_FILE_NAMES = {"config.json", "results.jsonl", "summary.json", "state.pt", "checkpoint.pt",
-                  "checkpoint-last.pt", "edge_probs.npz", "error.json", "sweep.log"}
+                  "checkpoint-last.pt", "edge_probs.npz", "error.json", "sweep.log",
+                  "calibration.json"}
 RUN_FILE_CONSTANTS = {"CONFIG", "RESULTS", "SUMMARY", "STATE", "CHECKPOINT", "LAST_CHECKPOINT",
-                      "EDGE_PROBS", "ERROR", "LOG", "RUN_FILES", "MARKERS"}
+                      "EDGE_PROBS", "ERROR", "LOG", "RUN_FILES", "MARKERS", "CALIBRATION"}
 #: where the run files are defined (record/files.py) and read and written (record/rundir.py)
 OWNERS = ("record",)
 

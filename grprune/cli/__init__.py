@@ -1,5 +1,5 @@
 """The ``grprune`` command line: ``run``, ``ls``, ``data``, ``sweep``, ``collect``,
-``explain`` and ``predict``.
+``explain``, ``predict`` and ``calibrate``.
 
 Every option has help text and an environment-variable fallback
 (``GRPRUNE_<COMMAND>_<OPTION>``, e.g. ``GRPRUNE_RUN_EPOCHS=5``). Errors a user
@@ -21,7 +21,7 @@ import warnings
 
 import click
 
-from grprune.cli import collect, data, explain, ls, run, sweep
+from grprune.cli import calibrate, collect, data, explain, ls, run, sweep
 from grprune.cli import plugins as _plugins
 from grprune.errors import GrpruneError
 
@@ -135,5 +135,5 @@ def _one_line_warning(message, category, filename, lineno, line=None) -> str:
 
 
 for _command in (run.run, ls.ls, data.data, sweep.sweep, collect.collect, collect.curves,
-                 explain.explain, explain.predict):
+                 explain.explain, explain.predict, calibrate.calibrate):
     main.add_command(_command)

@@ -141,9 +141,30 @@ def _short(smiles: str, width: int = 120) -> str:
     return escape(smiles if len(smiles) <= width else smiles[:width - 1] + "…")
 
 
-def _why(rec: dict) -> str:
-    """The status cell of a printed row: ``ok``, else the reason it was not scored."""
-    return _short(str(rec.get("reason") or rec["status"]), 200)
+def _why(row: dict) -> str:
+    """The status cell of a printed row of predictions: ``ok``, else the reason it was not
+    scored."""
+    return _short(str(row.get("reason") or row["status"]), 200)
+
+
+def _score_columns(df) -> list[str]:
+    """The score columns of a prediction table: ``prob_*``, ``pred_*``, or an ensemble's
+    ``score_mean``, ``score_sd``."""
+    from grprune.predict_columns import shown_score_columns
+    return [*shown_score_columns([str(c) for c in df.columns]),
+            *(c for c in ("score_mean", "score_sd") if c in df.columns)]
+
+
+def _kept(r: dict) -> str:
+    """The kept-bonds cell: ``kept/bonds``, or the bonds alone (an ensemble keeps none)."""
+    return (f"{r['bonds_kept']}/{r['num_bonds']}" if "bonds_kept" in r
+            else f"{r['num_bonds']} bonds")
+
+
+def _model_name(run) -> str:
+    """A run's directory name, or an ensemble's :attr:`grprune.ensemble.Ensemble.name`."""
+    from grprune.ensemble import Ensemble
+    return run.name if isinstance(run, Ensemble) else run.run_dir.name
 
 
 def _prediction_table(run, pred, ids: list[str] | None, shown: int):
@@ -152,8 +173,8 @@ def _prediction_table(run, pred, ids: list[str] | None, shown: int):
 
     from grprune.predict import OK
     df = pred.molecules
-    prob_cols = [c for c in df.columns if c.startswith("prob_")]
-    table = Table(title=_short(f"{run.dataset_name} model {run.run_dir.name}: "
+    prob_cols = _score_columns(df)
+    table = Table(title=_short(f"{run.dataset_name} model {_model_name(run)}: "
                                f"{pred.n_ok}/{len(df)} molecules scored", 400))
     for col, just in (("row", "right"), *((("id", "left"),) if ids else ()),
                       ("canonical SMILES", "left"), ("status", "left"),
@@ -167,12 +188,20 @@ def _prediction_table(run, pred, ids: list[str] | None, shown: int):
                       _short(r["canonical_smiles"] or r["smiles"]), _why(r),
                       *((f"{r[c]:.4f}" if ok else "-") for c in prob_cols),
                       str(r["pred_label"]) if ok else "-",
-                      f"{r['bonds_kept']}/{r['num_bonds']}" if ok else "-")
+                      _kept(r) if ok else "-")
     return table
 
 
 @click.command("predict")
-@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.argument("run_dir", type=click.Path(path_type=Path), required=False)
+@option("--run", "runs", multiple=True, type=click.Path(path_type=Path), metavar="DIR",
+        help="a run directory, or a folder of finished runs (a sweep's output), to score "
+             "with (repeatable): two or more runs form an ensemble, and each molecule gets "
+             "the members' mean score (score_mean), its standard deviation (score_sd) and "
+             "ensemble_size; the runs must share dataset, task and metric")
+@option("--calibrated", is_flag=True, default=False, envvar="GRPRUNE_PREDICT_CALIBRATED",
+        help="apply each run's post-hoc calibration (fitted by `grprune calibrate RUN`) to "
+             "its class-1 probability (binary classification runs)")
 @option("--smiles", "smiles", multiple=True, metavar="SMILES",
         help="a molecule to score (repeatable)")
 @option("--csv", "csv_file", type=click.Path(path_type=Path), default=None,
@@ -216,9 +245,10 @@ def _prediction_table(run, pred, ids: list[str] | None, shown: int):
              "10 % or 30 s), plain or none")
 @option("--device", default="auto", show_default=True,
         help="auto (CUDA when present), cpu, cuda or cuda:N")
-def predict(run_dir, smiles, csv_file, chunk_rows, smiles_column, id_column, keep_columns, out,
-            bonds, draw_dir, top_k, fmt, batch_size, progress, device) -> None:
-    """Score new molecules with a finished molecule run.
+def predict(run_dir, runs, calibrated, smiles, csv_file, chunk_rows, smiles_column, id_column,
+            keep_columns, out, bonds, draw_dir, top_k, fmt, batch_size, progress,
+            device) -> None:
+    """Score new molecules with a finished molecule run, or an ensemble of runs.
 
     Featurizes each SMILES like the training data (the run's features, RDKit's full
     sanitization: a molecule training would skip is not scored, and its reason is
@@ -232,17 +262,59 @@ def predict(run_dir, smiles, csv_file, chunk_rows, smiles_column, id_column, kee
     then one summary line. --csv is read, scored and written in chunks, with
     progress on stderr, in bounded memory (a library of 10^6 SMILES is fine).
     With --csv, --out carries the CSV's own columns (compound IDs and the like)
-    beside the scores. Exit status 0 if at least one molecule was scored, 1 if none.
+    beside the scores. Several runs (--run A --run B, or a sweep's folder) are
+    scored as an ensemble: each member as it scores alone, then the mean and standard
+    deviation per molecule. --calibrated applies each run's calibration.json.
+    Exit status 0 if at least one molecule was scored, 1 if none.
 
     \b
     Examples:
       grprune predict RUN --smiles 'CN1C=NC2=C1C(=O)N(C(=O)N2C)C' --smiles 'CC(=O)Oc1ccccc1C(=O)O'
       grprune predict RUN --csv library.csv.gz --id-column ID --out preds.csv
       grprune predict RUN --csv drugs.csv --smiles-column SMILES --out preds.parquet --bonds
+      grprune predict --run runs/a --run runs/b --run runs/c --csv library.csv --out ens.csv
+      grprune predict RUN --calibrated --csv library.csv --out calibrated.csv
     """
-    from grprune.inference import load_run
+    from grprune.api import load_model
+    from grprune.ensemble import Ensemble
     from grprune.predict import check_molecule_run
 
+    paths = [*([run_dir] if run_dir is not None else []), *runs]
+    rows_per_chunk = _check_predict_options(paths, smiles, csv_file, chunk_rows, smiles_column,
+                                            id_column, keep_columns, out, bonds, top_k,
+                                            batch_size)
+    run = load_model(paths, device, calibrated=calibrated, log=_note)
+    check_molecule_run(run)
+    if isinstance(run, Ensemble) and len(run) > 1:
+        if bonds or draw_dir is not None:
+            raise GrpruneError(f"{'--bonds' if bonds else '--draw'} shows one model's kept "
+                               f"bonds; it does not apply to an ensemble of several runs")
+        _note(f"scoring with an ensemble of {len(run)} runs: "
+              + ", ".join(str(r.run_dir) for r in run.members))
+    if calibrated:
+        _note("probabilities calibrated: " + "; ".join(
+            f"{r.run_dir.name} {c.describe()}" for r, c in zip(run.members, run.calibrators)))
+    if run.warmup_note:  # an ERM warm-up model: every bond is kept
+        _note(run.warmup_note)
+    from grprune.screen import can_stream
+    if csv_file is not None and draw_dir is None and can_stream(run):
+        n_ok = _predict_stream(run, csv_file, smiles_column, id_column, keep_columns, out,
+                               bonds, batch_size, progress, rows_per_chunk)
+    else:
+        n_ok = _predict_in_memory(run, smiles, csv_file, smiles_column, id_column,
+                                  keep_columns, out, bonds, draw_dir, top_k, fmt, batch_size)
+    scored, too_large = n_ok
+    if scored == 0 and not too_large:  # a molecule over the size limit was read: exit 0
+        _note("no molecule could be scored")
+        click.get_current_context().exit(1)
+
+
+def _check_predict_options(paths, smiles, csv_file, chunk_rows, smiles_column, id_column,
+                           keep_columns, out, bonds, top_k, batch_size) -> int:
+    """Refuse predict's option combinations that cannot work (one line each), before a
+    run is loaded; the rows per chunk."""
+    if not paths:
+        raise GrpruneError("name the run: grprune predict RUN ..., or --run DIR (repeatable)")
     if bool(smiles) == (csv_file is not None):
         raise GrpruneError("give either --smiles (repeatable) or --csv FILE")
     for name, given in (("--smiles-column", smiles_column), ("--keep-columns", keep_columns),
@@ -264,21 +336,7 @@ def predict(run_dir, smiles, csv_file, chunk_rows, smiles_column, id_column, kee
         check_output(out)  # Parquet without pyarrow: one line, before anything is read
     if csv_file is not None and not csv_file.is_file():
         raise GrpruneError(f"--csv not found: {csv_file}")
-    run = load_run(run_dir, device)
-    check_molecule_run(run)
-    if run.warmup_note:  # an ERM warm-up model: every bond is kept
-        _note(run.warmup_note)
-    from grprune.screen import can_stream
-    if csv_file is not None and draw_dir is None and can_stream(run):
-        n_ok = _predict_stream(run, csv_file, smiles_column, id_column, keep_columns, out,
-                               bonds, batch_size, progress, rows_per_chunk)
-    else:
-        n_ok = _predict_in_memory(run, smiles, csv_file, smiles_column, id_column,
-                                  keep_columns, out, bonds, draw_dir, top_k, fmt, batch_size)
-    scored, too_large = n_ok
-    if scored == 0 and not too_large:  # a molecule over the size limit was read: exit 0
-        _note("no molecule could be scored")
-        click.get_current_context().exit(1)
+    return rows_per_chunk
 
 
 def _positive_int(name: str, text: str | None, default: int) -> int:
@@ -338,8 +396,8 @@ def _stream_table(run, summary, shown: int):
 
     from grprune.predict import OK
     df = summary.head
-    prob_cols = [c for c in df.columns if c.startswith("prob_")]
-    table = Table(title=_short(f"{run.dataset_name} model {run.run_dir.name}: "
+    prob_cols = _score_columns(df)
+    table = Table(title=_short(f"{run.dataset_name} model {_model_name(run)}: "
                                f"{summary.scored:,}/{summary.rows:,} molecules scored", 400))
     id_col = summary.id_column
     for col in ("row", *(("id",) if id_col else ()), "canonical SMILES", "status", *prob_cols,
@@ -352,21 +410,21 @@ def _stream_table(run, summary, shown: int):
                       _short(r["canonical_smiles"] or r["smiles"]), _why(r),
                       *((f"{r[c]:.4f}" if ok else "-") for c in prob_cols),
                       str(r["pred_label"]) if ok else "-",
-                      f"{r['bonds_kept']}/{r['num_bonds']}" if ok else "-")
+                      _kept(r) if ok else "-")
     return table
 
 
 def _predict_in_memory(run, smiles, csv_file, smiles_column, id_column, keep_columns, out,
                        bonds, draw_dir, top_k, fmt, batch_size) -> tuple[int, int]:
     """``predict --smiles``, ``--draw`` and runs with other featurizers: every molecule in
-    memory (:func:`grprune.predict.predict_smiles`); the molecules scored and those too
+    memory (:func:`grprune.ensemble.score_smiles`); the molecules scored and those too
     large to score."""
-    from grprune.predict import (OK, draw_prediction, predict_smiles, read_smiles_csv,
-                                 write_prediction)
+    from grprune.ensemble import score_smiles
+    from grprune.predict import OK, draw_prediction, read_smiles_csv, write_prediction
     from grprune.data.molecules import TOO_LARGE
     inputs = list(smiles) if smiles else read_smiles_csv(csv_file, smiles_column)
     ids = _csv_ids(run, csv_file, id_column) if csv_file is not None else None
-    pred = predict_smiles(run, inputs, batch_size=batch_size)
+    pred = score_smiles(run, inputs, batch_size=batch_size)
     if csv_file is not None:  # the input's own columns (IDs, names) go beside the scores
         pred.molecules = _with_csv_columns(pred.molecules, csv_file, keep_columns,
                                            smiles_column)

@@ -6,6 +6,7 @@ import json
 import math
 from typing import Any
 
+from grprune.record.metricinfo import FRACTION_METRICS
 from grprune.record.settings import VOLATILE_KEYS
 
 #: `grprune collect --select`: a selection method (grprune.collect.selection), or all settings
@@ -13,7 +14,8 @@ SELECT_RULES = ("valid", "oracle", "all")
 LAYOUTS = ("table", "ablation", "long")
 #: ``train.seed`` and the keys that do not change results are not hyperparameters
 NOT_HPARAMS = {"train.seed"} | {f"{s}.{k}" for s, k in VOLATILE_KEYS}
-METRIC_NAMES = {"rocauc": "ROC-AUC", "accuracy": "accuracy"}
+METRIC_NAMES = {"rocauc": "ROC-AUC", "accuracy": "accuracy", "prauc": "PR-AUC",
+                "rmse": "RMSE", "mae": "MAE", "r2": "R²"}
 #: the paper's names of PrunE's hyperparameters (Figure 3b)
 PAPER_SYMBOLS = {"reg.size.eta": "η", "reg.size.weight": "λ1", "reg.eps-align.k": "K",
                  "reg.eps-align.weight": "λ2", "selector.tau": "τ"}
@@ -22,15 +24,18 @@ _MISSING = "<unset>"
 
 
 def pm(mean: float, std: float, scale: float = 100.0, digits: int = 2,
-       n: int | None = None) -> str:
+       n: int | None = None, metric: str | None = None) -> str:
     """``"70.32 ± 1.73"`` for fractions 0.7032 and 0.0173; ``"–"`` when missing.
 
     With ``n`` = 1 (one seed) the standard deviation is undefined: ``"63.35 (n=1)"``,
-    no ``±``.
+    no ``±``. A ``metric`` that is not a fraction (``rmse``, ``mae``, ``r2``:
+    :data:`grprune.record.metricinfo.FRACTION_METRICS`) is shown as it is, with 3 decimals.
 
-    >>> pm(0.7032, 0.0173), pm(0.6335, 0.0, n=1)
-    ('70.32 ± 1.73', '63.35 (n=1)')
+    >>> pm(0.7032, 0.0173), pm(0.6335, 0.0, n=1), pm(0.8123, 0.05, metric="rmse")
+    ('70.32 ± 1.73', '63.35 (n=1)', '0.812 ± 0.050')
     """
+    if metric is not None and metric not in FRACTION_METRICS:
+        scale, digits = 1.0, 3
     if mean is None or (isinstance(mean, float) and math.isnan(mean)):
         return "–" if mean is None else "nan"
     if n == 1:

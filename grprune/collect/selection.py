@@ -10,6 +10,7 @@ from typing import Any, ClassVar, Iterable, Sequence
 from grprune.collect.common import _MISSING, SELECT_RULES, _value_text
 from grprune.collect.reading import Run
 from grprune.errors import GrpruneError
+from grprune.record.metricinfo import oriented
 from grprune.naming import ablation_label, ablation_rank, method_label, method_rank
 
 # ---------------------------------------------------------------------------
@@ -163,9 +164,10 @@ class SelectionMethod:
 
     @classmethod
     def score(cls, setting: Setting) -> float:
-        """Mean ``field`` over the setting's seeds; -inf when it has none."""
+        """Mean ``field`` over the setting's seeds, signed so that higher is better
+        (:func:`grprune.record.metricinfo.oriented`: ``-RMSE``); -inf when it has none."""
         mean = setting.stat(cls.field)[0]
-        return -math.inf if math.isnan(mean) else mean
+        return -math.inf if math.isnan(mean) else oriented(setting.runs[0].metric, mean)
 
     @classmethod
     def choose(cls, settings: Sequence[Setting]) -> Setting:
@@ -206,8 +208,8 @@ def aggregate(runs: Sequence[Run], select: str = "valid",
     runs : sequence of Run
         Finished runs (:func:`scan_runs`).
     select : {"valid", "oracle", "all"}
-        ``"valid"``: per group, the setting with the highest mean validation
-        metric; ``"oracle"``: the highest mean *test* metric (optimistic; the
+        ``"valid"``: per group, the setting with the best mean validation
+        metric (highest; lowest for ``rmse`` and ``mae``); ``"oracle"``: the highest mean *test* metric (optimistic; the
         rows say ``selection="oracle"``); ``"all"``: every setting. Ties go to
         the setting with more seeds, then to the smaller setting id.
     presets : {"separate", "select"}
@@ -259,7 +261,8 @@ def aggregate(runs: Sequence[Run], select: str = "valid",
             row["_order"] = (row["column"], method_rank(row["method"]),
                              ablation_rank(row["ablation"]))
             rows.append(row)
-    rows.sort(key=lambda r: (r["_order"], -_nan_low(r["valid_mean"]), r["setting"]))
+    rows.sort(key=lambda r: (r["_order"], -_nan_low(oriented(r["metric"], r["valid_mean"])),
+                             r["setting"]))
     for row in rows:
         del row["_order"]
     return rows

@@ -276,8 +276,10 @@ def sensitivity_table(points: Sequence[dict]):
         held = (hparams_text(p["fixed"]) or "–") + f" ({p['fixed_note']})"
         table.add_row(*map(escape, (*(group if group != previous else ("", "")),
                                     _value_text(p["value"]), str(p["n"]),
-                                    pm(p["test_mean"], p["test_std"], n=p["n"]),
-                                    pm(p["valid_mean"], p["valid_std"], n=p["n"]),
+                                    pm(p["test_mean"], p["test_std"], n=p["n"],
+                                       metric=p["metric"]),
+                                    pm(p["valid_mean"], p["valid_std"], n=p["n"],
+                                       metric=p["metric"]),
                                     held if group != previous else "")))
         previous = group
     return table

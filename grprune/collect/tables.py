@@ -18,6 +18,7 @@ from grprune.collect.common import (
     pm,
 )
 from grprune.errors import GrpruneError
+from grprune.record.metricinfo import FRACTION_METRICS, oriented
 from grprune.naming import ablation_rank, method_rank
 from grprune.record import files as R
 
@@ -42,7 +43,7 @@ def _test_text(row: dict, show_n: bool = False) -> str:
     """The test cell: ``mean ± std`` (``mean (n=1)`` for one seed; `` (n=3)`` added with
     ``show_n``), then :data:`WARMUP_MARK` when a seed's reported model is an ERM warm-up
     model."""
-    text = pm(row["test_mean"], row["test_std"], n=row["n"])
+    text = pm(row["test_mean"], row["test_std"], n=row["n"], metric=row["metric"])
     if show_n and row["n"] != 1:  # one seed says n=1 already
         text += f" (n={row['n']})"
     return f"{text} {WARMUP_MARK}" if row.get("warmup_seeds") else text
@@ -96,8 +97,10 @@ def _grid(rows: Sequence[dict], layout: str, select: str):
 
 
 def _metric_text(rows: Sequence[dict]) -> str:
+    """The metrics' names, `` (%)`` after them when every one is a fraction (shown x100)."""
     names = sorted({METRIC_NAMES.get(r["metric"], r["metric"]) for r in rows})
-    return " / ".join(names)
+    percent = all(r["metric"] in FRACTION_METRICS for r in rows)
+    return " / ".join(names) + (" (%)" if percent else "")
 
 
 def _title(select: str, layout: str) -> str:
@@ -137,7 +140,7 @@ def to_markdown(rows: Sequence[dict], layout: str = "table", select: str | None 
     select = select or (rows[0]["selection"] if rows else "valid")
     ns = sorted({r["n"] for r in rows})
     lines = [f"## {_title(select, layout)}", ""]
-    caption = f"Test {_metric_text(rows)} (%), {_seeds_text(ns)}; {SELECTION_TEXT[select]}."
+    caption = f"Test {_metric_text(rows)}, {_seeds_text(ns)}; {SELECTION_TEXT[select]}."
     if select == "oracle":
         caption = f"**{caption}**"
     lines += [caption, ""]
@@ -162,9 +165,9 @@ def _long_lines(rows: Sequence[dict]) -> list[str]:
                                              ("oracle", r["oracle_choice"])) if flag)
         lines.append("| " + " | ".join([
             r["column"], r["method"], r["reg"] or "none", r["selector"], str(r["n"]),
-            _test_text(r), pm(r["valid_mean"], r["valid_std"], n=r["n"]),
+            _test_text(r), pm(r["valid_mean"], r["valid_std"], n=r["n"], metric=r["metric"]),
             "–" if math.isnan(r["id_test_mean"])
-            else pm(r["id_test_mean"], r["id_test_std"], n=r["n"]),
+            else pm(r["id_test_mean"], r["id_test_std"], n=r["n"], metric=r["metric"]),
             _kept_text(r), _fraction_text(r, "motif_edge_rocauc"),
             _fraction_text(r, "spurious_precision_at_50"),
             hparams_text(r["hparams"]) or "–", chosen or "–"]) + " |")
@@ -181,7 +184,8 @@ def _wide_lines(rows: Sequence[dict], layout: str, select: str, show_n: bool) ->
     rlabels, columns, cells = _grid(rows, layout, select)
     best = {}
     for c in columns:
-        means = [cells[(rl, c)]["test_mean"] for rl in rlabels if (rl, c) in cells]
+        means = [oriented(cells[(rl, c)]["metric"], cells[(rl, c)]["test_mean"])
+                 for rl in rlabels if (rl, c) in cells]
         means = [m for m in means if not math.isnan(m)]
         best[c] = max(means) if len(means) > 1 else None
     head = "Method" if layout == "table" else "Regularizers"
@@ -195,7 +199,7 @@ def _wide_lines(rows: Sequence[dict], layout: str, select: str, show_n: bool) ->
                 out.append("–")
                 continue
             text = _test_text(r, show_n)
-            if best[c] is not None and r["test_mean"] == best[c]:
+            if best[c] is not None and oriented(r["metric"], r["test_mean"]) == best[c]:
                 text = f"**{text}**"
             out.append(text)
         lines.append("| " + " | ".join(out) + " |")
@@ -216,7 +220,7 @@ def _selected_lines(rows: Sequence[dict], layout: str, select: str) -> list[str]
                f", broken by more seeds, then by setting id" if r["ties"] else "")
         lines.append(f"- {name}, {r['column']}: {hparams_text(r['hparams'])} "
                      f"(chosen from {r['n_settings']} settings; valid "
-                     f"{pm(r['valid_mean'], r['valid_std'], n=r['n'])}{tie})")
+                     f"{pm(r['valid_mean'], r['valid_std'], n=r['n'], metric=r['metric'])}{tie})")
     return lines
 
 
@@ -281,7 +285,7 @@ def rich_table(rows: Sequence[dict], layout: str = "table", select: str | None =
     from rich.table import Table
 
     select = select or (rows[0]["selection"] if rows else "valid")
-    title = f"{_title(select, layout)}: test {_metric_text(rows)} (%)"
+    title = f"{_title(select, layout)}: test {_metric_text(rows)}"
     table = Table(title=title, show_lines=layout != "long")
     if layout == "long":
         for col in ("dataset", "method", "reg", "n", "test", "valid", "ID test", "kept",
@@ -292,11 +296,11 @@ def rich_table(rows: Sequence[dict], layout: str = "table", select: str | None =
         for r in rows:
             chosen = "/".join(k for k, f in (("valid", r["valid_choice"]),
                                              ("oracle", r["oracle_choice"])) if f)
-            idt = (pm(r["id_test_mean"], r["id_test_std"], n=r["n"])
+            idt = (pm(r["id_test_mean"], r["id_test_std"], n=r["n"], metric=r["metric"])
                    if not math.isnan(r["id_test_mean"]) else "–")
             table.add_row(*map(escape, (
                 r["column"], r["method"], r["reg"] or "none", str(r["n"]),
-                _test_text(r), pm(r["valid_mean"], r["valid_std"], n=r["n"]), idt,
+                _test_text(r), pm(r["valid_mean"], r["valid_std"], n=r["n"], metric=r["metric"]), idt,
                 _kept_text(r), _fraction_text(r, "motif_edge_rocauc"),
                 _fraction_text(r, "spurious_precision_at_50"),
                 hparams_text(r["hparams"]) or "–", chosen or "–")))

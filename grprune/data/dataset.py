@@ -24,8 +24,9 @@ class GraphDataset(Dataset):
     graphs : list of dgl.DGLGraph or PackedGraphs, length G
         Each with ``ndata['feat']`` int64 (N, 9) and ``edata['feat']`` int64
         (E, 3) for ``atom_encoder == "ogb"``; both directions of every bond.
-    labels : array-like of int, shape (G,)
-        Class of each graph, in ``0 .. num_classes-1``.
+    labels : array-like of int, shape (G,); or of float, shape (G, T)
+        Class of each graph, in ``0 .. num_classes-1``; for ``task`` ``multilabel`` or
+        ``regression``: ``T`` labels (0/1) or targets per graph, NaN where missing.
     splits : dict of str to array-like of int
         ``train``, ``valid``, ``test`` and optionally ``id-valid``, ``id-test``
         (OOD benchmarks: ``valid``/``test`` are then the OOD parts): pairwise
@@ -51,10 +52,18 @@ class GraphDataset(Dataset):
         source declares none.
     info : dict, optional
         JSON-serialisable facts about loading (see :func:`grprune.data.load_dataset`).
+    task : {"classification", "multilabel", "regression"}
+        ``classification`` (one label column of classes, softmax and cross-entropy);
+        ``multilabel`` (``T`` binary label columns) and ``regression`` (``T`` real targets)
+        have float labels (G, T) and ``num_classes`` ``T`` (the head's width).
+    target_scale : (mean, std), each a sequence of T floats, optional
+        Regression: the training split's mean and standard deviation of each target (the
+        model learns the standardized target, :class:`grprune.model.GraphClassifier`).
 
     Attributes
     ----------
-    labels, envs : torch.LongTensor, shape (G,)
+    labels : torch.LongTensor of shape (G,), or torch.FloatTensor of shape (G, T)
+    envs : torch.LongTensor, shape (G,)
     source_rows : np.ndarray of int64, shape (G,)
     ids : list of str (length G) or None
     splits : dict of str to np.ndarray of int64
@@ -80,11 +89,17 @@ class GraphDataset(Dataset):
         source_rows: Sequence[int] | np.ndarray | None = None,
         info: dict | None = None,
         ids: Sequence[str] | None = None,
+        task: str = "classification",
+        target_scale: tuple[Sequence[float], Sequence[float]] | None = None,
     ) -> None:
         n = len(graphs)
         self.name = name
         self.graphs = graphs if isinstance(graphs, PackedGraphs) else list(graphs)
-        self.labels = torch.as_tensor(np.asarray(labels), dtype=torch.long).reshape(-1)
+        self.task, self.target_scale = task, target_scale
+        if task == "classification":
+            self.labels = torch.as_tensor(np.asarray(labels), dtype=torch.long).reshape(-1)
+        else:
+            self.labels = torch.as_tensor(np.asarray(labels, dtype=np.float32)).reshape(n, -1)
         self.envs = (
             torch.zeros(n, dtype=torch.long)
             if envs is None
@@ -110,17 +125,20 @@ class GraphDataset(Dataset):
         ):
             if length != n:
                 raise GrpruneError(f"dataset {name}: {length} {what} for {n} graphs")
-        if n and (self.labels.min() < 0 or self.labels.max() >= self.num_classes):
+        if n and task == "classification" and (self.labels.min() < 0
+                                               or self.labels.max() >= self.num_classes):
             raise GrpruneError(f"dataset {name}: labels outside 0..{self.num_classes - 1}")
         self.splits = check_split(splits, n, f"dataset {name}", cover=False)
 
     def __len__(self) -> int:
         return len(self.graphs)
 
-    def __getitem__(self, i: int) -> tuple[dgl.DGLGraph, int, int, int]:
-        """Graph ``i`` as ``(graph, label, env, i)``."""
+    def __getitem__(self, i: int) -> tuple[dgl.DGLGraph, Any, int, int]:
+        """Graph ``i`` as ``(graph, label, env, i)``; the label an int, or a float Tensor
+        of shape (T,) for ``multilabel`` and ``regression``."""
         i = int(i)
-        return self.graphs[i], int(self.labels[i]), int(self.envs[i]), i
+        label = int(self.labels[i]) if self.task == "classification" else self.labels[i]
+        return self.graphs[i], label, int(self.envs[i]), i
 
     def subset(self, split_name: str) -> Subset:
         """The graphs of one split part (``"train"``, ``"valid"``, ``"test"``, ...).

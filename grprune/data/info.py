@@ -30,6 +30,17 @@ def part_label(dataset: GraphDataset, part: str) -> str:
     return OOD_LABELS.get(part, part) if has_id else part
 
 
+def _label_counts(dataset, labels: np.ndarray, idx: np.ndarray) -> dict[str, int]:
+    """Graphs of each class among ``idx`` (class id -> count); for ``multilabel`` and
+    ``regression`` data, the graphs labelled in each task (label column -> count)."""
+    if dataset.task == "classification":
+        return {str(c): int(n) for c, n in enumerate(
+            np.bincount(labels[idx], minlength=dataset.num_classes))}
+    names = dataset.info.get("label_columns") or [str(t) for t in range(labels.shape[1])]
+    seen = (~np.isnan(labels[idx])).sum(0)
+    return {str(name): int(n) for name, n in zip(names, seen)}
+
+
 def describe(dataset: GraphDataset) -> dict[str, Any]:
     """Facts about a dataset and each part of its split.
 
@@ -60,15 +71,15 @@ def describe(dataset: GraphDataset) -> dict[str, Any]:
             continue
         idx = dataset.splits[part]
         assigned[idx] = True
-        counts = np.bincount(labels[idx], minlength=dataset.num_classes)
+        counts = _label_counts(dataset, labels, idx)
         parts[part] = {
             "label": part_label(dataset, part),
             "graphs": int(len(idx)),
             "mean_nodes": float(nodes[idx].mean()) if len(idx) else float("nan"),
             "mean_edges": float(edges[idx].mean()) if len(idx) else float("nan"),
-            "label_counts": {str(c): int(n) for c, n in enumerate(counts)},
-            "label_fraction": {str(c): (float(n) / len(idx) if len(idx) else float("nan"))
-                               for c, n in enumerate(counts)},
+            "label_counts": {c: int(n) for c, n in counts.items()},
+            "label_fraction": {c: (float(n) / len(idx) if len(idx) else float("nan"))
+                               for c, n in counts.items()},
             "n_envs": int(len(np.unique(envs[idx][envs[idx] >= 0]))),
         }
     info = dict(dataset.info)

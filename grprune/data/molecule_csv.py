@@ -66,6 +66,7 @@ import torch
 from grprune.compat import dgl
 from grprune.data.cache import CACHE_DIRNAME, cached_strings, load_or_build
 from grprune.data.dataset import GraphDataset
+from grprune.data.labels import dataset_task, label_columns, read_targets, target_scale
 from grprune.data.molecules import (MAX_ATOMS, lenient_mol, match_columns, read_text_csv,
                                     smiles_to_graph, too_large_reason, unparsable_reason)
 from grprune.record.files import file_sha256
@@ -75,6 +76,7 @@ from grprune.data.featurize import parallel_scaffolds
 from grprune.data.splits import random_split, scaffold_envs, scaffold_split, size_split
 from grprune.errors import DataError, GrpruneError
 from grprune.hparams import Param, short_repr
+from grprune.record.metricinfo import check_task_metric
 from grprune.record.runconfig import FeatureSpec, RunConfig
 from grprune.record.userfiles import expand_user
 
@@ -199,9 +201,13 @@ def _label_problem(text: str) -> str | None:
     return None
 
 
-def read_rows(path: Path, smiles_column: str, label_column: str, id_column: str = ""
+def read_rows(path: Path, smiles_column: str, label_column: str, id_column: str = "",
+              task: str = "classification"
               ) -> tuple[list[str], np.ndarray, dict[int, str], list[str] | None]:
     """The SMILES, labels and IDs of a molecule CSV, with the rows whose label is unusable.
+
+    ``label_column`` may name several columns (a comma list); with several, or with
+    ``task="regression"``, labels are read by :func:`grprune.data.labels.read_targets`.
 
     Columns are matched by :func:`grprune.data.molecules.match_columns` (exact,
     else the one column equal up to case); every missing one is named in one message.
@@ -213,13 +219,16 @@ def read_rows(path: Path, smiles_column: str, label_column: str, id_column: str 
     smiles_column, label_column : str
     id_column : str
         Column of compound IDs; ``""`` for none.
+    task : {"classification", "regression"}
+        ``data.task``.
 
     Returns
     -------
     smiles : list of str, length S
         One per data row (``""`` where missing).
-    labels : np.ndarray of int64, shape (S,)
-        0 or 1; -1 where the label is unusable.
+    labels : np.ndarray of int64, shape (S,); or of float32, shape (S, T)
+        0 or 1, -1 where the label is unusable; for several columns or regression, the
+        values with NaN where missing (:func:`~grprune.data.labels.read_targets`).
     bad : dict of int to str
         0-based data row -> reason, for missing SMILES and unusable labels.
     ids : list of str (length S) or None
@@ -232,7 +241,10 @@ def read_rows(path: Path, smiles_column: str, label_column: str, id_column: str 
         that names all of them and the columns present).
     """
     df = read_text_csv(path, "data file (data.path)")
-    wanted = {"data.smiles_column": smiles_column, "data.label_column": label_column}
+    names = label_columns(label_column)
+    wanted = {"data.smiles_column": smiles_column}
+    wanted.update({"data.label_column": names[0]} if len(names) == 1 else
+                  {f"data.label_column ({name})": name for name in names})
     if str(id_column).strip():
         wanted["data.id_column"] = str(id_column).strip()
     cols = match_columns(df.columns, wanted, str(path))
@@ -241,6 +253,11 @@ def read_rows(path: Path, smiles_column: str, label_column: str, id_column: str 
     smiles = [s.strip() for s in df[cols["data.smiles_column"]].tolist()]
     ids = ([str(x).strip() for x in df[cols["data.id_column"]].tolist()]
            if "data.id_column" in cols else None)
+    kind = dataset_task(task, len(names))
+    if kind != "classification":
+        cells = {name: df[cols[k]].tolist() for k, name in zip(
+            [k for k in cols if k.startswith("data.label_column")], names)}
+        return smiles, *read_targets(cells, smiles, kind), ids
     labels = np.full(len(df), -1, dtype=np.int64)
     bad: dict[int, str] = {}
     for row, (s, text) in enumerate(zip(smiles, df[cols["data.label_column"]].tolist())):
@@ -315,7 +332,7 @@ def featurize_rows(smiles: list[str], labels: np.ndarray, bad: dict[int, str],
 
 
 def _cache_key(path: Path, smiles_column: str, label_column: str, featurizer: str,
-               max_atoms: int = MAX_ATOMS) -> dict:
+               max_atoms: int = MAX_ATOMS, task: str = "classification") -> dict:
     import ogb
     import rdkit
 
@@ -323,6 +340,8 @@ def _cache_key(path: Path, smiles_column: str, label_column: str, featurizer: st
            "smiles_column": smiles_column, "label_column": label_column,
            "featurizer": featurizer, "rdkit_version": rdkit.__version__,
            "ogb_version": ogb.__version__, "max_atoms": int(max_atoms)}
+    if task != "classification":  # (a key without it: every classification cache as before)
+        key["task"] = task
     if featurizer.startswith("dgllife"):
         from importlib.metadata import version
         key["dgllife_version"] = version("dgllife")
@@ -330,14 +349,16 @@ def _cache_key(path: Path, smiles_column: str, label_column: str, featurizer: st
 
 
 def cached_rows(path: Path, smiles_column: str, label_column: str, featurizer: str,
-                root: Path, id_column: str = "", max_atoms: int = MAX_ATOMS) -> dict[str, Any]:
+                root: Path, id_column: str = "", max_atoms: int = MAX_ATOMS,
+                task: str = "classification") -> dict[str, Any]:
     """Read, check and featurize a molecule CSV through the graph cache; molecules over
     ``max_atoms`` heavy atoms are skipped (:func:`featurize_rows`).
 
     Returns
     -------
     dict
-        ``graphs`` (G), ``labels`` (G,), ``source_rows`` (G,), ``smiles`` (G),
+        ``graphs`` (G), ``labels`` (G,) int64 or (G, T) float32 (:func:`read_rows`),
+        ``source_rows`` (G,), ``smiles`` (G),
         ``ids`` (G, or None without ``id_column``),
         ``bad_rows`` (list of ``{"row", "reason"}``), ``n_source_rows``,
         ``source_sha256``, ``cache`` (status) and ``cache_dir``.
@@ -350,10 +371,11 @@ def cached_rows(path: Path, smiles_column: str, label_column: str, featurizer: s
     from grprune.data.featurize import announce
     size = path.stat().st_size if path.is_file() else 0
     announce(f"reading {path.name} ({size / 2**20:,.1f} MiB)", size)
-    smiles, labels, bad, ids = read_rows(path, smiles_column, label_column, id_column)
+    smiles, labels, bad, ids = read_rows(path, smiles_column, label_column, id_column, task)
+    what = "a 0/1 label" if labels.ndim == 1 else "a label"
     announce(f"read {path.name}: {len(smiles):,} rows, {len(smiles) - len(bad):,} with a "
-             f"SMILES and a 0/1 label", size)
-    key = _cache_key(path, smiles_column, label_column, featurizer, max_atoms)
+             f"SMILES and {what}", size)
+    key = _cache_key(path, smiles_column, label_column, featurizer, max_atoms, task)
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
     cache_dir = root / "molecule_csv" / CACHE_DIRNAME / digest
 
@@ -373,7 +395,9 @@ def cached_rows(path: Path, smiles_column: str, label_column: str, featurizer: s
         cache_dir, key, build, ("n_source_rows", "bad_rows"), ("labels", "source_rows"))
     announce(f"{path.name}: graphs ready (cache {status})", size)
     rows = tensors["source_rows"].numpy().astype(np.int64)
-    return {"graphs": graphs, "labels": tensors["labels"].long(), "source_rows": rows,
+    labels_out = tensors["labels"]
+    return {"graphs": graphs, "source_rows": rows,
+            "labels": labels_out.long() if labels_out.dim() == 1 else labels_out.float(),
             "smiles": [smiles[i] for i in rows],
             "ids": None if ids is None else [ids[i] for i in rows], "bad_rows": list(meta["bad_rows"]),
             "n_source_rows": int(meta["n_source_rows"]), "source_sha256": key["source_sha256"],
@@ -413,7 +437,8 @@ def split_and_envs(split: str, split_seed: int, data: dict[str, Any]
 
 @DATASETS.register("molecule-csv", aliases=("mol-csv",))
 class MoleculeCsv(FileDatasetSource):
-    """Your own molecules: a CSV file of SMILES and binary labels (module docstring)."""
+    """Your own molecules: a CSV file of SMILES and binary labels, several label columns
+    or regression targets (module docstring)."""
 
     splits = ("scaffold", "size", "random")
     params = {
@@ -421,7 +446,15 @@ class MoleculeCsv(FileDatasetSource):
         "source_sha256": Param("", "sha256 of the data.path file: set when the configuration "
                                    "is resolved, part of the run's identity"),
         "smiles_column": Param("smiles", "column holding the SMILES"),
-        "label_column": Param("label", "column holding the binary label (0 or 1)"),
+        "label_column": Param("label", "column holding the binary label (0 or 1); a comma "
+                                       "list for several tasks (empty cells: missing labels, "
+                                       "masked out); with data.task=regression, numbers"),
+        "task": Param("classification", "classification (0/1 labels) or regression (real "
+                                        "targets: MSE loss, RMSE/MAE/R2)",
+                      choices=("classification", "regression")),
+        "standardize": Param(True, "regression: learn the target standardized by the "
+                                   "training split's mean and sd (predictions come back in "
+                                   "the target's units)"),
         "id_column": Param("", "column of compound IDs, carried into explain's edges.csv, "
                                "picture names and --graphs (default: none; the CSV row "
                                "identifies each molecule)"),
@@ -436,9 +469,11 @@ class MoleculeCsv(FileDatasetSource):
                                       "'too large') before RDKit parses them (RDKit's "
                                       "scaffold code takes 0.4 s at 500 atoms, 6 s at 1,000)",
                            low=1, high=2000),
-        "metric": Param("rocauc", "metric of evaluation and model selection: rocauc, or "
-                                  "accuracy where a validation split holds one class only",
-                        choices=("rocauc", "accuracy")),
+        "metric": Param("rocauc", "metric of evaluation and model selection: rocauc, prauc "
+                                  "(average precision), or accuracy where a validation split "
+                                  "holds one class only; regression: rmse (taken for the "
+                                  "default rocauc), mae or r2",
+                        choices=("rocauc", "accuracy", "prauc", "rmse", "mae", "r2")),
     }
     metric = "rocauc"
     num_classes = 2
@@ -463,7 +498,8 @@ class MoleculeCsv(FileDatasetSource):
              source_sha256: str = "",
              smiles_column: str = "smiles", label_column: str = "label", id_column: str = "",
              featurizer: str = "ogb", split: str = "scaffold", split_seed: int = 0,
-             max_atoms: int = MAX_ATOMS, metric: str = "rocauc") -> GraphDataset:
+             max_atoms: int = MAX_ATOMS, metric: str = "rocauc", task: str = "classification",
+             standardize: bool = True) -> GraphDataset:
         """Load the CSV; see :meth:`DatasetSource.load` and the module docstring.
 
         Raises
@@ -477,10 +513,17 @@ class MoleculeCsv(FileDatasetSource):
             raise GrpruneError("dataset molecule-csv needs a CSV file: -H data.path=FILE "
                                "(and data.smiles_column, data.label_column)")
         split = self.resolve_split(split)
+        kind = dataset_task(task, len(label_columns(label_column)))
+        if kind == "regression" and metric == "rocauc":
+            metric = "rmse"  # the default metric is a classifier's
+        check_task_metric(kind, metric)
         csv = expand_user(path, "data.path")
         data = cached_rows(csv, smiles_column, label_column, featurizer, Path(root), id_column,
-                           max_atoms=max_atoms)
+                           max_atoms=max_atoms, task=task)
         parts, envs, env_source = split_and_envs(split, split_seed, data)
+        labels = data["labels"]
+        scale = (target_scale(labels.numpy(), parts["train"])
+                 if kind == "regression" and standardize else None)
         bad = data["bad_rows"]
         info = {"dataset": self.registered_name, "source": str(csv),
                 "source_sha256": data["source_sha256"], "featurizer": featurizer,
@@ -492,8 +535,13 @@ class MoleculeCsv(FileDatasetSource):
                 "split_sizes": {k: int(len(v)) for k, v in parts.items()},
                 "n_domains": int(envs.max()) + 1 if len(envs) else 0,
                 "cache": data["cache"], "cache_dir": data["cache_dir"]}
-        return GraphDataset(self.registered_name, data["graphs"], data["labels"], parts,
-                            num_classes=2, metric=metric,
+        if kind != "classification":
+            info.update(task=kind, label_columns=label_columns(label_column),
+                        target_scale=None if scale is None else
+                        {"mean": scale[0], "std": scale[1]})
+        return GraphDataset(self.registered_name, data["graphs"], labels, parts,
+                            num_classes=2 if kind == "classification" else labels.shape[1],
+                            metric=metric, task=kind, target_scale=scale,
                             atom_encoder=FEATURIZERS[featurizer][0], envs=envs,
                             smiles=data["smiles"], source_rows=data["source_rows"], info=info,
                             ids=data["ids"])

@@ -23,6 +23,9 @@ os.umask(_UMASK)
 CONFIG, RESULTS, SUMMARY = "config.json", "results.jsonl", "summary.json"
 STATE, CHECKPOINT, EDGE_PROBS = "state.pt", "checkpoint.pt", "edge_probs.npz"
 LAST_CHECKPOINT = "checkpoint-last.pt"
+#: a post-hoc calibration fitted after training (``grprune calibrate``,
+#: :class:`grprune.record.calibration.CalibrationRecord`)
+CALIBRATION = "calibration.json"
 #: a sweep's files in a run directory: the failure record and the child's log
 ERROR, LOG = "error.json", "sweep.log"
 #: a sweep root's plan of its runs (:mod:`grprune.sweep.plan`), which ``collect`` looks for

@@ -56,13 +56,23 @@ class FeatureSpec:
     edge_dim : int
         Width of ``edata["feat"]``; 0 without edge features.
     classes : int
-        Number of classes ``C`` of the classifier's output.
+        Number of classes ``C`` of the classifier's output; the number of tasks ``T``
+        (label columns) for ``multilabel`` and ``regression``.
+    task : str
+        ``"classification"`` (every run before regression), ``"multilabel"`` or
+        ``"regression"`` (:attr:`grprune.data.dataset.GraphDataset.task`).
+    target_mean, target_std : tuple of float (length T) or None
+        Regression: the training split's mean and standard deviation of each target, by
+        which the model's output is de-standardized (None: not standardized).
     """
 
     kind: str
     node_dim: int
     edge_dim: int
     classes: int
+    task: str = "classification"
+    target_mean: tuple[float, ...] | None = None
+    target_std: tuple[float, ...] | None = None
 
     @classmethod
     def of(cls, dataset) -> "FeatureSpec":
@@ -70,10 +80,13 @@ class FeatureSpec:
         feature widths, its ``atom_encoder`` kind and ``num_classes``)."""
         g0 = dataset.graphs[0]
         nfeat = g0.ndata["feat"]
+        scale = dataset.target_scale
         return cls(kind=str(getattr(dataset, "atom_encoder", "ogb")),
                    node_dim=int(nfeat.shape[1]) if nfeat.dim() > 1 else 1,
                    edge_dim=int(g0.edata["feat"].shape[1]) if "feat" in g0.edata else 0,
-                   classes=int(dataset.num_classes))
+                   classes=int(dataset.num_classes), task=dataset.task,
+                   target_mean=None if scale is None else tuple(scale[0]),
+                   target_std=None if scale is None else tuple(scale[1]))
 
     @classmethod
     def from_dict(cls, record: Mapping[str, Any]) -> "FeatureSpec":
@@ -86,19 +99,34 @@ class FeatureSpec:
             If a field is missing.
         """
         try:
+            scale = [None if record.get(k) is None else tuple(float(v) for v in record[k])
+                     for k in ("target_mean", "target_std")]
             return cls(kind=str(record.get("kind", record.get("feature_kind"))),
                        node_dim=int(record["node_dim"]), edge_dim=int(record["edge_dim"]),
-                       classes=int(record.get("classes", record.get("num_classes"))))
+                       classes=int(record.get("classes", record.get("num_classes"))),
+                       task=str(record.get("task", "classification")),
+                       target_mean=scale[0], target_std=scale[1])
         except (KeyError, TypeError, ValueError) as exc:
             raise GrpruneError(f"bad features record {dict(record)!r}: {exc}") from None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The ``features`` record; the task fields only where they are not a
+        classifier's defaults, so a classification run's record is as it always was."""
+        out = asdict(self)
+        for key, default in (("task", "classification"), ("target_mean", None),
+                             ("target_std", None)):
+            if out[key] == default:
+                del out[key]
+            elif isinstance(out[key], tuple):
+                out[key] = list(out[key])
+        return out
 
     def summary_record(self) -> dict[str, Any]:
         """The form of ``summary.json``'s older ``"model"`` record: :meth:`model_kwargs`
-        and ``num_classes``."""
-        return {**self.model_kwargs(), "num_classes": self.classes}
+        and ``num_classes`` (and the task fields of :meth:`to_dict`, where they are set)."""
+        task = {k: v for k, v in self.to_dict().items()
+                if k in ("task", "target_mean", "target_std")}
+        return {**self.model_kwargs(), "num_classes": self.classes, **task}
 
     def model_kwargs(self) -> dict[str, Any]:
         """The keyword arguments of encoders and selectors: ``feature_kind``,

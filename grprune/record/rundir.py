@@ -47,6 +47,7 @@ from grprune.errors import GrpruneError
 from grprune.record.epoch import EpochRecord
 from grprune.record.error import ErrorRecord
 from grprune.record.files import (
+    CALIBRATION,
     CHECKPOINT,
     CONFIG,
     EDGE_PROBS,
@@ -60,6 +61,7 @@ from grprune.record.files import (
     atomic_save,
     atomic_write_json,
     damaged_zip_member,
+    file_sha256,
     keep_records,
     read_json,
     read_records,
@@ -69,6 +71,7 @@ from grprune.record.settings import config_hash
 from grprune.record.summary import RunSummary, check_summary
 
 if TYPE_CHECKING:  # trainstate imports torch: read_state imports it when it runs
+    from grprune.record.calibration import CalibrationRecord
     from grprune.record.trainstate import TrainState
 
 LOCK = ".lock"
@@ -79,7 +82,7 @@ RUNNING_ELSEWHERE = "another process is running it (its lock is held)"
 STATES = ("empty", "foreign", "corrupt", "other-config", "running", "finished", "failed",
           "interrupted")
 #: what a run writes as it trains: removed when a run starts over
-RUN_FILES = (RESULTS, STATE, CHECKPOINT, LAST_CHECKPOINT, EDGE_PROBS, SUMMARY)
+RUN_FILES = (RESULTS, STATE, CHECKPOINT, LAST_CHECKPOINT, EDGE_PROBS, SUMMARY, CALIBRATION)
 #: files whose presence makes a directory a run directory (for collect's search)
 MARKERS = frozenset((CONFIG, SUMMARY, ERROR, STATE))
 #: where a state.pt that was refused is moved, so that nothing is silently discarded
@@ -271,6 +274,12 @@ class RunDir:
         data = read_json(self.path / ERROR)
         return ErrorRecord.from_dict(data) if isinstance(data, dict) else None
 
+    def calibration(self) -> "CalibrationRecord | None":
+        """``calibration.json`` (:func:`grprune.record.calibration.read_calibration`: None
+        without one; one-line GrpruneError when unreadable or fitted on another checkpoint)."""
+        from grprune.record.calibration import read_calibration
+        return read_calibration(self.path / CALIBRATION, self.path / CHECKPOINT)
+
     def record_lines(self) -> list[dict]:
         """``results.jsonl`` as written, one dict per epoch (a torn last line is skipped)."""
         return read_records(self.path / RESULTS)
@@ -448,6 +457,12 @@ class RunDir:
     def write_summary(self, summary: RunSummary) -> None:
         """Write ``summary.json``: the run is finished."""
         atomic_write_json(self.path / SUMMARY, summary.to_dict())
+
+    def write_calibration(self, record: "CalibrationRecord") -> None:
+        """Write ``calibration.json``, atomically, stamped with ``checkpoint.pt``'s sha256."""
+        from dataclasses import replace
+        sha = file_sha256(self.path / CHECKPOINT)
+        atomic_write_json(self.path / CALIBRATION, replace(record, checkpoint_sha256=sha).to_dict())
 
     def write_error(self, record: ErrorRecord | Mapping[str, Any]) -> None:
         """Write ``error.json``: why the run failed (:class:`ErrorRecord`, or a mapping of

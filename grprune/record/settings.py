@@ -215,7 +215,9 @@ class DataSettings(Configurable):
 #: keys added after runs were made, left out of the hash at their default so that those
 #: runs keep their identity: (section, key) -> (datasets it applies to, default)
 LATER_KEYS = {("data", "max_atoms"): (("molecule-csv",), 500),
-              ("data", "metric"): (("molecule-csv",), "rocauc")}
+              ("data", "metric"): (("molecule-csv",), "rocauc"),
+              ("data", "task"): (("molecule-csv",), "classification"),
+              ("data", "standardize"): (("molecule-csv",), True)}
 
 
 def _later_default(section: Mapping[str, Any], name: str, key: str, value: Any) -> bool:

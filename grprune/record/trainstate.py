@@ -42,12 +42,17 @@ class Best:
     since: int = 0
     warm: bool = False
 
-    def update(self, epoch: int, evals: Mapping[str, Any], warm: bool) -> bool:
+    def update(self, epoch: int, evals: Mapping[str, Any], warm: bool,
+               higher: bool = True) -> bool:
         """Take ``epoch`` when its validation score is better (NaN never is); ``evals``:
-        split -> its :class:`~grprune.evaluation.Evaluation`. Returns whether it was taken;
-        ``since`` counts the post-warm-up epochs that were not."""
+        split -> its :class:`~grprune.evaluation.Evaluation`; ``higher``: whether a higher
+        score is better (:func:`grprune.record.metricinfo.higher_is_better`: False for
+        ``rmse``, ``mae``). Returns whether it was taken; ``since`` counts the post-warm-up
+        epochs that were not."""
         valid, test = evals["valid"], evals["test"]
-        if valid.metric > self.valid:
+        better = (valid.metric > self.valid if higher else
+                  valid.metric < self.valid or (self.epoch < 0 and not math.isnan(valid.metric)))
+        if better:
             self.epoch, self.valid, self.test, self.kept_test, self.since, self.warm = (
                 epoch, valid.metric, test.metric, test.kept, 0, warm)
             self.train = evals["train"].metric if "train" in evals else math.nan

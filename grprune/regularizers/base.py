@@ -110,8 +110,10 @@ class Regularizer(nn.Module, Configurable):
     :meth:`terms`. :meth:`supports` says whether the regularizer can run with a
     selector and a dataset; by default it reads ``requires``, what the
     regularizer needs: ``"selector"`` (a learned subgraph selector's output:
-    edge logits, probabilities and samples) or ``"env"`` (environment ids from
-    the dataset). An unmet need stops the run before training with one message
+    edge logits, probabilities and samples), ``"env"`` (environment ids from
+    the dataset) or ``"classes"`` (one class label per graph: it computes a
+    cross-entropy over classes, so a ``regression`` or ``multilabel`` dataset,
+    :attr:`grprune.data.dataset.GraphDataset.task`, is refused). An unmet need stops the run before training with one message
     naming both parts (exit code 2). ``selector_defaults`` are selector
     hyperparameters the method's source uses (GSAT: soft concrete samples,
     ``{"hard": False, "eval_mode": "soft"}``); they apply unless the user sets
@@ -178,6 +180,10 @@ class Regularizer(nn.Module, Configurable):
             if not getattr(selector, "learned", True):
                 raise Unsupported("it needs a learned subgraph selector (edge logits), "
                                   "which this selector is not")
+        task = "classification" if dataset is None else dataset.task
+        if "classes" in needs and task != "classification":
+            raise Unsupported(f"it computes a cross-entropy over one class label per graph, "
+                              f"and this dataset's task is {task}")
         if "env" in needs and dataset is not None:
             envs = torch.as_tensor(dataset.envs)
             if len(torch.unique(envs[envs >= 0])) < 2:

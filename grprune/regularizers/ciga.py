@@ -241,7 +241,7 @@ class CIGA(Regularizer):
     :math:`\\hat G_s`; here it is the shared encoder's.
     """
 
-    requires = frozenset({"selector"})
+    requires = frozenset({"selector", "classes"})
     display_name, table_order, name_order = "CIGA", 60.0, 3.0
     params = {
         "weight": Param(1.0, "alpha, weight of the supervised contrastive loss (CIGA "

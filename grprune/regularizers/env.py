@@ -261,7 +261,7 @@ class IRMPenalty(AnnealedPenalty):
     defined per environment).
     """
 
-    requires = frozenset({"env"})
+    requires = frozenset({"env", "classes"})
     pads = True  # padding graphs have environment -1, which env_groups leaves out
     display_name, table_order, name_order = "IRM", 10.0, 4.0
     params = {
@@ -334,7 +334,7 @@ class VRExPenalty(AnnealedPenalty):
     (DomainBed ``vrex_penalty_anneal_iters``).
     """
 
-    requires = frozenset({"env"})
+    requires = frozenset({"env", "classes"})
     pads = True  # padding graphs have environment -1, which env_groups leaves out
     display_name, table_order, name_order = "VREx", 30.0, 5.0
     params = {**AnnealedPenalty.params,
@@ -388,7 +388,7 @@ class GroupDRO(Regularizer):
     searched {1, 0.1, 0.01}).
     """
 
-    requires = frozenset({"env"})
+    requires = frozenset({"env", "classes"})
     pads = True  # padding graphs have environment -1, which env_groups leaves out
     display_name, table_order, name_order = "GroupDRO", 20.0, 6.0
     params = {
