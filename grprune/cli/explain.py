@@ -155,6 +155,13 @@ def _score_columns(df) -> list[str]:
             *(c for c in ("score_mean", "score_sd") if c in df.columns)]
 
 
+def _label(value, ok: bool) -> str:
+    """The label cell: the predicted class; ``-`` where there is none (a molecule not
+    scored; a regression or multi-task run, whose ``pred_label`` is empty)."""
+    import pandas as pd
+    return "-" if not ok or value is None or pd.isna(value) or str(value) == "" else str(value)
+
+
 def _kept(r: dict) -> str:
     """The kept-bonds cell: ``kept/bonds``, or the bonds alone (an ensemble keeps none)."""
     return (f"{r['bonds_kept']}/{r['num_bonds']}" if "bonds_kept" in r
@@ -187,7 +194,7 @@ def _prediction_table(run, pred, ids: list[str] | None, shown: int):
         table.add_row(str(r["row"]), *((_short(ids[r["row"]]),) if ids else ()),
                       _short(r["canonical_smiles"] or r["smiles"]), _why(r),
                       *((f"{r[c]:.4f}" if ok else "-") for c in prob_cols),
-                      str(r["pred_label"]) if ok else "-",
+                      _label(r["pred_label"], ok),
                       _kept(r) if ok else "-")
     return table
 
@@ -409,7 +416,7 @@ def _stream_table(run, summary, shown: int):
         table.add_row(str(r["row"]), *((_short(str(r[id_col])),) if id_col else ()),
                       _short(r["canonical_smiles"] or r["smiles"]), _why(r),
                       *((f"{r[c]:.4f}" if ok else "-") for c in prob_cols),
-                      str(r["pred_label"]) if ok else "-",
+                      _label(r["pred_label"], ok),
                       _kept(r) if ok else "-")
     return table
 
