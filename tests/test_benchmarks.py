@@ -238,6 +238,32 @@ def test_table1_per_run_and_per_epoch_rows_derive_every_mark(tmp_path, capsys):
     assert math.isnan(table1.difference({**prune, "n": 1}, erm)[1])  # no interval at n = 1
 
 
+def test_evalnoise_reselects_per_key_and_reports_the_noise_share():
+    """``evalnoise.py``'s summary: each noise key selects its own best-valid epoch (warm-up
+    epochs too, as ``official`` selects), so a key whose tie breaks the other way reports
+    another test score; the within-seed variance over keys is set against the across-seed
+    variance of the run's own key."""
+    import pandas as pd
+
+    evalnoise = load_script("benchmarks/accuracy/prune/evalnoise.py")
+    rows = []
+    for seed, own_test in ((0, 0.60), (1, 0.70)):
+        for key in ("0", "1", "M4"):
+            # epoch 1 and 2 tie within the noise: key 0 of seed 0 prefers epoch 1
+            v1, v2 = (0.81, 0.80) if (seed, key) == (0, "0") else (0.80, 0.81)
+            for epoch, phase, valid, test in ((0, "warmup", 0.5, 0.5), (1, "train", v1, own_test),
+                                              (2, "train", v2, 0.76)):
+                rows.append({"seed": seed, "epoch": epoch, "phase": phase, "key": key,
+                             "valid": valid, "test": test})
+    s = evalnoise.summary(pd.DataFrame(rows), select_warmup=True)
+    assert s["n"] == 2 and s["keys"] == 2 and s["draws"] == 4
+    assert [round(x, 2) for x in s["reported"]] == [68.0, 11.31]  # 60 and 76
+    assert round(s["noise_sd"], 2) == 8.0 and round(s["share"], 2) == 0.5
+    assert [round(x, 2) for x in s["rescored"]] == [76.0, 0.0]
+    assert "| 0 | 60.00 (ep 1) | 76.00 (ep 2) | 11.31 | 76.00 (ep 2) |" in \
+        evalnoise.report(pd.DataFrame(rows), True, "# t")
+
+
 def test_table1_runs_refuses_a_missing_directory(tmp_path, capsys):
     table1 = load_script("benchmarks/accuracy/table1.py")
     with pytest.raises(SystemExit) as stop:
