@@ -42,8 +42,12 @@ EPYC = "2 cores of an AMD EPYC (CPU)"
 #: grprune's committed runs per dataset, oldest first (a later file's cell replaces an
 #: earlier one's, as in ``../table1.py``): (table under benchmarks/accuracy, kind, commit,
 #: hardware); kind ``collect`` is a ``grprune collect`` table, ``study`` an
-#: ``ablation.py table`` .runs.csv (one row per GOOD-Motif run)
-GRPRUNE = {"ogbg-molbbbp": [("prune/molbbbp.csv", "collect", "2820ba7", EPYC)],
+#: ``ablation.py table`` .runs.csv (one row per GOOD-Motif run), ``runs`` a ``table1.py
+#: runs`` table (one row per run, with its commit and hardware; only the seeds the
+#: official code ran are compared; a file not there yet is skipped)
+GRPRUNE = {"ogbg-molbbbp": [("prune/molbbbp.csv", "collect", "2820ba7", EPYC),
+                            ("prune/molbbbp-n10.runs.csv", "runs", "", ""),
+                            ("prune/molbbbp-official.runs.csv", "runs", "", "")],
            "good-motif": [("prune/motif-full.runs.csv", "study", "a2bbff1",
                            EPYC + ", AVX-512 kernels"),
                           ("prune/motif-full-d9fd056.runs.csv", "study", "d9fd056", EPYC)]}
@@ -79,13 +83,24 @@ def welch(m1: float, s1: float, n1: int, m2: float, s2: float, n2: int
     return t, df, float(2 * stats.t.sf(abs(t), df))
 
 
-def grprune_cells(path: Path, kind: str = "collect", commit: str = "", hardware: str = ""
+def grprune_cells(path: Path, kind: str = "collect", commit: str = "", hardware: str = "",
+                  seeds: set[int] | None = None
                   ) -> dict[tuple[str, str, str, str], tuple[float, float, int, str, str]]:
     """``(dataset, split, method, preset) -> (mean, std, n, commit, hardware)``, test ×100,
-    from a collect table or (``kind="study"``, GOOD-Motif) an ``ablation.py`` .runs.csv."""
+    from a collect table, (``kind="study"``, GOOD-Motif) an ``ablation.py`` .runs.csv, or
+    (``kind="runs"``) a ``table1.py runs`` table over ``seeds`` (all when None)."""
     import pandas as pd
     df = pd.read_csv(path)
     out = {}
+    if kind == "runs":
+        if seeds is not None:
+            df = df[df["seed"].isin(sorted(seeds))]
+        for key, g in df.groupby(["dataset", "split", "method", "preset"]):
+            v = 100 * g["test"].astype(float)
+            out[key] = (float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else 0.0, len(v),
+                        "+".join(sorted(set(map(str, g["commit"])))),
+                        "; ".join(sorted(set(map(str, g["hardware"])))))
+        return out
     if kind == "study":
         for (split, label), g in df.groupby(["split", "label"]):
             if label in STUDY_LABELS:
@@ -108,9 +123,12 @@ def rows(results: Path = common.RESULTS, root: Path = HERE.parent) -> list[dict]
     out = []
     for dataset, split, name in COLUMNS:
         cells: dict = {}
-        for rel, kind, commit, hardware in GRPRUNE[dataset]:
-            cells.update(grprune_cells(root / rel, kind, commit, hardware))
         mine = [r for r in runs if (r["dataset"], r["split"]) == (dataset, split)]
+        for rel, kind, commit, hardware in GRPRUNE[dataset]:
+            if kind == "runs" and not (root / rel).is_file():
+                continue
+            cells.update(grprune_cells(root / rel, kind, commit, hardware,
+                                       seeds={int(r["seed"]) for r in mine} or None))
         off = common.summarize(mine, dataset, split)
         default = default_for(dataset, split)
         g_off = cells.get((dataset, split, "PrunE", "official"), none)
