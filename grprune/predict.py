@@ -39,10 +39,6 @@ from grprune.errors import GrpruneError
 
 EMPTY, UNPARSABLE, OK = "empty SMILES", "unparsable SMILES", "ok"
 MISMATCH = "RDKit molecule does not match the featurized graph"
-#: molecules with more heavy atoms are not scored (status ``too large``) and never
-#: canonicalized (RDKit's ``MolToSmiles`` recurses per atom and can overflow the stack):
-#: the shared featurizer's limit
-MAX_HEAVY_ATOMS = MAX_ATOMS
 #: the per-molecule columns of predict's output, after the input's own
 MOLECULE_COLUMNS = ("row", "smiles", "canonical_smiles", "status", "reason")
 #: the reason of an empty row, as training words it
@@ -63,15 +59,20 @@ def smiles_key(text: str) -> int:
 
 def row_problem(smiles: str) -> tuple[str, str] | None:
     """The status and reason of a row that is not parsed at all: an empty SMILES, or one
-    over :data:`MAX_HEAVY_ATOMS` heavy atoms (decided from its text before RDKit sees it,
-    :func:`grprune.data.molecules.too_large_reason`); None for a row to parse.
+    over :data:`~grprune.data.molecules.MAX_ATOMS` atoms, wildcards included, or
+    :data:`~grprune.data.molecules.MAX_SMILES_BYTES` bytes (decided from its text before
+    RDKit sees it, :func:`grprune.data.molecules.too_large_reason`); None for a row to
+    parse.
+
+    >>> row_problem("*" * 20000)
+    ('too large', 'too large: 20,000 atoms (the limit is 500, data.max_atoms)')
 
     >>> row_problem(""), row_problem("CCO")
     (('empty SMILES', 'missing SMILES'), None)
     """
     if not smiles:
         return EMPTY, MISSING
-    large = too_large_reason(smiles, MAX_HEAVY_ATOMS)
+    large = too_large_reason(smiles, MAX_ATOMS)
     return (TOO_LARGE, large) if large else None
 
 

@@ -1,8 +1,8 @@
 """One chunk of a library for ``grprune predict --csv`` (:mod:`grprune.screen`): featurize in a
 worker, batch the flat arrays, score, and turn the scores into output rows, vectorized.
 
-The statuses and reasons, the heavy-atom limit and the noise key are :mod:`grprune.predict`'s
-(:func:`~grprune.predict.row_problem`, :data:`~grprune.predict.MAX_HEAVY_ATOMS`,
+The statuses and reasons, the atom limit and the noise key are :mod:`grprune.predict`'s
+(:func:`~grprune.predict.row_problem`, :data:`~grprune.data.molecules.MAX_ATOMS`,
 :func:`~grprune.predict.smiles_key`), so a molecule is parsed, skipped and scored the same
 here as in :func:`grprune.predict.predict_smiles` and in training.
 """
@@ -14,7 +14,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from grprune.predict import (MAX_HEAVY_ATOMS, MISMATCH, MOLECULE_COLUMNS, OK, UNPARSABLE,
+from grprune.data.molecules import MAX_ATOMS
+from grprune.predict import (MISMATCH, MOLECULE_COLUMNS, OK, UNPARSABLE,
                              row_problem, smiles_key)
 
 
@@ -82,7 +83,7 @@ def featurize_rows(smiles: Sequence[str]) -> ChunkGraphs:
         if problem is not None:
             status[p], reason[p] = problem
     cand = [p for p in range(n) if status[p] == OK]
-    flat, failed = featurize_chunk([text[p] for p in cand], max_atoms=MAX_HEAVY_ATOMS)
+    flat, failed = featurize_chunk([text[p] for p in cand], max_atoms=MAX_ATOMS)
     for k, why in failed.items():
         status[cand[k]], reason[cand[k]] = UNPARSABLE, why
     rows = [cand[k] for k in range(len(cand)) if k not in failed]

@@ -6,8 +6,9 @@ come seconds after the start, each next one twice the last, up to ``chunk_rows``
 (:data:`CHUNK_ROWS` by default; ``grprune predict --chunk-rows``). It featurizes each chunk
 with OGB's features in worker processes (:func:`grprune.data.featurize.featurize_chunk`, the
 chunked featurizer of ``molecule-csv`` training and ``grprune data info``, so a row training
-skips is skipped here with the same reason; :data:`TASK_ROWS` SMILES per task, at most a
-few tasks in flight so the input is never read ahead), scores the molecules in batches of
+skips is skipped here with the same reason; :mod:`grprune.screen_pool`: a few tasks in
+flight so the input is never read ahead, and a worker that dies on a molecule costs that
+molecule a reason, not the screen), scores the molecules in batches of
 ``batch_size`` on the run's device under the trainer's evaluation rule
 (:func:`grprune.evaluation.evaluate_batches`, each molecule's evaluation noise keyed by
 :func:`grprune.predict.smiles_key`, so its score does not depend on the other rows), and
@@ -20,12 +21,16 @@ leave (one thread on two cores), so the processes do not contend.
   The finished file is renamed to ``OUT`` at the end, so a killed run leaves no file that
   looks complete. A rerun with the same input, run and options resumes after the last
   finished chunk (a kill loses at most the chunk in progress); anything else starts clean.
-  Every run says which, and why, on stderr. Parquet output (``OUT`` ending in
+  Every run says which, and why, on stderr. The state is checked whole before it is
+  trusted (:func:`grprune.screen_files.check_state`: its counts, and the partial files
+  ending where it says), no symbolic link is followed for ``OUT.partial``, ``OUT`` or the
+  state file, and ``OUT.lock`` keeps a second screen of the same ``OUT`` out (it refuses
+  in one line). An ``OUT`` that is a directory or the input itself is refused first. Parquet output (``OUT`` ending in
   ``.parquet``) always starts clean.
 * **Rows.** One output row per input row, in input order: the input's own columns but its
   SMILES column, then :data:`grprune.predict.MOLECULE_COLUMNS`. A row that is not scored
   has its ``status`` (``empty SMILES``, ``unparsable SMILES``, ``too large``: more than
-  :data:`grprune.predict.MAX_HEAVY_ATOMS` heavy atoms, never canonicalized) and its
+  :data:`grprune.data.molecules.MAX_ATOMS` atoms, never canonicalized) and its
   ``reason``, as training words its skip reasons.
 * **Progress** on stderr: molecules done, rate and ETA, on one rewritten line on a
   terminal, else a plain line after the first chunk, then at every 10 % or 30 s; then one
@@ -37,8 +42,8 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections import Counter, deque
-from contextlib import closing
+from collections import Counter
+from contextlib import closing, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Generator, Iterator, Sequence
@@ -49,17 +54,17 @@ from grprune.errors import DataError, GrpruneError
 from grprune.ensemble import Ensemble, score_smiles
 from grprune.predict import OK, prediction_seed
 from grprune.predict_columns import shown_score_columns
-from grprune.predict_chunk import (ChunkGraphs, bond_table, chunk_table, featurize_rows,
+from grprune.predict_chunk import (bond_table, chunk_table, featurize_rows,
                                    input_name, score_chunk)
-from grprune.screen_files import (OutputFile, check_output, count_rows, input_stamp,
-                                  open_outputs, save_state, state_path)
+from grprune.screen_pool import featurized
+from grprune.screen_files import (OutputFile, check_output, check_target, count_rows,
+                                  input_stamp, lock_output, open_outputs, save_state,
+                                  state_path)
 
 #: input rows per chunk at most (each chunk is scored and written before the next is read)
 CHUNK_ROWS = 20_000
 #: input rows of the first chunk (the next ones double, up to the chunk size)
 FIRST_CHUNK_ROWS = 500
-#: SMILES per worker task
-TASK_ROWS = 1000
 #: plain progress lines: at most every this many seconds apart, else at each 10 %
 PROGRESS_EVERY_S = 30.0
 
@@ -209,44 +214,6 @@ def _chunks(csv_file: Path, skip: int, chunk_rows: int) -> Generator[Any, None, 
         raise DataError(f"cannot read --csv {csv_file}: {type(exc).__name__}: {exc}") from None
 
 
-def _featurized(chunks: Iterator[Any], smiles_col: Callable, workers: int
-                ) -> Iterator[tuple[Any, ChunkGraphs]]:
-    """Each input chunk with its graphs (:func:`grprune.predict.featurize_rows`), in order;
-    worker processes featurize at most ``2 * workers`` tasks ahead of the caller."""
-    if workers <= 1:
-        for df in chunks:
-            yield df, featurize_rows(smiles_col(df))
-        return
-    from grprune.data.featurize import _pool
-    pool = _pool(workers)
-    pending: deque = deque()  # (df or None, async result); df on a chunk's last task
-    try:
-        def submit(df) -> None:
-            smiles = smiles_col(df)
-            tasks = [smiles[i:i + TASK_ROWS] for i in range(0, len(smiles), TASK_ROWS)] or [[]]
-            for k, task in enumerate(tasks):
-                pending.append((df if k == len(tasks) - 1 else None,
-                                pool.apply_async(featurize_rows, (task,))))
-        parts: list[ChunkGraphs] = []
-        for df in chunks:
-            submit(df)
-            while len(pending) > 2 * workers or (pending and pending[0][1].ready()):
-                last, res = pending.popleft()
-                parts.append(res.get())
-                if last is not None:
-                    yield last, ChunkGraphs.concat(parts)
-                    parts = []
-        while pending:
-            last, res = pending.popleft()
-            parts.append(res.get())
-            if last is not None:
-                yield last, ChunkGraphs.concat(parts)
-                parts = []
-    finally:
-        pool.terminate()
-        pool.join()
-
-
 @dataclass
 class ScreenOptions:
     """The options of :func:`screen_csv` (also the resume check's)."""
@@ -321,11 +288,19 @@ def screen_csv(run, csv_file: str | Path, out: str | Path | None,
         A missing or unreadable CSV, or a missing column.
     GrpruneError
         ``opts.chunk_rows`` below 1; Parquet output without pyarrow; a run whose features
-        are not OGB's.
+        are not OGB's; ``out`` a directory or the input itself; another screen writing
+        ``out`` (its lock ``OUT.lock`` held).
     """
     opts = opts or ScreenOptions()
-    target = _check(run, opts, out)
     csv_file = Path(csv_file)
+    target = _check(run, opts, out, csv_file)
+    with lock_output(target) if target is not None else nullcontext():
+        return _screen(run, csv_file, target, opts, log)
+
+
+def _screen(run, csv_file: Path, target: Path | None, opts: ScreenOptions,
+            log: Callable[[str], None]) -> ScreenSummary:
+    """:func:`screen_csv` once its output is locked."""
     t0 = time.perf_counter()
     with closing(_chunks(csv_file, 0, 1)) as head:
         first = next(head, None)
@@ -334,14 +309,16 @@ def screen_csv(run, csv_file: str | Path, out: str | Path | None,
     smiles_col, id_col, keep = _columns(run, first, opts)
     stamp = input_stamp(run, csv_file, {"smiles": smiles_col, "id": id_col, "keep": keep,
                                          "bonds": opts.bonds, "batch": opts.batch_size})
-    sink, bsink, state = open_outputs(target, opts.bonds, stamp, log)
+    lines = count_rows(csv_file)
+    sink, bsink, state = open_outputs(target, opts.bonds, stamp, log,
+                                      _most_rows(csv_file, lines))
     done = int(state["rows"]) if state else 0
     summary = ScreenSummary(resumed_from=done,
                             skipped=dict(state.get("skipped", {})) if state else {},
                             scored=int(state["scored"]) if state else 0,
                             id_column=input_name(id_col) if id_col is not None else None)
     workers = opts.workers if opts.workers is not None else min(2, os.cpu_count() or 1)
-    bar = Progress(count_rows(csv_file), opts.progress, start=done)
+    bar = Progress(lines, opts.progress, start=done)
     import torch
     threads = torch.get_num_threads()
     if workers > 1 and run.device.type == "cpu":  # the workers hold the other cores
@@ -366,7 +343,15 @@ def screen_csv(run, csv_file: str | Path, out: str | Path | None,
     return summary
 
 
-def _check(run, opts: ScreenOptions, out: str | Path | None) -> Path | None:
+def _most_rows(csv_file: Path, rows: int | None) -> int | None:
+    """The most data rows a CSV can hold, given :func:`count_rows` of it (its line breaks
+    less one): one more (a last line without a break); None where the count says nothing
+    (unreadable, or compressed other than with gzip)."""
+    counted = csv_file.suffix.lower() not in (".bz2", ".xz", ".zip", ".zst", ".tar")
+    return rows + 1 if rows is not None and counted else None
+
+
+def _check(run, opts: ScreenOptions, out: str | Path | None, csv_file: Path) -> Path | None:
     """The output file of :func:`screen_csv` (None without one), once the options, the run
     and the file type are checked (the Raises of :func:`screen_csv`)."""
     if opts.chunk_rows < 1:
@@ -380,6 +365,7 @@ def _check(run, opts: ScreenOptions, out: str | Path | None) -> Path | None:
                            "(grprune predict --draw, or Run.predict with a list of SMILES)")
     if out is not None:
         check_output(out)
+        check_target(Path(out), csv_file, opts.bonds)
     return Path(out) if out is not None else None
 
 
@@ -392,7 +378,8 @@ def _run_chunks(run, csv_file: Path, opts: ScreenOptions, cols: tuple, done: int
     row = done
     seen: dict[str, int] = {}
     chunks = _chunks(csv_file, done, opts.chunk_rows)
-    for df, graphs in _featurized(chunks, lambda d: d[smiles_col].tolist(), workers):
+    for df, graphs in featurized(chunks, lambda d: d[smiles_col].tolist(), workers,
+                                 featurize_rows):
         rows = np.arange(row, row + len(df), dtype=np.int64)
         ids = df[id_col].tolist() if id_col is not None else None
         if ids is not None:

@@ -14,6 +14,9 @@ from typing import Any, Callable
 from grprune.errors import GrpruneError
 from grprune.predict import bonds_path
 
+#: ``open`` never follows a symbolic link for the screen's own files (where the OS can)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
 
 class OutputFile:
     """One output table, appended chunk by chunk to ``OUT.partial`` and renamed at the end."""
@@ -28,13 +31,16 @@ class OutputFile:
             check_output(out)
             resume_bytes = None
         self.partial.parent.mkdir(parents=True, exist_ok=True)
-        if resume_bytes is not None and self.partial.is_file():
-            self.fh = open(self.partial, "r+b")
+        if resume_bytes is not None and self.partial.is_file() and not self.partial.is_symlink():
+            self.fh = os.fdopen(os.open(self.partial, os.O_RDWR | _NOFOLLOW), "r+b")
             self.fh.truncate(resume_bytes)
             self.fh.seek(resume_bytes)
             self.header = resume_bytes == 0
         else:
-            self.fh = open(self.partial, "wb")
+            if self.partial.is_symlink():  # planted: the link goes, never what it names
+                self.partial.unlink()
+            self.fh = os.fdopen(os.open(self.partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+                                        | _NOFOLLOW, 0o666), "wb")
 
     def write(self, df) -> None:
         if self.parquet:
@@ -88,9 +94,49 @@ def check_output(out: str | Path) -> None:
                            f"(pip install pyarrow), or name a .csv file") from None
 
 
+def check_target(out: Path, csv_file: Path | None, bonds: bool) -> None:
+    """Refuse an output file a screen must not write, before any work: a directory, or
+    the input itself (also as ``--bonds``'s table).
+
+    Raises
+    ------
+    GrpruneError
+        One line.
+    """
+    from grprune.hparams import short_repr
+    if out.is_dir():
+        raise GrpruneError(f"--out {short_repr(str(out))} is a directory; name a file in it "
+                           f"(e.g. {short_repr(str(out / 'preds.csv'))})")
+    if csv_file is None or not csv_file.exists():
+        return
+    for path, what in ((out, "--out"), *(((bonds_path(out), "--bonds's table"),) if bonds
+                                         else ())):
+        if path.exists() and os.path.samefile(path, csv_file):
+            raise GrpruneError(f"{what} {short_repr(str(path))} is the input file (--csv); "
+                               f"name another file, so the input is not replaced")
+
+
 def state_path(out: Path) -> Path:
     """``OUT.partial.json``: the state of an interrupted screen writing ``OUT``."""
     return out.with_name(out.name + ".partial.json")
+
+
+def lock_output(out: Path):
+    """The lock of a screen writing ``out`` (``OUT.lock``, held until it is done; a
+    context manager), so that two screens never write one file.
+
+    Raises
+    ------
+    GrpruneError
+        One line, if another process holds it.
+    """
+    from grprune.hparams import short_repr
+    from grprune.record.locks import hold_lock
+    out.parent.mkdir(parents=True, exist_ok=True)
+    lock = out.with_name(out.name + ".lock")
+    return hold_lock(lock, f"--out {short_repr(str(out))} is being written by another "
+                           f"predict (its lock {lock.name} is held); wait for it to finish, "
+                           f"or choose another --out")
 
 
 def input_stamp(run, csv_file: Path, options: dict) -> dict:
@@ -104,30 +150,92 @@ def input_stamp(run, csv_file: Path, options: dict) -> dict:
             "run": model_stamp(run), "options": options}
 
 
-def resume_point(out: Path, bonds_out: Path | None, stamp: dict) -> tuple[dict | None, str]:
-    """The saved state of an interrupted screen writing ``out`` if it fits ``stamp``, else
-    None and why the screen starts clean."""
+def resume_point(out: Path, bonds_out: Path | None, stamp: dict,
+                 input_rows: int | None = None) -> tuple[dict | None, str]:
+    """The saved state of an interrupted screen writing ``out`` if it fits ``stamp`` and
+    the partial files (:func:`check_state`), else None and why the screen starts clean;
+    ``input_rows`` bounds the rows it may claim (:func:`count_rows` of the input)."""
     state_file = state_path(out)
     if out.suffix.lower() == ".parquet":
         return None, "Parquet output is not resumed" + (
             " (an interrupted run's files are there)" if state_file.is_file() else "")
+    if state_file.is_symlink():
+        return None, f"its state file {state_file.name} is a symbolic link"
     if not state_file.is_file():
         return None, f"there is no interrupted run's {state_file.name}"
     try:
-        state = json.loads(state_file.read_text())
-    except (OSError, ValueError):
+        with os.fdopen(os.open(state_file, os.O_RDONLY | _NOFOLLOW), "rb") as fh:
+            text = fh.read(MAX_STATE_BYTES + 1)
+        if len(text) > MAX_STATE_BYTES:
+            return None, f"its state file is over {MAX_STATE_BYTES:,} bytes"
+        state = json.loads(text)
+    except (OSError, ValueError, RecursionError):
         return None, "its state file is unreadable"
-    if state.get("stamp") != stamp:
+    if not isinstance(state, dict) or state.get("stamp") != stamp:
         return None, "an interrupted run's files are there, but the input, the run or the " \
                      "options changed"
-    partial = out.with_name(out.name + ".partial")
-    if not partial.is_file() or partial.stat().st_size < state.get("bytes", 0):
-        return None, f"{partial} is missing or short"
+    partials = [(out.with_name(out.name + ".partial"), "bytes")]
     if bonds_out is not None:
-        bp = bonds_out.with_name(bonds_out.name + ".partial")
-        if not bp.is_file() or bp.stat().st_size < state.get("bond_bytes", 0):
-            return None, f"{bp} is missing or short"
-    return state, ""
+        partials.append((bonds_out.with_name(bonds_out.name + ".partial"), "bond_bytes"))
+    why = check_state(state, partials, input_rows)
+    return (None, why) if why else (state, "")
+
+
+#: a state file larger than this is not a screen's (it holds a stamp and a few counts)
+MAX_STATE_BYTES = 1 << 20
+
+
+def _count(value, low: int, high: int | None) -> bool:
+    return (isinstance(value, int) and not isinstance(value, bool) and value >= low
+            and (high is None or value <= high))
+
+
+def check_state(state: dict, partials: list[tuple[Path, str]], input_rows: int | None) -> str:
+    """Why a screen's saved state cannot be resumed (``""``: it can): its counts must be
+    whole numbers in range (``0 <= rows <=`` the input's rows, ``scored`` and ``skipped``
+    summing to ``rows``), and each partial file (path, the state's key of its length) a
+    plain file at least that long whose first that many bytes end at a chunk's end: the
+    molecule table's last line there is row ``rows - 1``'s (no bytes for no rows).
+    """
+    rows, scored, skipped = state.get("rows"), state.get("scored"), state.get("skipped")
+    if not isinstance(rows, int) or not _count(rows, 0, input_rows):
+        return (f"its state file's rows ({str(rows)[:40]}) is no whole number from 0 to the "
+                f"input's {input_rows:,} rows" if input_rows is not None else
+                f"its state file's rows ({str(rows)[:40]}) is no whole number from 0 up")
+    if (not isinstance(scored, int) or not _count(scored, 0, rows)
+            or not isinstance(skipped, dict)
+            or not all(isinstance(k, str) and _count(v, 1, rows) for k, v in skipped.items())
+            or scored + sum(skipped.values()) != rows):
+        return "its state file's counts of scored and skipped rows do not add up to its rows"
+    for k, (path, key) in enumerate(partials):
+        size = state.get(key)
+        if path.is_symlink() or not path.is_file():
+            return f"{path.name} is missing or not a plain file"
+        if not isinstance(size, int) or not _count(size, 1 if rows else 0,
+                                                   path.stat().st_size if rows else 0):
+            return (f"{path.name} is shorter than its state file says, or the state file's "
+                    f"{key} is no whole number that fits its rows")
+        if rows and not _ends_chunk(path, size, rows if k == 0 else None):
+            return f"{path.name} does not end a finished chunk where its state file says"
+    return ""
+
+
+def _ends_chunk(path: Path, size: int, rows: int | None, window: int = 1 << 20) -> bool:
+    """Whether the first ``size`` bytes of ``path`` end with a line break, and (with
+    ``rows``) their last line is the molecule row ``rows - 1``'s (its ``row`` column,
+    the first, reads ``rows - 1``), within the last ``window`` bytes."""
+    with os.fdopen(os.open(path, os.O_RDONLY | _NOFOLLOW), "rb") as fh:
+        start = max(0, size - window)
+        fh.seek(start)
+        tail = fh.read(size - start)
+    if not tail.endswith(b"\n"):
+        return False
+    if rows is None:
+        return True
+    cut = tail.rstrip(b"\r\n").rfind(b"\n")
+    if cut < 0 and start > 0:
+        return False
+    return tail[cut + 1:].startswith(f"{rows - 1},".encode())
 
 
 def count_rows(path: Path) -> int | None:
@@ -144,15 +252,16 @@ def count_rows(path: Path) -> int | None:
         return None
 
 
-def open_outputs(out: Path | None, bonds: bool, stamp: dict, log: Callable[[str], None]
-          ) -> tuple[OutputFile | None, OutputFile | None, dict | None]:
+def open_outputs(out: Path | None, bonds: bool, stamp: dict, log: Callable[[str], None],
+                 input_rows: int | None = None
+                 ) -> tuple[OutputFile | None, OutputFile | None, dict | None]:
     """The output files of a screen (None without ``out``) and the state it resumes from
     (None: a clean start); says which on ``log``."""
     if out is None:
         log("starting clean, because no output file is named (--out): nothing to resume")
         return None, None, None
     bonds_out = bonds_path(out) if bonds else None
-    state, why = resume_point(out, bonds_out, stamp)
+    state, why = resume_point(out, bonds_out, stamp, input_rows)
     if state:
         log(f"resuming {out} after row {int(state['rows']):,} (an interrupted run's "
             f"finished chunks)")
@@ -173,7 +282,5 @@ def save_state(sink: OutputFile, bsink: OutputFile | None, stamp: dict, rows: in
     state = {"stamp": stamp, "rows": rows, "bytes": sink.tell(),
              "bond_bytes": bsink.tell() if bsink is not None else 0,
              "scored": scored, "skipped": skipped}
-    path = state_path(sink.out)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(state))
-    os.replace(tmp, path)
+    from grprune.record.files import atomic_write_bytes
+    atomic_write_bytes(state_path(sink.out), json.dumps(state).encode())

@@ -159,6 +159,13 @@ def _peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
+def compile_refusal(mode: str, padded: bool) -> str:
+    """Why ``train.compile=mode`` cannot run (``""``: it can); ``padded``: static shapes."""
+    return "" if mode == "none" or padded else (f"train.compile={mode} needs static batch "
+                                                f"shapes: add -H train.pad_buckets=true (or "
+                                                f"-H train.compile=none)")
+
+
 class Trainer:
     """Trains one configuration into one run directory.
 
@@ -299,9 +306,8 @@ class Trainer:
         ``cuda-graph``: eager, the whole step captured by :class:`grprune.step.GraphedStep`),
         which needs ``train.pad_buckets``' static shapes: a GrpruneError without them."""
         mode = str(self.tc.compile)
-        if mode != "none" and not self.buckets:
-            raise GrpruneError(f"train.compile={mode} needs static batch shapes: add "
-                               f"-H train.pad_buckets=true (or -H train.compile=none)")
+        if compile_refusal(mode, bool(self.buckets)):
+            raise GrpruneError(compile_refusal(mode, False))
         return TrainStep(mode)
 
     def prepare_batch(self, batch: GraphBatch) -> GraphBatch:

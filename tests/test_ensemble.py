@@ -141,7 +141,8 @@ def test_a_changed_member_changes_the_resume_stamp(runs, library, tmp_path):
     assert changed != stamp and changed["run"]["members"][0] == stamp["run"]["members"][0]
     out = tmp_path / "p.csv"  # an interrupted screen of the old ensemble starts clean
     out.with_name("p.csv.partial").write_bytes(b"")
-    state_path(out).write_text(json.dumps({"stamp": stamp, "rows": 0, "bytes": 0}))
+    state_path(out).write_text(json.dumps({"stamp": stamp, "rows": 0, "bytes": 0, "scored": 0,
+                                           "skipped": {}}))
     assert resume_point(out, None, stamp)[0] is not None
     state, why = resume_point(out, None, changed)
     assert state is None and "the run or the options changed" in why

@@ -122,7 +122,7 @@ def _bace_rows(n: int) -> list[tuple[str, int]]:
 
 
 def test_a_molecule_over_the_atom_limit_is_skipped_before_rdkit_sees_it(tmp_path):
-    from grprune.data.molecules import MAX_ATOMS, heavy_atom_count, smiles_to_graph
+    from grprune.data.molecules import MAX_ATOMS, atom_count, smiles_to_graph
     from grprune.errors import DataError
     rows = _bace_rows(60)
     rows[7] = ("C" * 20000, 1)
@@ -132,12 +132,12 @@ def test_a_molecule_over_the_atom_limit_is_skipped_before_rdkit_sees_it(tmp_path
     res = CliRunner().invoke(main, ["data", "info", "molecule-csv", "-H", f"data.path={csv}",
                                     "-H", "data.split=random"])
     assert res.exit_code == 0, res.output
-    assert "row 7: too large: 20,000 heavy atoms (the limit is 500" in res.output
-    assert "row 9: too large: 4,000 heavy atoms" in res.output
+    assert "row 7: too large: 20,000 atoms (the limit is 500" in res.output
+    assert "row 9: too large: 4,000 atoms" in res.output
     assert "skipped: 2" in res.output
     with pytest.raises(DataError, match="too large"):
         smiles_to_graph("C" * 20000)
-    assert MAX_ATOMS == 500 and heavy_atom_count("C" * 501) == 501
+    assert MAX_ATOMS == 500 and atom_count("C" * 501) == 501
     smiles_to_graph("C" * 501, max_atoms=0)  # 0: no limit
 
 

@@ -270,8 +270,10 @@ def test_a_damaged_dgl_graphs_file_is_one_line_not_an_abort(tmp_path, damage):
         assert "dgl.save_graphs file" in _one_error(res) or "graphs" in _one_error(res)
 
 
-def test_a_directory_left_by_a_bad_input_failure_is_reused_once_the_input_is_fixed(
+def test_a_bad_input_failure_leaves_no_run_directory_and_the_fixed_input_runs(
         tmp_path, data_root):
+    """A run refused for its data (one label class) leaves no folder for collect to list
+    as unfinished (issue 65, row 10); the same command with the input fixed trains."""
     csv = tmp_path / "mols.csv"
     smiles = ["C" * n + end for n in range(1, 16) for end in ("O", "N")]  # 30 molecules
     pd.DataFrame({"smiles": smiles, "all_one": [1] * 30,
@@ -280,7 +282,7 @@ def test_a_directory_left_by_a_bad_input_failure_is_reused_once_the_input_is_fix
             "data.split=random", "--epochs", "1",
             "--progress", "none", "--device", "cpu", "--out", str(tmp_path / "run")]
     _one_error(CliRunner().invoke(main, [*base, "-H", "data.label_column=all_one"]))
-    assert (tmp_path / "run" / "config.json").is_file()
+    assert not (tmp_path / "run").exists()
     res = CliRunner().invoke(main, [*base, "-H", "data.label_column=y"])
     assert res.exit_code == 0, res.output
     assert (tmp_path / "run" / "summary.json").is_file()

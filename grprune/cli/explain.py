@@ -337,12 +337,14 @@ def _check_predict_options(paths, smiles, csv_file, chunk_rows, smiles_column, i
     if out is not None and out.suffix.lower() == ".parquet" and csv_file is None:
         raise GrpruneError("--out .parquet applies to --csv; write --smiles results to a .csv")
     from grprune.screen import CHUNK_ROWS
-    from grprune.screen_files import check_output
+    from grprune.screen_files import check_output, check_target
     rows_per_chunk = _positive_int("--chunk-rows", chunk_rows, CHUNK_ROWS)
     if out is not None:
         check_output(out)  # Parquet without pyarrow: one line, before anything is read
     if csv_file is not None and not csv_file.is_file():
         raise GrpruneError(f"--csv not found: {csv_file}")
+    if out is not None:  # a directory, or the input itself: before the run is loaded
+        check_target(out, csv_file, bonds)
     return rows_per_chunk
 
 

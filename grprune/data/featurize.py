@@ -30,7 +30,7 @@ graph cache (:mod:`grprune.data.cache`) and of training's
   ETA when stderr is a terminal, else plain lines on stderr (a batch job's log): one at
   the start, then at every 10 % and at least every :data:`PLAIN_INTERVAL_S` seconds.
   ``GRPRUNE_FEATURIZE_PROGRESS`` (``auto``, ``rich``, ``plain``, ``none``) overrides.
-* **Bounded work.** A SMILES over :data:`grprune.data.molecules.MAX_ATOMS` heavy atoms
+* **Bounded work.** A SMILES over :data:`grprune.data.molecules.MAX_ATOMS` atoms
   is rejected (``too large``) from its text, before RDKit parses it. Workers leave Ctrl-C
   to the parent and end quietly on SIGTERM; the parent ends them when it stops.
 """
@@ -151,7 +151,7 @@ def featurize_chunk(smiles: Sequence[str], max_atoms: int | None = None
     ----------
     smiles : sequence of str, length S
     max_atoms : int, optional
-        Molecules with more heavy atoms are rejected (``too large``) before RDKit parses
+        Molecules with more atoms are rejected (``too large``) before RDKit parses
         them; default :data:`grprune.data.molecules.MAX_ATOMS`, 0 = no limit.
 
     Returns
@@ -345,6 +345,50 @@ def _pool(workers: int):
     methods = multiprocessing.get_all_start_methods()
     ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
     return ctx.Pool(workers, initializer=_worker_signals)
+
+
+def process_pool(workers: int):
+    """A :class:`concurrent.futures.ProcessPoolExecutor` of ``workers`` processes, forked
+    where the platform can, each worker's signals set by :func:`_worker_signals`: a worker
+    that dies (RDKit crashing, the kernel's out-of-memory killer) breaks the pool, and its
+    tasks' ``result()`` raises :class:`~concurrent.futures.process.BrokenProcessPool`
+    instead of waiting for ever, as ``multiprocessing.Pool`` does for a lost task."""
+    from concurrent.futures import ProcessPoolExecutor
+    methods = multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
+    return ProcessPoolExecutor(workers, mp_context=ctx, initializer=_executor_worker)
+
+
+def _executor_worker() -> None:
+    """A :func:`process_pool` worker's start: its signals (:func:`_worker_signals`), and a
+    watch that ends it once its parent is gone (killed with SIGKILL, say): unlike
+    ``multiprocessing.Pool``'s, an executor's worker would otherwise wait for tasks for
+    ever, holding the parent's stdout and stderr open."""
+    import threading
+    import time
+    _worker_signals()
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="grprune-parent-watch", daemon=True).start()
+
+
+def end_process_pool(pool) -> None:
+    """End a :func:`process_pool` now: its tasks are cancelled, its workers sent SIGTERM
+    (they end quietly) and waited for; None is none."""
+    if pool is None:
+        return
+    procs = list((pool._processes or {}).values())  # the stdlib has no terminate before 3.14
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in procs:
+        if proc.is_alive():
+            proc.terminate()
+    for proc in procs:
+        proc.join()
 
 
 def _end_pool(pool) -> None:

@@ -99,7 +99,7 @@ def dgllife_graph(smiles: str, lenient: bool = False, max_atoms: int = MAX_ATOMS
     lenient : bool
         If RDKit rejects the molecule, retry without the valence check.
     max_atoms : int
-        Refuse a molecule over this many heavy atoms before RDKit parses it (0: no limit).
+        Refuse a molecule over this many atoms before RDKit parses it (0: no limit).
 
     Returns
     -------
@@ -291,7 +291,7 @@ def featurize_rows(smiles: list[str], labels: np.ndarray, bad: dict[int, str],
     what : str
         How the progress display names the input.
     max_atoms : int
-        Rows whose molecule has more heavy atoms are skipped with the reason ``too large``
+        Rows whose molecule has more atoms are skipped with the reason ``too large``
         before RDKit parses them (:data:`grprune.data.molecules.MAX_ATOMS`; 0: no limit).
 
     Returns
@@ -352,7 +352,7 @@ def cached_rows(path: Path, smiles_column: str, label_column: str, featurizer: s
                 root: Path, id_column: str = "", max_atoms: int = MAX_ATOMS,
                 task: str = "classification") -> dict[str, Any]:
     """Read, check and featurize a molecule CSV through the graph cache; molecules over
-    ``max_atoms`` heavy atoms are skipped (:func:`featurize_rows`).
+    ``max_atoms`` atoms are skipped (:func:`featurize_rows`).
 
     Returns
     -------
@@ -465,7 +465,7 @@ class MoleculeCsv(FileDatasetSource):
                                    "or random; 80/10/10"),
         "split_seed": Param(0, "seed of the size split's valid/test shuffle and of the random "
                                "split", low=0),
-        "max_atoms": Param(MAX_ATOMS, "molecules with more heavy atoms are skipped (reason "
+        "max_atoms": Param(MAX_ATOMS, "molecules with more atoms are skipped (reason "
                                       "'too large') before RDKit parses them (RDKit's "
                                       "scaffold code takes 0.4 s at 500 atoms, 6 s at 1,000)",
                            low=1, high=2000),

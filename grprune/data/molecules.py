@@ -36,44 +36,68 @@ if TYPE_CHECKING:  # RDKit and OGB are imported where used, so that importing is
 
 NUM_ATOM_FEATURES = 9
 NUM_BOND_FEATURES = 3
-#: the most heavy atoms a molecule may have (``data.max_atoms`` of ``molecule-csv``): a
-#: larger one is skipped with the reason ``too large`` before RDKit sees it (RDKit's
-#: scaffold and canonical-SMILES code is superlinear: 2 s at 1,000 atoms, over 100 s at
-#: 4,000, and cannot be interrupted). Drug-like sets stay far below it (ogbg-molhiv's
-#: largest molecule has 222 heavy atoms).
+#: the most atoms (wildcards and bracket hydrogens included, :func:`atom_count`) a molecule
+#: may have (``data.max_atoms`` of ``molecule-csv``): a larger one is skipped with the
+#: reason ``too large`` before RDKit sees it (RDKit's scaffold and canonical-SMILES code is
+#: superlinear: 2 s at 1,000 atoms, over 100 s at 4,000, and cannot be interrupted; its
+#: ``MolToSmiles`` recurses per atom and overflows the stack at 20,000). Drug-like sets
+#: stay far below it (ogbg-molhiv's largest molecule has 222 atoms).
 MAX_ATOMS = 500
 #: the reason of a molecule over :data:`MAX_ATOMS`, as it begins in skip reasons
 TOO_LARGE = "too large"
-# one heavy atom of a SMILES: a bracket atom that is not hydrogen, or an organic-subset atom
-_ATOM_TOKEN = re.compile(r"\[(?!\d*H[^a-z])[^\]]*\]|Br|Cl|[BCNOPSFIbcnops]")
+#: the most bytes (UTF-8) one SMILES may have: a longer one is skipped (``too large``)
+#: before its atoms are counted or RDKit sees it, whatever ``data.max_atoms`` is but 0
+#: (500 atoms of ``[13C@@H+]`` with ring closures need under 10,000)
+MAX_SMILES_BYTES = 100_000
+# one atom of a SMILES, as RDKit makes atoms: a bracket atom (hydrogen included: ``[H]``,
+# ``[2H]``), an organic-subset atom, or the wildcard ``*``. A bracket never spans another
+# ``[``, so the count is linear in the length even for text such as ``[[[[``.
+_ATOM_TOKEN = re.compile(r"\[[^\[\]]*\]|Br|Cl|[BCNOPSFIbcnops*]")
 
 
-def heavy_atom_count(smiles: str) -> int:
-    """The heavy (non-hydrogen) atoms of a SMILES string, counted from its text alone.
+def atom_count(smiles: str) -> int:
+    """The atoms of a SMILES string, counted from its text alone: every atom RDKit can
+    make, so an upper bound on ``Chem.MolFromSmiles(smiles).GetNumAtoms()``.
 
     Linear in the length and independent of RDKit, so it bounds a molecule before any
-    parsing: bracket atoms (``[nH]``, ``[Na+]``; not ``[H]`` or ``[2H]``) and the organic
-    subset (``B C N O P S F Cl Br I`` and aromatic ``b c n o p s``). Exact for valid
-    SMILES; for invalid text it is an estimate (RDKit then rejects the string anyway).
+    parsing: bracket atoms (``[nH]``, ``[Na+]``, ``[2H]``, ``[H]``), the organic subset
+    (``B C N O P S F Cl Br I`` and aromatic ``b c n o p s``) and the wildcard ``*``.
+    Exact for valid SMILES without bracket hydrogens (which RDKit folds into their
+    neighbour); for invalid text it is an estimate (RDKit then rejects the string anyway).
 
     Examples
     --------
-    >>> heavy_atom_count("c1ccccc1O"), heavy_atom_count("[Na+].[Cl-]"), heavy_atom_count("[2H]C")
-    (7, 2, 1)
+    >>> atom_count("c1ccccc1O"), atom_count("[Na+].[Cl-]"), atom_count("[2H]C")
+    (7, 2, 2)
+    >>> atom_count("*C*"), atom_count("[*]CC")
+    (3, 3)
     """
     return len(_ATOM_TOKEN.findall(smiles)) if isinstance(smiles, str) else 0
 
 
 def too_large_reason(smiles: str, max_atoms: int = MAX_ATOMS) -> str | None:
-    """``"too large: 20,000 heavy atoms (the limit is 500, data.max_atoms)"`` for a SMILES
-    over ``max_atoms`` heavy atoms (:func:`heavy_atom_count`), else None; ``max_atoms`` 0
-    means no limit."""
-    if not max_atoms or not isinstance(smiles, str) or len(smiles) <= max_atoms:
-        return None  # a SMILES has at least one character per heavy atom
-    n = heavy_atom_count(smiles)
+    """``"too large: 20,000 atoms (the limit is 500, data.max_atoms)"`` for a SMILES over
+    ``max_atoms`` atoms (:func:`atom_count`), ``"too large: 1,000,000 bytes (...)"`` for
+    one over :data:`MAX_SMILES_BYTES` bytes (checked first, in time independent of the
+    text), else None; ``max_atoms`` 0 means no limit.
+
+    >>> too_large_reason("*" * 600)
+    'too large: 600 atoms (the limit is 500, data.max_atoms)'
+    """
+    if not max_atoms or not isinstance(smiles, str):
+        return None
+    if len(smiles) > MAX_SMILES_BYTES:  # so many bytes at least: the text is not encoded
+        return (f"{TOO_LARGE}: a SMILES of {len(smiles):,} characters (the limit is "
+                f"{MAX_SMILES_BYTES:,} bytes)")
+    if len(smiles) <= max_atoms:
+        return None  # a SMILES has at least one character per atom
+    size = len(smiles.encode("utf-8", "replace"))
+    if size > MAX_SMILES_BYTES:
+        return f"{TOO_LARGE}: a SMILES of {size:,} bytes (the limit is {MAX_SMILES_BYTES:,} bytes)"
+    n = atom_count(smiles)
     if n <= max_atoms:
         return None
-    return f"{TOO_LARGE}: {n:,} heavy atoms (the limit is {max_atoms:,}, data.max_atoms)"
+    return f"{TOO_LARGE}: {n:,} atoms (the limit is {max_atoms:,}, data.max_atoms)"
 
 
 def graph_from_arrays(
@@ -162,7 +186,7 @@ def smiles_to_graph(smiles: str, lenient: bool = False,
         If RDKit rejects the molecule, retry without the valence check (see
         the module docstring).
     max_atoms : int
-        Refuse a molecule with more heavy atoms than this (:data:`MAX_ATOMS`; 0: no limit)
+        Refuse a molecule with more atoms than this (:data:`MAX_ATOMS`; 0: no limit)
         before RDKit parses it.
 
     Returns
@@ -175,7 +199,7 @@ def smiles_to_graph(smiles: str, lenient: bool = False,
     ------
     DataError
         If RDKit cannot parse ``smiles``, the molecule has no atoms, or it has more than
-        ``max_atoms`` heavy atoms (the message begins ``too large``).
+        ``max_atoms`` atoms (the message begins ``too large``).
     """
     from ogb.utils import smiles2graph
     from rdkit import rdBase

@@ -10,6 +10,8 @@ or the resolver, so nothing above it can make an import cycle through it
   (:func:`read_json`, :func:`read_records`) and :func:`file_sha256`;
 * :mod:`grprune.record.rundir`: :class:`~grprune.record.rundir.RunDir`, the one reader and
   writer of a run directory's files, the judge of its state and its lock;
+* :mod:`grprune.record.locks`: the exclusive lock on a file (:func:`hold_lock`), a run
+  directory's and a screen's output's;
 * :mod:`grprune.record.trainstate`: what ``state.pt`` holds (:class:`TrainState`), and its
   checks;
 * :mod:`grprune.record.error`: ``error.json`` (:class:`~grprune.record.error.ErrorRecord`);
