@@ -23,6 +23,19 @@ class DivergedError(GrpruneError):
         self.epoch = epoch
 
 
+class RunPruned(Exception):
+    """A tune's pruner stopped the run after ``epoch`` (0-based), raised from the trainer's
+    epoch callback (:mod:`grprune.tune.trial`) once ``pruned.json`` is written.
+
+    Not a :class:`GrpruneError`: nothing is wrong; ``grprune run`` says so in one line
+    and exits 0, and the run directory's state is ``pruned`` (resumable).
+    """
+
+    def __init__(self, message: str, epoch: int) -> None:
+        super().__init__(message)
+        self.epoch = epoch
+
+
 class DataError(GrpruneError):
     """A missing, corrupt or malformed data file."""
 

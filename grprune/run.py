@@ -172,7 +172,9 @@ def prepare_run_dir(cfg: RunConfig, run_dir: Path, force: bool = False,
                            f"another --out, or --force to overwrite it")
     if state == "finished" and not force:
         return "finished", status.summary
-    if state in ("interrupted", "failed") and rundir.has_state() and not force:
+    if state in ("interrupted", "failed", "pruned") and rundir.has_state() and not force:
+        from grprune.record.marks import remove_pruned
+        remove_pruned(run_dir)  # a pruned run asked to go on trains to its end
         return "resume", rundir.read_state(epochs=cfg.train.epochs)
     rundir.clear()
     return "fresh", None
@@ -213,17 +215,29 @@ def execute(cfg: RunConfig, run_dir: str | Path, *, force: bool = False,
     Raises
     ------
     GrpruneError
-        As :func:`prepare_run_dir`; if ``run_dir`` is a file; as :func:`data_root`, before
-        ``run_dir`` is made.
+        As :func:`prepare_run_dir`; if ``run_dir`` is a file; as :func:`data_root` or for
+        ``train.compile`` without ``train.pad_buckets``, before ``run_dir`` is made; as the
+        data's loader (a missing column), after which a ``run_dir`` this call made is
+        removed.
     """
     cfg = RunConfig.from_dict(cfg)  # the public boundary: a stored config.json, upgraded
     run_dir = Path(run_dir)
     if run_dir.exists() and not run_dir.is_dir():
         raise GrpruneError(f"--out {run_dir} exists and is not a directory")
-    # a data root that can't be expanded is refused before the run directory is made
+    # what can be refused without the data is refused before the run directory is made
+    from grprune.trainer import compile_refusal
+    refusal = compile_refusal(str(cfg.train.compile), bool(cfg.train.pad_buckets))
+    if refusal:
+        raise GrpruneError(refusal)
     root = data_root(cfg) if dataset is None else None
+    fresh = not run_dir.exists()
     with RunDir(run_dir).lock():  # one process per run directory
-        return _execute_locked(cfg, run_dir, force, on_epoch, log, dataset, root)
+        try:
+            return _execute_locked(cfg, run_dir, force, on_epoch, log, dataset, root)
+        except GrpruneError:  # refused (the data lacks a column, say): nothing was trained
+            if fresh:
+                RunDir(run_dir).remove_if_untrained()
+            raise
 
 
 def _execute_locked(cfg: RunConfig, run_dir: Path, force: bool, on_epoch, log,

@@ -21,7 +21,7 @@ import warnings
 
 import click
 
-from grprune.cli import calibrate, collect, data, explain, ls, run, sweep
+from grprune.cli import calibrate, collect, data, explain, ls, run, sweep, tune
 from grprune.cli import plugins as _plugins
 from grprune.errors import GrpruneError
 
@@ -135,5 +135,5 @@ def _one_line_warning(message, category, filename, lineno, line=None) -> str:
 
 
 for _command in (run.run, ls.ls, data.data, sweep.sweep, collect.collect, collect.curves,
-                 explain.explain, explain.predict, calibrate.calibrate):
+                 explain.explain, explain.predict, calibrate.calibrate, tune.tune):
     main.add_command(_command)

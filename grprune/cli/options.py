@@ -160,6 +160,14 @@ SHARED: dict[str, SharedOption] = {
         type=click.Path(path_type=Path), default=None,
         help="JSON/YAML config file with the sections of config.json; every run starts "
              "from it")),
+    # -- experiment trackers (log_option) --
+    "log": _S(("--log", "logs"), dict(
+        multiple=True, metavar="tensorboard[:DIR]|mlflow[:URI]",
+        help="log every epoch to an experiment tracker (repeatable): tensorboard "
+             "[default DIR: <run dir>/tensorboard; sweep/tune: <out>/tensorboard] or mlflow "
+             "[default URI: $MLFLOW_TRACKING_URI, else sqlite:///<run dir's parent or "
+             "out>/mlflow.db]; a resumed run continues its tracker run. Needs pip install "
+             "'grprune[tensorboard]' / 'grprune[mlflow]'")),
     # -- display (progress_option) --
     "progress": _S(("--progress",), dict(
         type=click.Choice(["auto", "rich", "plain", "none"]), default=None,
@@ -191,3 +199,8 @@ def training_options(command: str) -> Callable:
 def progress_option(command: str) -> Callable:
     """``--progress`` of ``command``."""
     return _apply(("progress",), command)
+
+
+def log_option(command: str) -> Callable:
+    """``--log`` of ``command``."""
+    return _apply(("log",), command)

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from grprune.cli.options import model_options, option, progress_option, training_options
+from grprune.cli.options import (log_option, model_options, option, progress_option,
+                                 training_options)
 from grprune.progress import epoch_progress, print_summary
 
 
@@ -53,10 +54,12 @@ def skipped_rows_line(info: dict, dataset: str) -> str:
         help="run directory [default: runs/<dataset>/<method>-seed<seed>-<hash>]")
 @option("--force", is_flag=True, default=False,
         help="re-run even if the run directory holds a finished run")
+@log_option("run")
 @progress_option("run")
 @option("--json", "as_json", is_flag=True, default=False, help="print the summary as JSON")
 def run(selector, reg, data, split, shift, encoder, preset, epochs, seed, overrides, device,
-        root, download, config_file, deterministic, out, force, progress, as_json) -> None:
+        root, download, config_file, deterministic, out, force, logs, progress,
+        as_json) -> None:
     """Train a selector + GNN with the given regularizers and report metrics.
 
     Each epoch prints a line such as 'epoch 82 (83/100) [train] loss 0.3121 valid
@@ -75,17 +78,34 @@ def run(selector, reg, data, split, shift, encoder, preset, epochs, seed, overri
       grprune run --selector gumbel-gin --reg size,eps-align --data ogbg-molbbbp
       grprune run --reg none --data ogbg-molbbbp --seed 1        # ERM baseline
     """
+    from grprune.errors import RunPruned
     from grprune.run import execute, plan_run
+    from grprune.trackers import RunTrackers, parse_logs
+    from grprune.tune.trial import trial_hook
 
+    specs = parse_logs(logs)  # a missing tracker package: one line, exit 2, before training
     plan = plan_run(data=data, selector=selector, reg=reg, encoder=encoder, preset=preset,
                     config_file=config_file, split=split, shift=shift, epochs=epochs,
                     seed=seed, device=device, root=root, download=download,
                     progress=progress, deterministic=deterministic, overrides=overrides,
                     out=out)
     cfg, run_dir = plan.cfg, plan.run_dir
+    trackers, trial = RunTrackers(specs, run_dir), trial_hook(run_dir)
     with epoch_progress(cfg.train.progress, cfg.train.epochs, plan.title, run_dir,
-                        log=_log) as on_epoch:
-        status, summary = execute(cfg, run_dir, force=force, on_epoch=on_epoch, log=_log)
+                        log=_log) as show:
+        def on_epoch(record) -> None:
+            show(record)
+            trackers.on_epoch(record)
+            if trial is not None:
+                trial(record)  # a tune trial: report, maybe prune (raises RunPruned)
+        try:
+            status, summary = execute(cfg, run_dir, force=force, on_epoch=on_epoch, log=_log)
+        except RunPruned as exc:
+            trackers.end(None)
+            _log(str(exc))
+            return
+    if status != "finished":
+        trackers.end(summary)
     if status == "finished":
         _log(f"{run_dir} already holds this finished run; nothing to do "
              f"(use --force to re-run)")

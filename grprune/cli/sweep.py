@@ -15,7 +15,8 @@ from typing import Sequence
 import click
 
 from grprune.record.rundir import RunDir
-from grprune.cli.options import model_options, option, progress_option, training_options
+from grprune.cli.options import (log_option, model_options, option, progress_option,
+                                 training_options)
 from grprune.cli.plugins import child_env, loaded_plugins
 from grprune.errors import GrpruneError
 
@@ -156,6 +157,8 @@ def _command(params: dict, plugins: Sequence[str] = ()) -> list[str]:
         args += ["--address", params["address"]]
     if params["cpus_per_run"] != 1:
         args += ["--cpus-per-run", f"{params['cpus_per_run']:g}"]
+    for log in params["logs"]:
+        args += ["--log", log]
     return args
 
 
@@ -299,6 +302,7 @@ def _summary(outcome, root: Path, n: int) -> None:
 @option("--show-commands", is_flag=True, default=False,
         help="with --dry-run: also print the equivalent grprune run command of each "
              "configuration")
+@log_option("sweep")
 @progress_option("sweep")
 @click.pass_context
 def sweep(ctx, **params) -> None:
@@ -325,7 +329,10 @@ def sweep(ctx, **params) -> None:
     from grprune.sweep.plan import run_sweep, write_plan
     from grprune.sweep.plan import Outcome
 
+    from grprune.trackers import for_children, log_args, parse_logs
+
     _check_options(params)
+    specs = parse_logs(params["logs"])
     expansion = expand(_grids(params))
     root = Path(params["out"]).absolute()
     if params["dry_run"]:
@@ -335,6 +342,7 @@ def sweep(ctx, **params) -> None:
         raise GrpruneError(f"--out {params['out']} exists and is not a directory")
     plugins = loaded_plugins(ctx)
     write_plan(root, expansion, _command(params, plugins))
+    extra_args = log_args(for_children(specs, root))
     todo = _announce(expansion, root, params)
     launch, env = _launcher(params, plugins)
     display = SweepDisplay(params["progress"] or "auto", todo, root)
@@ -347,7 +355,7 @@ def sweep(ctx, **params) -> None:
     try:
         run_sweep(expansion, root, launch, env=env, on_start=display.start,
                   on_done=display.end, on_foreign=display.foreign,
-                  outcome=outcome)
+                  outcome=outcome, extra_args=extra_args)
     except KeyboardInterrupt:
         display.close()
         click.echo(f"grprune: sweep interrupted ({len(outcome.done)} done, "

@@ -158,7 +158,8 @@ def read_run(run_dir: str | Path) -> Run | Problem:
         A :class:`Run` when the run finished and its files are sound, otherwise a
         :class:`Problem` saying why not: ``corrupt``, ``foreign``, ``failed``,
         ``diverged`` (its loss became NaN; ``error.json`` says ``"kind": "diverged"``),
-        ``unfinished`` (interrupted) or ``running`` (another process holds its lock).
+        ``unfinished`` (interrupted), ``pruned`` (a tune's pruner stopped it) or
+        ``running`` (another process holds its lock).
     """
     run_dir = Path(run_dir)
     rundir = RunDir(run_dir)

@@ -28,6 +28,9 @@ LAST_CHECKPOINT = "checkpoint-last.pt"
 CALIBRATION = "calibration.json"
 #: a sweep's files in a run directory: the failure record and the child's log
 ERROR, LOG = "error.json", "sweep.log"
+#: a run stopped early by a tune's pruner (:class:`grprune.record.marks.PrunedRecord`), and
+#: the ids of the experiment trackers' runs of a run (:mod:`grprune.trackers`)
+PRUNED, TRACKERS = "pruned.json", "trackers.json"
 #: a sweep root's plan of its runs (:mod:`grprune.sweep.plan`), which ``collect`` looks for
 PLAN = "sweep.json"
 

@@ -24,6 +24,8 @@ States (:data:`STATES`), checked in this order:
     Another process holds the run's lock (:meth:`RunDir.lock`).
 ``finished``
     ``summary.json`` is there and sound.
+``pruned``
+    A tune's pruner stopped it (``pruned.json``, :mod:`grprune.record.marks`); resumable.
 ``failed``
     A sweep recorded a failure (``error.json``) and no summary followed.
 ``interrupted``
@@ -52,6 +54,8 @@ from grprune.record.files import (
     CONFIG,
     EDGE_PROBS,
     ERROR,
+    PRUNED,
+    TRACKERS,
     LAST_CHECKPOINT,
     LOG,
     RESULTS,
@@ -66,6 +70,7 @@ from grprune.record.files import (
     read_json,
     read_records,
 )
+from grprune.record.locks import hold_lock
 from grprune.record.runconfig import RunConfig, check_config
 from grprune.record.settings import config_hash
 from grprune.record.summary import RunSummary, check_summary
@@ -79,12 +84,13 @@ LOCK = ".lock"
 HOUSEKEEPING = (LOG, LOCK)
 #: the reason given for a run directory whose lock another process holds
 RUNNING_ELSEWHERE = "another process is running it (its lock is held)"
-STATES = ("empty", "foreign", "corrupt", "other-config", "running", "finished", "failed",
-          "interrupted")
+STATES = ("empty", "foreign", "corrupt", "other-config", "running", "finished", "pruned",
+          "failed", "interrupted")
 #: what a run writes as it trains: removed when a run starts over
-RUN_FILES = (RESULTS, STATE, CHECKPOINT, LAST_CHECKPOINT, EDGE_PROBS, SUMMARY, CALIBRATION)
+RUN_FILES = (RESULTS, STATE, CHECKPOINT, LAST_CHECKPOINT, EDGE_PROBS, SUMMARY, CALIBRATION,
+             PRUNED, TRACKERS)
 #: files whose presence makes a directory a run directory (for collect's search)
-MARKERS = frozenset((CONFIG, SUMMARY, ERROR, STATE))
+MARKERS = frozenset((CONFIG, SUMMARY, ERROR, STATE, PRUNED))
 #: where a state.pt that was refused is moved, so that nothing is silently discarded
 REJECTED_STATE = "state.rejected.pt"
 
@@ -198,6 +204,8 @@ class RunDir:
             if why is not None:
                 return Status("corrupt", why, config=old)
             return Status("finished", config=old, summary=RunSummary.from_dict(summary))
+        if PRUNED in names:
+            return Status("pruned", "stopped by a tune's pruner; resumable", config=old)
         if ERROR in names:
             return Status("failed", self._error_message(), config=old)
         return Status("interrupted", self._progress(old), config=old)
@@ -477,6 +485,19 @@ class RunDir:
         """Remove ``state.pt`` (a finished run needs no resuming)."""
         (self.path / STATE).unlink(missing_ok=True)
 
+    def remove_if_untrained(self) -> None:
+        """Remove the directory of a run refused before training, if it holds no more than
+        the lock and ``config.json`` (a diverged run's ``error.json`` stays), so that
+        ``collect`` lists no unfinished run that never started; another process's files
+        arriving meanwhile leave it in place."""
+        try:
+            if {p.name for p in self.path.iterdir()} <= {LOCK, CONFIG}:
+                (self.path / CONFIG).unlink(missing_ok=True)
+                (self.path / LOCK).unlink(missing_ok=True)
+                self.path.rmdir()
+        except OSError:
+            pass
+
     def clear(self) -> None:
         """Remove what training wrote (:data:`RUN_FILES`): the run starts over."""
         for name in RUN_FILES:
@@ -536,25 +557,15 @@ class RunDir:
         GrpruneError
             If another process holds it.
         """
-        from filelock import Timeout
         if self.path.is_symlink() and not self.path.exists():
             raise GrpruneError(f"{self.path} is a symbolic link to {os.readlink(self.path)}, "
                                f"which does not exist; create that folder, remove the link, "
                                f"or choose another --out")
         self.path.mkdir(parents=True, exist_ok=True)
-        lock_path = self.path / LOCK
-        if lock_path.is_symlink():  # never follow a link to lock (or create) another file
-            raise GrpruneError(f"{lock_path} is a symbolic link (to {os.readlink(lock_path)}), "
-                               f"not the plain file grprune locks; remove it (rm "
-                               f"'{lock_path}') and run the same command again")
-        lock = self._lock()
-        try:
-            lock.acquire(timeout=0)
-        except Timeout:
-            raise GrpruneError(f"{self.path} is being run by another process (its lock "
-                               f"{self.path / LOCK} is held); wait for it, or choose another "
-                               f"--out") from None
-        return _Held(lock)
+        return hold_lock(self.path / LOCK, f"{self.path} is being run by another process "
+                                           f"(its lock {self.path / LOCK} is held); wait for "
+                                           f"it, or choose another --out")
+
 
 
 def _plain(obj: Any) -> Any:
@@ -587,13 +598,3 @@ def _torch_state(path: Path) -> tuple[str | None, dict | None]:
         return "it is not a grprune training state", None
     return None, state
 
-
-class _Held:
-    def __init__(self, lock) -> None:
-        self.lock = lock
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.lock.release()

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from grprune.errors import GrpruneError
 from grprune.record.rundir import RUNNING_ELSEWHERE
@@ -24,6 +24,8 @@ from grprune.sweep.plan import Job, start_child
 
 OnStart = Callable[[Job], None]
 OnDone = Callable[[Job, "int | None", "str | None"], None]
+#: the end of a launcher's job iterable
+_END: Any = object()
 #: seconds a child gets to exit after SIGTERM before it is killed
 GRACE_S = 10.0
 
@@ -51,14 +53,18 @@ def _prepared(job: Job, on_done: OnDone) -> bool:
     return False
 
 
-def launch_local(jobs: Sequence[Job], on_start: OnStart, on_done: OnDone, *,
+def launch_local(jobs: Iterable["Job | None"], on_start: OnStart, on_done: OnDone, *,
                  workers: int = 1, poll_s: float = 0.2) -> None:
     """Run the jobs as local child processes, at most ``workers`` at a time.
 
     Parameters
     ----------
-    jobs : sequence of Job
-        In the order to start them.
+    jobs : iterable of Job or None
+        In the order to start them. Read lazily, one job per free slot, so that a
+        generator can make each job when it starts (``grprune tune`` asks its study for
+        a trial then); a ``None`` means "nothing to start now": asked again after
+        ``poll_s``. The launcher returns when the iterable is exhausted and every child
+        has ended.
     on_start, on_done : callable
         See the module docstring.
     workers : int
@@ -71,12 +77,18 @@ def launch_local(jobs: Sequence[Job], on_start: OnStart, on_done: OnDone, *,
     KeyboardInterrupt
         After terminating the running children.
     """
-    queue = list(jobs)
+    queue = iter(jobs)
+    exhausted = False
     running: dict = {}  # Popen -> Job
     try:
-        while queue or running:
-            while queue and len(running) < max(1, workers):
-                job = queue.pop(0)
+        while not exhausted or running:
+            while not exhausted and len(running) < max(1, workers):
+                job = next(queue, _END)
+                if job is _END:
+                    exhausted = True
+                    break
+                if job is None:  # nothing to start now
+                    break
                 if not _prepared(job, on_done):
                     continue
                 running[start_child(job.args, job.env, job.log, job.cwd)] = job

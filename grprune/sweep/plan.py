@@ -41,7 +41,8 @@ def run_status(cfg: Mapping[str, Any], run_dir: Path) -> tuple[str, str]:
 
     From :meth:`grprune.record.rundir.RunDir.status`: ``empty`` is ``"pending"``; ``finished``,
     ``failed``, ``interrupted`` and ``running`` (another process holds the run's lock) are
-    themselves; ``foreign``, ``corrupt`` and ``other-config`` are ``"foreign"``: left alone.
+    themselves; ``pruned`` (a tune's pruner stopped it) is ``"interrupted"``: resumed to
+    its end; ``foreign``, ``corrupt`` and ``other-config`` are ``"foreign"``: left alone.
 
     Returns
     -------
@@ -53,6 +54,8 @@ def run_status(cfg: Mapping[str, Any], run_dir: Path) -> tuple[str, str]:
         return "pending", ""
     if st.state in ("foreign", "corrupt", "other-config"):
         return "foreign", st.reason
+    if st.state == "pruned":  # a tune's pruner stopped it: a sweep runs it to its end
+        return "interrupted", st.reason
     return st.state, st.reason if st.state in ("failed", "running") else ""
 
 
@@ -377,7 +380,7 @@ def run_sweep(expansion: Expansion, root: Path, launch: Launch, *, env: dict[str
               on_start: Callable[[Job], None] | None = None,
               on_done: Callable[[Job, bool, str], None] | None = None,
               on_foreign: Callable[[Job, str], None] | None = None,
-              outcome: Outcome | None = None) -> Outcome:
+              outcome: Outcome | None = None, extra_args: Sequence[str] = ()) -> Outcome:
     """Run every configuration that is not finished, with ``launch``.
 
     Parameters
@@ -401,6 +404,9 @@ def run_sweep(expansion: Expansion, root: Path, launch: Launch, *, env: dict[str
         ``error.json`` is written into the directory the other process is running.
     outcome : Outcome, optional
         Filled in as runs end (so a caller sees partial results after Ctrl-C).
+    extra_args : sequence of str
+        Appended to every child's ``grprune run`` arguments (``--log ...``; never part
+        of the configuration or its hash).
 
     Returns
     -------
@@ -417,7 +423,9 @@ def run_sweep(expansion: Expansion, root: Path, launch: Launch, *, env: dict[str
             outcome.foreign.append((run_dir, detail))
         else:
             jobs.append(conf)
-    prepared = [Job(conf, run_dir_of(conf, root), dict(env)) for conf in jobs]
+    prepared = [Job(conf, run_dir_of(conf, root), dict(env),
+                    args=child_args(conf, run_dir_of(conf, root)) + list(extra_args))
+                for conf in jobs]
 
     def started(job: Job) -> None:
         if on_start is not None:

@@ -1,0 +1,410 @@
+"""``grprune tune``'s flow: an Optuna study whose trials are ordinary run directories.
+
+Each trial asks the study for values of the search space (:mod:`grprune.tune.space`),
+resolves them as ``grprune sweep`` resolves a grid point (:func:`grprune.sweep.grid.expand`
+of a one-point grid: same config hash, same run directory
+``<out>/<dataset>/<method>-seed<seed>-<hash>``, added to ``<out>/sweep.json``), and runs it
+with sweep's machinery (:class:`grprune.sweep.plan.Job`, the local launcher, fed lazily,
+and :func:`grprune.sweep.plan.finish_job`). The child reports the validation metric each
+epoch and may be pruned (:mod:`grprune.tune.trial`). The objective is the finished run's
+``summary.json`` ``valid``: the validation metric at its own selection epoch, never test;
+the direction is the metric's (:mod:`grprune.record.metricinfo`).
+
+The trial records its run directory (user attributes ``grprune.run_dir``,
+``grprune.hash``) and its owner (``grprune.owner``: host, pid and start time of the tune
+process).
+
+Killed at any moment, nothing is lost; the same command continues the study:
+
+* a RUNNING trial whose owner is a dead process on this host is settled from its run
+  directory: finished -> told its value; pruned -> told pruned; otherwise it is marked
+  FAIL and its parameters are enqueued again (Optuna's ``enqueue_trial``, the same
+  re-asking as ``RetryFailedTrialCallback``), so the next trial has the same config
+  hash and resumes from the run directory's ``state.pt``;
+* a trial whose values name a run directory that is already finished (or pruned) is told
+  that result without training;
+* trials are started while COMPLETE + PRUNED + RUNNING trials number fewer than
+  ``--trials``; FAIL trials (a run that crashed, a stale trial) do not count, so the study
+  ends with exactly ``--trials`` finished or pruned trials. (Several machines on one
+  database may overshoot by at most one trial each when they ask at the same moment.)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from grprune.errors import GrpruneError
+from grprune.record.marks import read_pruned
+from grprune.record.metricinfo import higher_is_better
+from grprune.record.rundir import RUNNING_ELSEWHERE, RunDir
+from grprune.sweep.grid import Configuration, Grid, expand
+from grprune.sweep.plan import Job, child_args, finish_job, run_dir_of, thread_env, write_plan
+from grprune.tune.space import Space
+from grprune.tune.trial import PRUNERS, TRIAL_ENV, make_pruner
+
+SAMPLERS = ("tpe", "random", "grid")
+__all__ = ["PRUNERS", "SAMPLERS", "TuneSpec", "Tuner"]
+#: the study's default name and the storage file in ``--out``
+DEFAULT_STUDY, STORAGE_FILE = "tune", "study.db"
+
+
+@dataclass
+class TuneSpec:
+    """What ``grprune tune`` was asked (see its ``--help``).
+
+    Attributes
+    ----------
+    base : Grid
+        The fixed part: one value per axis and ``-H`` key.
+    space : Space
+    trials : int or None
+        Finished or pruned trials to end with (None with ``grid``: the grid's size).
+    root : Path
+        ``--out`` (absolute).
+    storage : str or None
+        Optuna storage URL (None: ``sqlite:///<root>/study.db``).
+    child_args : list of str
+        Extra arguments of every child (``--log ...``).
+    env : dict
+        Extra environment variables of every child.
+    """
+
+    base: Grid
+    space: Space
+    root: Path
+    trials: int | None = None
+    sampler: str = "tpe"
+    pruner: str = "median"
+    storage: str | None = None
+    study: str = DEFAULT_STUDY
+    workers: int = 1
+    seed: int = 0
+    command: list[str] = field(default_factory=list)
+    child_args: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def storage_url(self) -> str:
+        """The storage URL (the default SQLite file made absolute)."""
+        return self.storage or f"sqlite:///{self.root / STORAGE_FILE}"
+
+
+def configuration(spec: TuneSpec, params: dict[str, str]) -> Configuration:
+    """The resolved configuration of one trial's values (as ``grprune sweep`` resolves
+    a grid point).
+
+    Raises
+    ------
+    GrpruneError
+        If the values do not resolve (an unknown key, a bad value).
+    """
+    b = spec.base
+    grid = Grid(dict(b.axes), {**b.hparams, **{k: [v] for k, v in params.items()}},
+                dict(b.fixed), b.origin)
+    return expand([grid]).configs[0]
+
+
+def metric_of(conf: Configuration) -> str:
+    """The validation metric the run will select on (``data.metric``, else the dataset's)."""
+    metric = conf.cfg.setting("data.metric")
+    if metric:
+        return str(metric)
+    from grprune.data.registry import DATASETS
+    return str(DATASETS.get(conf.cfg.data.name).metric)
+
+
+def _start_time(pid: int) -> str:
+    """The start time of process ``pid`` (``/proc``; ``""`` elsewhere or when gone)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return ""
+
+
+def owner() -> str:
+    """This process as a trial owner: ``host:pid:start``."""
+    return f"{socket.gethostname()}:{os.getpid()}:{_start_time(os.getpid())}"
+
+
+def owner_dead(text: str) -> bool:
+    """Whether the owner ``host:pid:start`` is a process of this host that is gone."""
+    host, _, rest = str(text).partition(":")
+    pid_text, _, start = rest.partition(":")
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return False  # another machine's: its own tune settles it
+    pid = int(pid_text)
+    if Path("/proc").is_dir():
+        return _start_time(pid) != start or not start
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def make_study(spec: TuneSpec, direction: str, epochs: int) -> Any:
+    """Create or load the study (``load_if_exists``), with the sampler and pruner.
+
+    Raises
+    ------
+    GrpruneError
+        If the storage cannot be opened, or the study exists with another direction.
+    """
+    import optuna
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    if spec.sampler == "grid":
+        grid = spec.space.grid()
+        if grid is None:
+            raise GrpruneError("--sampler grid needs choices or integer ranges; the space "
+                               "has a float range")
+        sampler: Any = optuna.samplers.GridSampler(grid, seed=spec.seed)
+    elif spec.sampler == "random":
+        sampler = optuna.samplers.RandomSampler(seed=spec.seed)
+    else:
+        sampler = optuna.samplers.TPESampler(seed=spec.seed)
+    pruner = make_pruner(spec.pruner, epochs)
+    spec.root.mkdir(parents=True, exist_ok=True)  # the default storage's and the runs' home
+    try:
+        study = optuna.create_study(storage=spec.storage_url, study_name=spec.study,
+                                    direction=optuna.study.StudyDirection[direction.upper()],
+                                    sampler=sampler, pruner=pruner,
+                                    load_if_exists=True)
+    except Exception as exc:  # a bad URL, a missing driver, an unreachable server
+        text = str(exc).strip().splitlines()
+        raise GrpruneError(f"--storage {spec.storage_url}: {text[0] if text else exc}") \
+            from None
+    if study.direction.name.lower() != direction:
+        raise GrpruneError(f"study {spec.study!r} in {spec.storage_url} is to "
+                           f"{study.direction.name.lower()}, but this metric is to "
+                           f"{direction}; choose another --study")
+    return study
+
+
+@dataclass
+class Running:
+    """A trial this process runs: the Optuna trial, its configuration and run directory."""
+
+    trial: Any
+    conf: Configuration
+    run_dir: Path
+    params: dict[str, str]
+    started: float = 0.0
+
+
+Callback = Callable[..., None]
+
+
+class Tuner:
+    """Run a study's missing trials (module docstring).
+
+    Parameters
+    ----------
+    spec : TuneSpec
+    on_start : callable, optional
+        ``on_start(number, run_dir, params)``.
+    on_end : callable, optional
+        ``on_end(number, state, value, detail, seconds)``; ``state`` is ``COMPLETE``,
+        ``PRUNED`` or ``FAIL``.
+    """
+
+    def __init__(self, spec: TuneSpec, on_start: Callback | None = None,
+                 on_end: Callback | None = None) -> None:
+        self.spec = spec
+        self.on_start = on_start or (lambda *a: None)
+        self.on_end = on_end or (lambda *a: None)
+        first = configuration(spec, spec.space.suggest(_First()))  # refused here when bad
+        self.metric = metric_of(first)
+        self.direction = "maximize" if higher_is_better(self.metric) else "minimize"
+        self.epochs = first.cfg.train.epochs
+        size = spec.space.size()
+        if spec.trials is None:
+            if spec.sampler != "grid" or size is None:
+                raise GrpruneError("--trials is needed (only --sampler grid defaults to the "
+                                   "grid's size)")
+            spec.trials = size
+        self.study = make_study(spec, self.direction, self.epochs)
+        self.study.set_user_attr("grprune.metric", self.metric)
+        self.running: dict[int, Running] = {}
+        self.waiting: list[tuple[float, Running]] = []
+        self.failures = 0
+
+    # -- counting and settling -------------------------------------------------------------
+    def counted(self) -> int:
+        """COMPLETE + PRUNED + RUNNING trials of the study (all machines)."""
+        from optuna.trial import TrialState
+        states = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING)
+        return len(self.study.get_trials(deepcopy=False, states=states))
+
+    def _settle(self, number: int, run_dir: Path) -> str | None:
+        """Tell a trial the result its run directory already holds: the state told, or
+        None when the run is neither finished nor pruned."""
+        from optuna.trial import TrialState
+        st = RunDir(run_dir).status()
+        if st.state == "finished" and st.summary is not None:
+            value = st.summary.valid
+            if value is None or value != value:
+                self.study.tell(number, state=TrialState.FAIL)
+                return "FAIL"
+            self.study.tell(number, float(value))
+            return "COMPLETE"
+        if st.state == "pruned":
+            self.study.tell(number, state=TrialState.PRUNED)
+            return "PRUNED"
+        return None
+
+    def recover(self) -> int:
+        """Settle this host's RUNNING trials whose tune process died; returns how many
+        were re-asked (enqueued again)."""
+        from optuna.trial import TrialState
+        again = 0
+        for t in self.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+            who = t.user_attrs.get("grprune.owner")
+            if who is None or not owner_dead(who):
+                continue
+            rel = t.user_attrs.get("grprune.run_dir")
+            if rel is not None and self._settle(t.number, self.spec.root / rel):
+                continue
+            self.study.tell(t.number, state=TrialState.FAIL)
+            if set(t.params) == set(self.spec.space.dims):
+                self.study.enqueue_trial(dict(t.params),
+                                         user_attrs={"grprune.retry_of": t.number})
+                again += 1
+        return again
+
+    # -- starting trials ---------------------------------------------------------------------
+    def _ask(self) -> Running | None:
+        """Ask one trial; settle it at once when its run directory has its result."""
+        trial = self.study.ask()
+        params = self.spec.space.suggest(trial)
+        try:
+            conf = configuration(self.spec, params)
+        except GrpruneError as exc:
+            from optuna.trial import TrialState
+            self.study.tell(trial, state=TrialState.FAIL)
+            self.failures += 1
+            self.on_end(trial.number, "FAIL", None, str(exc), 0.0)
+            return None
+        run_dir = run_dir_of(conf, self.spec.root)
+        trial.set_user_attr("grprune.run_dir", run_dir.relative_to(self.spec.root).as_posix())
+        trial.set_user_attr("grprune.hash", conf.hash)
+        trial.set_user_attr("grprune.owner", owner())
+        write_plan(self.spec.root, expand_one(conf), self.spec.command)
+        item = Running(trial, conf, run_dir, params)
+        state = self._settle(trial.number, run_dir)
+        if state is not None:
+            self.on_start(trial.number, run_dir, params)
+            self.on_end(trial.number, state, _value(run_dir), "already in its run directory",
+                        0.0)
+            return None
+        return item
+
+    def _job(self, item: Running) -> Job:
+        """The trial's child: ``grprune run`` of its run directory, told its trial."""
+        for record in RunDir(item.run_dir).records():  # a resumed run's earlier epochs
+            value = record.scores.get("valid", {}).get(self.metric)
+            if isinstance(value, (int, float)) and value == value:
+                item.trial.report(float(value), record.epoch)
+        env = {**self.spec.env, TRIAL_ENV: json.dumps(
+            {"storage": self.spec.storage_url, "study": self.spec.study,
+             "trial": item.trial.number, "parent": os.getpid(), "pruner": self.spec.pruner,
+             "epochs": self.epochs})}
+        job = Job(item.conf, item.run_dir, env,
+                  args=child_args(item.conf, item.run_dir) + self.spec.child_args)
+        self.running[id(job)] = item
+        return job
+
+    def jobs(self) -> Iterator[Job | None]:
+        """The launcher's jobs, made as slots free up (None: nothing to start now)."""
+        while True:
+            now = time.monotonic()
+            ready = [w for w in self.waiting if w[0] <= now]
+            if ready:
+                self.waiting.remove(ready[0])
+                yield self._job(ready[0][1])
+                continue
+            if self.failures >= max(1, self.spec.trials or 1) or (
+                    self.counted() >= (self.spec.trials or 0)):
+                if not self.running and not self.waiting:
+                    return
+                yield None
+                continue
+            item = self._ask()
+            if item is not None:
+                yield self._job(item)
+
+    # -- ending trials -----------------------------------------------------------------------
+    def started(self, job: Job) -> None:
+        item = self.running[id(job)]
+        item.started = time.time()
+        self.on_start(item.trial.number, item.run_dir, item.params)
+
+    def done(self, job: Job, returncode: int | None, error: str | None) -> None:
+        """Tell the study how the trial's child ended."""
+        from optuna.trial import TrialState
+        item = self.running.pop(id(job))
+        secs = time.time() - item.started if item.started else 0.0
+        if error == RUNNING_ELSEWHERE:  # an orphan of a killed tune still holds the run
+            self.waiting.append((time.monotonic() + 2.0, item))
+            return
+        if read_pruned(item.run_dir) is not None:
+            self.study.tell(item.trial, state=TrialState.PRUNED)
+            pruned = read_pruned(item.run_dir)
+            self.on_end(item.trial.number, "PRUNED", None,
+                        f"after epoch {pruned.epoch if pruned else '?'}", secs)
+            return
+        ok, message = finish_job(job, returncode, error)
+        state = self._settle(item.trial.number, item.run_dir) if ok else None
+        if state is None:
+            self.study.tell(item.trial, state=TrialState.FAIL)
+            state = "FAIL"
+        if state == "FAIL":
+            self.failures += 1
+            message = message or "no validation score"
+        self.on_end(item.trial.number, state, _value(item.run_dir), message, secs)
+
+    def run(self) -> None:
+        """Run trials until the study has ``trials`` finished or pruned ones.
+
+        Raises
+        ------
+        KeyboardInterrupt
+            After stopping the children (their trials stay RUNNING; the next tune
+            settles them).
+        """
+        from grprune.sweep.launchers import launch_local
+        self.recover()
+        self.spec.env = {**thread_env(self.spec.workers), **self.spec.env}
+        launch_local(self.jobs(), self.started, self.done, workers=self.spec.workers)
+
+
+class _First:
+    """A stand-in trial that picks each dimension's first choice or low end (to resolve
+    and check one configuration before the study is made)."""
+
+    def suggest_categorical(self, key: str, choices: list) -> Any:
+        return choices[0]
+
+    def suggest_int(self, key: str, low: int, high: int, **kw: Any) -> int:
+        return low
+
+    def suggest_float(self, key: str, low: float, high: float, **kw: Any) -> float:
+        return low
+
+
+def expand_one(conf: Configuration) -> Any:
+    """A one-configuration :class:`~grprune.sweep.grid.Expansion` (for ``sweep.json``)."""
+    from grprune.sweep.grid import Expansion
+    return Expansion([conf], 1, 0, [])
+
+
+def _value(run_dir: Path) -> float | None:
+    summary = RunDir(run_dir).summary()
+    return summary.valid if summary is not None else None

@@ -1,0 +1,172 @@
+"""``grprune tune`` (issue 62): trials are run directories, the study survives SIGKILL,
+pruned runs are marked pruned, ``collect`` reads a tune directory."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from grprune.cli import main
+from grprune.record.marks import PrunedRecord, read_pruned, write_pruned
+from grprune.record.rundir import RunDir
+from grprune.tune.space import Space
+
+optuna = pytest.importorskip("optuna")
+
+TINY = ["--data", "ogbg-molbbbp", "--reg", "size,eps-align", "-H", "data.limit=100",
+        "--epochs", "2"]
+
+
+def _tune(out: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "grprune", "tune", *TINY, "--workers", "2",
+            "--storage", f"sqlite:///{out}/study.db", "--out", str(out), *extra]
+
+
+def _study(out: Path):
+    return optuna.load_study(study_name="tune", storage=f"sqlite:///{out}/study.db")
+
+
+def _counted(study) -> list:
+    return [t for t in study.get_trials(deepcopy=False)
+            if t.state.name in ("COMPLETE", "PRUNED")]
+
+
+def test_a_space_file_reads_ranges_and_choices_and_refuses_bad_ones(tmp_path):
+    good = tmp_path / "space.yaml"
+    good.write_text("train.lr: {low: 0.0001, high: 0.01, log: true}\n"
+                    "encoder.hidden: {low: 32, high: 128, step: 32}\nselector.layers: [2, 3]\n")
+    space = Space.from_file(good)
+    assert space.dims["encoder.hidden"].kind == "int"
+    assert space.grid() is None and space.size() is None  # a float range: no grid
+    assert Space.from_mapping({"a.b": [1, 2], "c.d": {"low": 1, "high": 3}}, "x").size() == 6
+    for text, message in (("[1, 2]", "non-empty mapping"), ("a.b: {low: 2, high: 1}", "low < high"),
+                          ("a.b: {low: 1}", "low and high"), ("a.b: []", "empty list")):
+        bad = tmp_path / "bad.yaml"
+        bad.write_text(text)
+        result = CliRunner().invoke(main, ["tune", *TINY, "--trials", "1", "--space", str(bad),
+                                           "--out", str(tmp_path / "o")])
+        assert result.exit_code == 2 and message in result.output, result.output
+        assert "Traceback" not in result.output
+
+
+def test_bad_tune_input_is_one_line_and_exit_2(tmp_path):
+    runner = CliRunner()
+    for args, message in (
+            (["--trials", "2", "--data", "ogbg-molbbbp,good-motif"], "one value"),
+            (["--trials", "2", "--reg", "none"], "nothing to search"),
+            (["--reg", "size"], "--trials is needed"),
+            (["--trials", "2", "--reg", "size", "--storage", "nosuch://x"], "--storage")):
+        result = runner.invoke(main, ["tune", *args, "--out", str(tmp_path / "o")])
+        assert result.exit_code == 2, result.output
+        assert message in result.output and "Traceback" not in result.output, result.output
+
+
+def test_a_missing_optuna_exits_2_naming_the_extra(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "optuna", None)
+    result = CliRunner().invoke(main, ["tune", *TINY, "--trials", "1", "--out", str(tmp_path)])
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines() == [
+        "grprune: error: grprune tune needs the optuna package: pip install 'grprune[tune]'"]
+
+
+def test_a_pruned_run_directory_is_pruned_not_failed_and_resumes(tmp_path):
+    run_dir = tmp_path / "run"
+    result = CliRunner().invoke(main, ["run", *TINY, "--epochs", "1", "--out", str(run_dir),
+                                       "--progress", "none"])
+    assert result.exit_code == 0, result.output
+    rd = RunDir(run_dir)
+    rd.remove_state()
+    write_pruned(run_dir, PrunedRecord(epoch=0, value=0.5, metric="rocauc", study="s", trial=1))
+    # a summary wins: it finished; without one, pruned
+    assert rd.status().state == "finished"
+    (run_dir / "summary.json").unlink()
+    assert rd.status().state == "pruned"
+    assert read_pruned(run_dir) == PrunedRecord(epoch=0, value=0.5, metric="rocauc",
+                                                study="s", trial=1)
+    from grprune.collect.reading import read_run
+    assert read_run(run_dir).kind == "pruned"  # type: ignore[union-attr]
+
+
+@pytest.mark.slow
+def test_tune_killed_and_rerun_ends_with_exactly_the_trials_and_collect_reads_them(tmp_path):
+    """Killed (SIGKILL) once two trials have ended, with another running, and run again:
+    the study ends with 6 finished or pruned trials, a stale trial re-asked once."""
+    out = tmp_path / "tune"
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen(_tune(out, "--trials", "6"), stderr=subprocess.PIPE, text=True,
+                            env=env, stdout=subprocess.DEVNULL)
+    done = 0
+    assert proc.stderr is not None
+    for line in proc.stderr:  # killed at the first trial started after two ended
+        if " finished" in line or " pruned" in line:
+            done += 1
+        elif " start " in line and done >= 2:
+            proc.send_signal(signal.SIGKILL)
+            break
+    proc.wait()
+    assert done >= 2
+    assert any(t.state.name == "RUNNING" for t in _study(out).get_trials())  # stale ones
+    second = subprocess.run(_tune(out, "--trials", "6"), capture_output=True, text=True,
+                            env=env)
+    assert second.returncode == 0, second.stderr
+    study = _study(out)
+    counted = _counted(study)
+    assert len(counted) == 6
+    assert not [t for t in study.get_trials() if t.state.name == "RUNNING"]
+    retried = [t.user_attrs["grprune.retry_of"] for t in study.get_trials()
+               if "grprune.retry_of" in t.user_attrs]
+    assert len(retried) == len(set(retried))  # each stale trial re-asked once
+    for t in counted:  # each an ordinary run directory, finished or marked pruned
+        state = RunDir(out / t.user_attrs["grprune.run_dir"]).status().state
+        assert state == ("finished" if t.state.name == "COMPLETE" else "pruned")
+    assert (out / "best.yaml").is_file() and (out / "history.png").is_file()
+    assert "best: trial" in second.stdout and "trials (valid rocauc)" in second.stdout
+    # best.yaml is a configuration grprune run takes
+    from grprune.record.userfiles import load_config_file
+    assert load_config_file(out / "best.yaml")["data"]["name"] == "ogbg-molbbbp"
+    # collect reads every trial: the finished ones as runs, the pruned ones as pruned
+    from grprune.collect.reading import scan_runs
+    runs, problems = scan_runs(out)
+    dirs = {out / t.user_attrs["grprune.run_dir"] for t in counted}
+    read = {r.path for r in runs} | {p.path for p in problems if p.kind == "pruned"}
+    assert dirs <= read, dirs - read
+    table = CliRunner().invoke(main, ["collect", str(out), "--select", "all", "--layout",
+                                      "long", "--out", str(tmp_path / "table")])
+    assert table.exit_code == 0, table.output
+    assert (tmp_path / "table.csv").read_text().count("\n") >= 1 + len(runs)
+
+
+def test_the_trial_hook_reports_each_epoch_and_prunes_into_the_run_directory(tmp_path):
+    """The child's epoch callback: the valid metric is reported at step = epoch; when the
+    pruner says so, pruned.json is written and RunPruned raised (not a failure)."""
+    import json
+
+    from grprune.errors import RunPruned
+    from grprune.record.epoch import EpochRecord
+    from grprune.tune.trial import TRIAL_ENV, trial_hook
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    study = optuna.create_study(storage=url, study_name="s", direction="maximize")
+    for _ in range(2):  # two trials at 0.5, then 0.9
+        done = study.ask()
+        done.report(0.5, 0)
+        done.report(0.9, 1)
+        study.tell(done, 0.9)
+    trial = study.ask()
+    env = {TRIAL_ENV: json.dumps({"storage": url, "study": "s", "trial": trial.number,
+                                  "pruner": "median", "epochs": 3})}
+    hook = trial_hook(tmp_path, env)
+    assert hook is not None and trial_hook(tmp_path, {}) is None
+    hook(EpochRecord(epoch=0, scores={"valid": {"rocauc": 0.6}}))  # above the median: on
+    with pytest.raises(RunPruned, match="after epoch 1"):
+        hook(EpochRecord(epoch=1, scores={"valid": {"rocauc": 0.7}}))
+    assert read_pruned(tmp_path) == PrunedRecord(
+        epoch=1, value=0.7, metric="rocauc", study="s", trial=trial.number,
+        time=read_pruned(tmp_path).time)  # type: ignore[union-attr]
+    frozen = optuna.load_study(study_name="s", storage=url).trials[trial.number]
+    assert frozen.intermediate_values == {0: 0.6, 1: 0.7}
