@@ -78,12 +78,11 @@ SOURCES = [
 #: the ERM warm-up epochs of the ``official`` preset (``train.warmup_epochs``), which its
 #: selection may pick (``train.select_warmup``), as the official code's does
 WARMUP_EPOCHS = 10
-#: seeds whose selected epoch is a warm-up epoch, for the ``official`` PrunE cells of
-#: sources that keep no per-run epoch (collect tables): (dataset, split) -> (seeds, of n),
-#: from the run directories (prune/README.md, GOOD-HIV; molbbbp size seed 3's best epoch);
-#: per-run tables (``runs``, ``study``, ``official``) are counted from ``best_epoch``
-WARMUP_AUDIT = {("good-hiv", "scaffold"): (2, 4), ("good-hiv", "size"): (2, 4),
-                ("ogbg-molbbbp", "size"): (1, 4)}
+#: seeds whose selected epoch is a warm-up epoch, for the ``official`` PrunE cell still
+#: built from a collect table (no per-run rows): (dataset, split) -> (seeds, of n), from
+#: prune/README.md's GOOD-HIV section; every other cell counts its per-run rows
+#: (``selected_phase``, else ``best_epoch``)
+WARMUP_AUDIT = {("good-hiv", "size"): (2, 4)}
 #: the method name of the official code's rows
 OFFICIAL_CODE = "official code"
 #: ``ablation.py`` labels of the runs that are a preset as it is
@@ -137,7 +136,7 @@ GOOD_PROTOCOL = (
     "200 epochs on all 18,000 graphs, OOD-test at the first epoch of the best OOD-valid)")
 FIELDS = ["dataset", "split", "method", "preset", "protocol", "n", "test_mean", "test_std",
           "valid_mean", "paper_mean", "paper_std", "warmup_selected", "not_pruning",
-          "reproduces", "commit", "hardware"]
+          "reproduces", "aggregate", "commit", "hardware"]
 #: one row per run (``table1.py runs``): ``kept`` is the test split's kept-edge fraction
 #: at the selected epoch, ``selected_phase`` whether that epoch was an ERM warm-up epoch
 RUN_FIELDS = ["dataset", "split", "method", "preset", "protocol", "seed", "valid", "test",
@@ -156,8 +155,8 @@ NOT_PRUNING = 0.95
 #: ``tests/test_stale_cells.py`` fails, the change under test belongs here, and the cells
 #: it names are re-run.
 NUMBER_CHANGES = [
-    ("01577ad", ("PrunE", "official"), "sampled evaluation's noise keyed per graph "
-     "(issue 50), so an `official` cell's scores and selected epochs moved"),
+    ("01577ad", ("PrunE", "official"), "sampled evaluation's noise keyed per graph, "
+     "so an `official` cell's scores and selected epochs moved"),
 ]
 BEGIN = "<!-- table1: written by benchmarks/accuracy/table1.py build; edit that, not this -->"
 END = "<!-- /table1 -->"
@@ -250,7 +249,7 @@ def read_source(path: Path, kind: str, protocol, commit, hardware) -> list[dict]
                         "preset": r.preset, "protocol": protocol, "n": int(r.n),
                         "test_mean": 100 * r.test_mean, "test_std": 100 * r.test_std,
                         "valid_mean": 100 * r.valid_mean, "commit": commit,
-                        "hardware": hardware, "warmup_selected": None})
+                        "hardware": hardware, "warmup_selected": None, "aggregate": True})
         return out
     if kind == "study":
         df = df[df["label"].isin(list(STUDY_LABELS))].assign(dataset="good-motif")
@@ -444,7 +443,8 @@ def build(sources=SOURCES, root: Path = HERE) -> list[dict]:
             r["warmup_selected"] = WARMUP_AUDIT[(r["dataset"], r["split"])][0]
         if r["method"] == "ERM" or r["preset"] != "official":
             r["warmup_selected"] = None
-    return [{k: r.get(k) for k in FIELDS} for r in rows]
+    return [{**{k: r.get(k) for k in FIELDS}, "aggregate": bool(r.get("aggregate"))}
+            for r in rows]
 
 
 def reproduces(cell: dict) -> str:
@@ -603,16 +603,20 @@ REMAKE = {"good-motif": ("motif-full.yaml", "motif-official.runs.csv",
 def remake_lines(rows: list[dict]) -> list[str]:
     """table1.md's list of the cells HEAD does not reproduce, each with the commands that
     re-make it (:data:`REMAKE`; the sweep resumes and skips what finished)."""
-    stale = [r for r in rows if str(r.get("reproduces", "")).startswith(("no", "unknown"))]
+    stale = [r for r in rows if str(r.get("reproduces", "")).startswith(("no", "unknown"))
+             or r.get("aggregate")]
     if not stale:
         return []
-    out = ["", "Cells HEAD does not reproduce (†), and how to re-make each at HEAD (the sweep "
-           "resumes across interruptions; then `table1.py build --readme README.md`):", ""]
+    out = ["", "Cells HEAD does not reproduce (†), or built from a `grprune collect` aggregate "
+           "without per-run rows, and how to re-make each at HEAD (the sweep resumes across "
+           "interruptions; then `table1.py build --readme README.md`):", ""]
     for r in stale:
+        why = (r["reproduces"] if r["reproduces"] != "yes" else
+               f"an aggregate made at {r['commit']}, no per-run rows")
         spec, runs, cost = REMAKE[r["dataset"]]
         reg = "size,eps-align" if r["method"] == "PrunE" else "none"
         out.append(f"- {r['dataset']} {r['split']} {r['method']} `{r['preset']}`: "
-                   f"{r['reproduces']}. {cost}: `grprune sweep --spec "
+                   f"{why}. {cost}: `grprune sweep --spec "
                    f"benchmarks/accuracy/prune/{spec} --split {r['split']} --preset "
                    f"{r['preset']} --reg {reg} --out runs/remake --workers 2 && python "
                    f"benchmarks/accuracy/table1.py runs runs/remake --out "
@@ -776,7 +780,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     rows = build()
     table = pd.DataFrame(rows, columns=FIELDS)
-    table["warmup_selected"] = table["warmup_selected"].astype("Int64")
+    for key in ("warmup_selected", "not_pruning"):
+        table[key] = table[key].astype("Int64")
     csv = table.to_csv(index=False, float_format="%.2f")
     atomic_write_bytes(args.out.with_suffix(".csv"), csv.encode())
     atomic_write_bytes(args.out.with_suffix(".md"), markdown(rows).encode())
