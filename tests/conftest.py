@@ -111,3 +111,29 @@ def tiny_molbbbp_run(out, limit: int):
                                     "cpu", "--out", str(out)])
     assert res.exit_code == 0, res.output
     return out
+
+
+def force_valid_scores(mp, scores) -> None:
+    """Make each epoch's validation score ``scores[epoch]`` (a mapping or sequence) through
+    ``mp`` (a ``pytest.MonkeyPatch``); the final evaluation after training stays real."""
+    import grprune.trainer as T
+    real_eval, real_epoch, real_finish = (T.Trainer.evaluate, T.Trainer.train_epoch,
+                                          T.Trainer._finish)
+
+    def evaluate(self, split, use_selector=True, collect_edges=False):
+        ev, parts = real_eval(self, split, use_selector, collect_edges)
+        if split == "valid" and getattr(self, "_epoch", None) is not None:
+            ev.metric = scores[self._epoch]
+        return ev, parts
+
+    def train_epoch(self, epoch):
+        self._epoch = epoch
+        return real_epoch(self, epoch)
+
+    def finish(self, *args):
+        self._epoch = None
+        return real_finish(self, *args)
+
+    mp.setattr(T.Trainer, "evaluate", evaluate)
+    mp.setattr(T.Trainer, "train_epoch", train_epoch)
+    mp.setattr(T.Trainer, "_finish", finish)

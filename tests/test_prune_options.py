@@ -135,27 +135,9 @@ def test_lr_milestones_multiply_the_rate_and_are_recorded(tmp_path):
 
 
 def test_a_warm_up_epoch_is_selected_only_when_allowed(tmp_path, monkeypatch):
-    import grprune.trainer as T
+    from conftest import force_valid_scores
     valid = {0: 0.9, 1: 0.5, 2: 0.4}  # OOD-valid per epoch: the warm-up epoch 0 is best
-    real_eval, real_epoch, real_finish = T.Trainer.evaluate, T.Trainer.train_epoch, T.Trainer._finish
-
-    def evaluate(self, split, use_selector=True, collect_edges=False):
-        ev, parts = real_eval(self, split, use_selector, collect_edges)
-        if split == "valid" and getattr(self, "_epoch", None) is not None:
-            ev.metric = valid[self._epoch]
-        return ev, parts
-
-    def train_epoch(self, epoch):
-        self._epoch = epoch
-        return real_epoch(self, epoch)
-
-    def finish(self, *args):
-        self._epoch = None
-        return real_finish(self, *args)
-
-    monkeypatch.setattr(T.Trainer, "evaluate", evaluate)
-    monkeypatch.setattr(T.Trainer, "train_epoch", train_epoch)
-    monkeypatch.setattr(T.Trainer, "_finish", finish)
+    force_valid_scores(monkeypatch, valid)
     out = {}
     for allowed in (True, False):
         cfg = _cfg(reg="size,eps-align", epochs=3,

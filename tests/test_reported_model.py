@@ -11,6 +11,7 @@ import json
 import struct
 
 import pytest
+from conftest import force_valid_scores
 from click.testing import CliRunner
 
 from grprune.cli import main
@@ -29,27 +30,7 @@ def _cli(*args):
 
 def _forced_valid(mp: pytest.MonkeyPatch) -> None:
     """Make each epoch's validation score :data:`VALID` (the final evaluation is real)."""
-    import grprune.trainer as T
-    real_eval, real_epoch, real_finish = (T.Trainer.evaluate, T.Trainer.train_epoch,
-                                          T.Trainer._finish)
-
-    def evaluate(self, split, use_selector=True, collect_edges=False):
-        ev, parts = real_eval(self, split, use_selector, collect_edges)
-        if split == "valid" and getattr(self, "_epoch", None) is not None:
-            ev.metric = VALID[self._epoch]
-        return ev, parts
-
-    def train_epoch(self, epoch):
-        self._epoch = epoch
-        return real_epoch(self, epoch)
-
-    def finish(self, *args):
-        self._epoch = None
-        return real_finish(self, *args)
-
-    mp.setattr(T.Trainer, "evaluate", evaluate)
-    mp.setattr(T.Trainer, "train_epoch", train_epoch)
-    mp.setattr(T.Trainer, "_finish", finish)
+    force_valid_scores(mp, VALID)
 
 
 @pytest.fixture(scope="module")
