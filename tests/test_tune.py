@@ -42,7 +42,7 @@ def test_a_space_file_reads_ranges_and_choices_and_refuses_bad_ones(tmp_path):
     good.write_text("train.lr: {low: 0.0001, high: 0.01, log: true}\n"
                     "encoder.hidden: {low: 32, high: 128, step: 32}\nselector.layers: [2, 3]\n")
     space = Space.from_file(good)
-    assert space.dims["encoder.hidden"].kind == "int"
+    assert space.axes["encoder.hidden"].kind == "int"
     assert space.grid() is None and space.size() is None  # a float range: no grid
     assert Space.from_mapping({"a.b": [1, 2], "c.d": {"low": 1, "high": 3}}, "x").size() == 6
     for text, message in (("[1, 2]", "non-empty mapping"), ("a.b: {low: 2, high: 1}", "low < high"),

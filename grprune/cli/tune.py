@@ -130,8 +130,8 @@ def tune(ctx, **params) -> None:
     display.metric, display.total = tuner.metric, spec.trials or 0
     uri = track(spec, logs, tuner.study)
     display._echo(f"tune: study {spec.study!r} in {spec.storage_url}: {spec.trials} trials, "
-                  f"{tuner.direction} valid {tuner.metric}, {len(space.dims)} keys "
-                  f"({', '.join(space.dims)}), {spec.sampler} sampler, {spec.pruner} pruner, "
+                  f"{tuner.direction} valid {tuner.metric}, {len(space.axes)} keys "
+                  f"({', '.join(space.axes)}), {spec.sampler} sampler, {spec.pruner} pruner, "
                   f"{spec.workers} worker{'s' * (spec.workers != 1)}")
     try:
         tuner.run()

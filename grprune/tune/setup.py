@@ -54,11 +54,11 @@ def base_and_space(options: dict[str, Any], space_file: str | Path | None) -> tu
     else:
         declared = with_search(Grid(dict(grid.axes)))
         space = Space.from_choices(declared.hparams, "the parts' declared search spaces")
-    space.dims.update(chosen.dims)  # -H key=v1,v2 searches those values
+    space.axes.update(chosen.axes)  # -H key=v1,v2 searches those values
     fixed = {k: v for k, v in grid.hparams.items() if len(v) == 1}
     for key in fixed:
-        space.dims.pop(key, None)  # -H key=v fixes a key
-    if not space.dims:
+        space.axes.pop(key, None)  # -H key=v fixes a key
+    if not space.axes:
         raise GrpruneError("nothing to search: the parts declare no search space and no "
                            "-H key has several values; give --space FILE or -H key=v1,v2")
     return Grid(dict(grid.axes), fixed, dict(grid.fixed)), space

@@ -12,7 +12,7 @@ declared space with a YAML mapping of ``-H`` keys to
 
 >>> space = Space.from_mapping({"train.lr": {"low": 1e-4, "high": 1e-2, "log": True},
 ...                            "selector.layers": [2, 3]}, "space.yaml")
->>> sorted(space.dims), space.grid() is None
+>>> sorted(space.axes), space.grid() is None
 (['selector.layers', 'train.lr'], True)
 """
 
@@ -51,9 +51,9 @@ class Dim:
 
 @dataclass
 class Space:
-    """``{-H key: Dim}`` (:attr:`dims`) and where it came from (:attr:`origin`)."""
+    """``{-H key: Dim}`` (:attr:`axes`) and where it came from (:attr:`origin`)."""
 
-    dims: dict[str, Dim] = field(default_factory=dict)
+    axes: dict[str, Dim] = field(default_factory=dict)
     origin: str = "declared"
 
     @classmethod
@@ -102,7 +102,7 @@ class Space:
     def grid(self) -> dict[str, list[str]] | None:
         """The exhaustive grid (``--sampler grid``); None when a key is a float range."""
         out: dict[str, list[str]] = {}
-        for key, dim in self.dims.items():
+        for key, dim in self.axes.items():
             if dim.kind == "choice":
                 out[key] = list(dim.choices)
             elif dim.kind == "int" and not dim.log:
@@ -119,7 +119,7 @@ class Space:
 
     def suggest(self, trial: Any) -> dict[str, str]:
         """One trial's values, ``{-H key: text}``."""
-        return {key: dim.suggest(trial, key) for key, dim in self.dims.items()}
+        return {key: dim.suggest(trial, key) for key, dim in self.axes.items()}
 
 
 def _dim(key: str, spec: Any, origin: str) -> Dim:

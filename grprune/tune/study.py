@@ -273,7 +273,7 @@ class Tuner:
             if rel is not None and self._settle(t.number, self.spec.root / rel):
                 continue
             self.study.tell(t.number, state=TrialState.FAIL)
-            if set(t.params) == set(self.spec.space.dims):
+            if set(t.params) == set(self.spec.space.axes):
                 self.study.enqueue_trial(dict(t.params),
                                          user_attrs={"grprune.retry_of": t.number})
                 again += 1
