@@ -286,8 +286,9 @@ def parse_logs(values: Iterable[str]) -> list[LogSpec]:
                                f"{', '.join(TRACKERS)}.{did_you_mean(name, TRACKERS)}")
         if any(s.name == name for s in out):
             raise GrpruneError(f"--log {name} is given twice")
-        require(name)
         out.append(LogSpec(name, where or None))
+    for spec in out:  # the values are checked first, then what they need installed
+        require(spec.name)
     return out
 
 
