@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-import os
 import shlex
 import signal
 import sys
@@ -411,21 +409,8 @@ def _announce(expansion, root: Path, params: dict) -> int:
 def _launcher(params: dict, plugins: list[str]):
     """The launcher (``launch(jobs, on_start, on_done)``) and the environment variables
     of every child: thread counts, and the plugins to import (``GRPRUNE_PLUGINS``)."""
-    from grprune.sweep.launchers import launch_local, launch_ray
-    from grprune.sweep.plan import thread_env
-    workers = params["workers"] or 1
-    if params["launcher"] == "ray":
-        cpus = str(max(1, int(params["cpus_per_run"])))
-        env = thread_env(1) if "OMP_NUM_THREADS" in os.environ else {
-            "OMP_NUM_THREADS": cpus, "MKL_NUM_THREADS": cpus}
-        env.update({k: v for k, v in os.environ.items() if k.startswith("GRPRUNE_")
-                    and not k.startswith(("GRPRUNE_RUN_", "GRPRUNE_SWEEP_"))})
-        launch = functools.partial(launch_ray, workers=workers, address=params["address"],
-                                   cpus_per_run=params["cpus_per_run"],
-                                   max_in_flight=params["workers"] if params["address"]
-                                   else None)
-    else:
-        env = thread_env(workers)
-        launch = functools.partial(launch_local, workers=workers)
+    from grprune.sweep.launchers import make_launcher
+    launch, env = make_launcher(params["launcher"], params["workers"] or 1,
+                                params["address"], params["cpus_per_run"])
     env.update(child_env(plugins))
     return launch, env

@@ -78,7 +78,17 @@ def print_table(rows, best, metric: str) -> None:
              "shared by several machines runs one study) [default: sqlite:///OUT/study.db]")
 @option("--study", default="tune", show_default=True, help="the study's name in the storage")
 @option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
-        help="trials at once (local child processes)")
+        help="trials at once: local child processes, or the CPUs of the local Ray instance "
+             "(with --cpus-per-run); with --address, Ray tasks in flight")
+@option("--launcher", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+        help="local: child processes on this machine. ray: one Ray task per trial, against "
+             "the same study; needs pip install 'grprune[ray]', and with --address a "
+             "--storage and --out that every Ray worker reaches")
+@option("--address", default=None,
+        help="Ray cluster address (auto, ray://host:10001, ...) [default: start a local "
+             "Ray instance with --workers CPUs and shut it down at the end]")
+@option("--cpus-per-run", type=click.FloatRange(min=0, min_open=True), default=1.0,
+        show_default=True, help="Ray: num_cpus of each trial's task (and its torch threads)")
 @option("--out", type=click.Path(path_type=Path), default=Path("runs/tune"),
         show_default=True, metavar="DIR",
         help="tune directory: one run directory per trial (<out>/<dataset>/<method>-seed"
@@ -103,6 +113,7 @@ def tune(ctx, **params) -> None:
       grprune tune --data ogbg-molbbbp --reg none --space erm.yaml --trials 20
       grprune tune --data good-motif --sampler grid --pruner median --out runs/grid
       grprune tune ... --storage postgresql://user@db/grprune --study prune-bbbp
+      grprune tune ... --launcher ray --address auto --storage postgresql://db/grprune
     """
     from grprune.trackers import parse_logs
     from grprune.tune.report import (best_row, trial_rows, write_best_yaml, write_plots,
@@ -115,6 +126,12 @@ def tune(ctx, **params) -> None:
     except ImportError:
         raise GrpruneError("grprune tune needs the optuna package: "
                            "pip install 'grprune[tune]'") from None
+    from grprune.cli.plugins import child_env, loaded_plugins
+    from grprune.sweep.launchers import require_ray
+    if params["address"] and params["launcher"] != "ray":
+        raise click.UsageError("--address goes with --launcher ray")
+    if params["launcher"] == "ray":
+        require_ray()
     logs = parse_logs(params["logs"])
     root = Path(params["out"]).absolute()
     if root.exists() and not root.is_dir():
@@ -124,7 +141,9 @@ def tune(ctx, **params) -> None:
                     sampler=params["sampler"], pruner=params["pruner"],
                     storage=params["storage"], study=params["study"],
                     workers=params["workers"], seed=params["sampler_seed"],
-                    command=["grprune", "tune", *_argv()])
+                    command=["grprune", "tune", *_argv()],
+                    env=child_env(loaded_plugins(ctx)), launcher=params["launcher"],
+                    address=params["address"], cpus_per_run=params["cpus_per_run"])
     display = TuneDisplay(params["progress"] or "auto", root, 0, "")
     tuner = Tuner(spec, on_start=display.start, on_end=display.end)
     display.metric, display.total = tuner.metric, spec.trials or 0
@@ -132,7 +151,8 @@ def tune(ctx, **params) -> None:
     display._echo(f"tune: study {spec.study!r} in {spec.storage_url}: {spec.trials} trials, "
                   f"{tuner.direction} valid {tuner.metric}, {len(space.axes)} keys "
                   f"({', '.join(space.axes)}), {spec.sampler} sampler, {spec.pruner} pruner, "
-                  f"{spec.workers} worker{'s' * (spec.workers != 1)}")
+                  f"{spec.launcher} launcher, {spec.workers} "
+                  f"worker{'s' * (spec.workers != 1)}")
     try:
         tuner.run()
     except KeyboardInterrupt:

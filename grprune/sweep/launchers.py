@@ -14,13 +14,15 @@ directories stay interrupted, and the next sweep resumes them.
 
 from __future__ import annotations
 
+import functools
 import logging
+import os
 import time
 from typing import Any, Callable, Iterable, Sequence
 
 from grprune.errors import GrpruneError
 from grprune.record.rundir import RUNNING_ELSEWHERE
-from grprune.sweep.plan import Job, start_child
+from grprune.sweep.plan import Job, start_child, thread_env
 
 OnStart = Callable[[Job], None]
 OnDone = Callable[[Job, "int | None", "str | None"], None]
@@ -134,7 +136,7 @@ def require_ray() -> None:
         raise GrpruneError("--launcher ray needs the ray package: pip install 'grprune[ray]'")
 
 
-def launch_ray(jobs: Sequence[Job], on_start: OnStart, on_done: OnDone, *,
+def launch_ray(jobs: Iterable["Job | None"], on_start: OnStart, on_done: OnDone, *,
                workers: int = 1, address: str | None = None, cpus_per_run: float = 1.0,
                max_in_flight: int | None = None, poll_s: float = 0.5) -> None:
     """Run the jobs as Ray tasks, one task per job, each running the same child.
@@ -146,7 +148,10 @@ def launch_ray(jobs: Sequence[Job], on_start: OnStart, on_done: OnDone, *,
 
     Parameters
     ----------
-    jobs : sequence of Job
+    jobs : iterable of Job or None
+        Read lazily, one job per free slot, as :func:`launch_local` reads them (``None``:
+        nothing to submit now; ``grprune tune`` asks its study for a trial when a slot
+        frees up).
     on_start, on_done : callable
         See the module docstring; ``on_start`` is called when a task is submitted.
     workers : int
@@ -156,8 +161,8 @@ def launch_ray(jobs: Sequence[Job], on_start: OnStart, on_done: OnDone, *,
     cpus_per_run : float
         ``num_cpus`` of each task.
     max_in_flight : int, optional
-        Tasks submitted at once (default: ``workers`` on a local instance, all on a
-        cluster).
+        Tasks submitted at once (default: ``workers`` on a local instance; on a cluster,
+        all of a sequence's jobs, or ``workers`` of a lazy iterable).
     poll_s : float
         Seconds between checks for finished tasks.
 
@@ -185,18 +190,28 @@ def launch_ray(jobs: Sequence[Job], on_start: OnStart, on_done: OnDone, *,
             raise GrpruneError(f"cannot start {where}: {exc}") from None
         started_here = True
     if max_in_flight is None:
-        max_in_flight = len(jobs) if address else max(1, workers)
+        max_in_flight = (len(jobs) if address and isinstance(jobs, Sequence)
+                         else max(1, workers))
     task = ray.remote(num_cpus=cpus_per_run, max_retries=0)(run_child)
-    queue = list(jobs)
+    queue = iter(jobs)
+    exhausted = False
     pending: dict = {}  # ObjectRef -> Job
     try:
-        while queue or pending:
-            while queue and len(pending) < max(1, max_in_flight):
-                job = queue.pop(0)
+        while not exhausted or pending:
+            while not exhausted and len(pending) < max(1, max_in_flight):
+                job = next(queue, _END)
+                if job is _END:
+                    exhausted = True
+                    break
+                if job is None:  # nothing to submit now
+                    break
                 if not _prepared(job, on_done):
                     continue
                 pending[task.remote(job.args, job.env, str(job.log), job.cwd)] = job
                 on_start(job)
+            if not pending:
+                time.sleep(poll_s)
+                continue
             ready, _ = ray.wait(list(pending), num_returns=1, timeout=poll_s)
             for ref in ready:
                 job = pending.pop(ref)
@@ -214,3 +229,38 @@ def launch_ray(jobs: Sequence[Job], on_start: OnStart, on_done: OnDone, *,
     finally:
         if started_here:
             ray.shutdown()
+
+
+#: what ``--launcher`` accepts
+LAUNCHERS = ("local", "ray")
+
+
+def make_launcher(kind: str, workers: int = 1, address: str | None = None,
+                  cpus_per_run: float = 1.0) -> tuple[Callable[..., None], dict[str, str]]:
+    """The launcher of ``--launcher kind`` (``launch(jobs, on_start, on_done)``) and the
+    environment variables every child needs (its thread counts), as ``grprune sweep`` and
+    ``grprune tune`` use them.
+
+    ``local``: :func:`launch_local` with ``workers`` children, each with
+    :func:`~grprune.sweep.plan.thread_env` threads. ``ray``: :func:`launch_ray`, each task
+    with ``cpus_per_run`` CPUs and as many threads (unless ``OMP_NUM_THREADS`` is set), the
+    ``GRPRUNE_*`` settings of this process passed on (a Ray worker does not inherit this
+    environment); with ``address``, ``workers`` tasks in flight.
+
+    Raises
+    ------
+    GrpruneError
+        If ``kind`` is ``ray`` and ray is not installed.
+    """
+    if kind == "ray":
+        require_ray()
+        cpus = str(max(1, int(cpus_per_run)))
+        env = thread_env(1) if "OMP_NUM_THREADS" in os.environ else {
+            "OMP_NUM_THREADS": cpus, "MKL_NUM_THREADS": cpus}
+        env.update({k: v for k, v in os.environ.items() if k.startswith("GRPRUNE_")
+                    and not k.startswith(("GRPRUNE_RUN_", "GRPRUNE_SWEEP_",
+                                          "GRPRUNE_TUNE_"))})
+        return functools.partial(launch_ray, workers=workers, address=address,
+                                 cpus_per_run=cpus_per_run,
+                                 max_in_flight=workers if address else None), env
+    return functools.partial(launch_local, workers=workers), thread_env(workers)

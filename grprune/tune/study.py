@@ -44,7 +44,7 @@ from grprune.record.marks import read_pruned
 from grprune.record.metricinfo import higher_is_better
 from grprune.record.rundir import RUNNING_ELSEWHERE, RunDir
 from grprune.sweep.grid import Configuration, Grid, expand
-from grprune.sweep.plan import Job, child_args, finish_job, run_dir_of, thread_env, write_plan
+from grprune.sweep.plan import Job, child_args, finish_job, run_dir_of, write_plan
 from grprune.tune.space import Space
 from grprune.tune.trial import PRUNERS, TRIAL_ENV, make_pruner
 
@@ -73,6 +73,13 @@ class TuneSpec:
         Extra arguments of every child (``--log ...``).
     env : dict
         Extra environment variables of every child.
+    launcher : str
+        ``local`` (child processes) or ``ray`` (one Ray task per trial,
+        :func:`grprune.sweep.launchers.make_launcher`).
+    address : str or None
+        Ray cluster address (None: a local Ray instance of ``workers`` CPUs).
+    cpus_per_run : float
+        Ray: ``num_cpus`` of each trial's task.
     """
 
     base: Grid
@@ -88,6 +95,9 @@ class TuneSpec:
     command: list[str] = field(default_factory=list)
     child_args: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
+    launcher: str = "local"
+    address: str | None = None
+    cpus_per_run: float = 1.0
 
     @property
     def storage_url(self) -> str:
@@ -314,7 +324,9 @@ class Tuner:
                 item.trial.report(float(value), record.epoch)
         env = {**self.spec.env, TRIAL_ENV: json.dumps(
             {"storage": self.spec.storage_url, "study": self.spec.study,
-             "trial": item.trial.number, "parent": os.getpid(), "pruner": self.spec.pruner,
+             "trial": item.trial.number, "pruner": self.spec.pruner,
+             # a Ray task's child has a Ray worker, not this process, as its parent
+             "parent": os.getpid() if self.spec.launcher == "local" else 0,
              "epochs": self.epochs})}
         job = Job(item.conf, item.run_dir, env,
                   args=child_args(item.conf, item.run_dir) + self.spec.child_args)
@@ -379,10 +391,12 @@ class Tuner:
             After stopping the children (their trials stay RUNNING; the next tune
             settles them).
         """
-        from grprune.sweep.launchers import launch_local
+        from grprune.sweep.launchers import make_launcher
+        launch, env = make_launcher(self.spec.launcher, self.spec.workers, self.spec.address,
+                                    self.spec.cpus_per_run)
         self.recover()
-        self.spec.env = {**thread_env(self.spec.workers), **self.spec.env}
-        launch_local(self.jobs(), self.started, self.done, workers=self.spec.workers)
+        self.spec.env = {**env, **self.spec.env}
+        launch(self.jobs(), self.started, self.done)
 
 
 class _First:

@@ -1,4 +1,4 @@
-"""``grprune sweep --launcher ray``: the mini sweep as Ray tasks on a local Ray instance."""
+"""The Ray launcher: the mini sweep and a tune study as Ray tasks on a local Ray instance."""
 
 from __future__ import annotations
 
@@ -66,3 +66,31 @@ def test_ray_sweep_reports_a_failed_run(tmp_path):
     (run_dir,) = [p for p in root.glob("*/*") if p.is_dir()]
     error = json.loads((run_dir / ERROR).read_text())
     assert error["returncode"] == 1 and error["message"].startswith("ValueError")
+
+
+def test_ray_tune_ends_with_the_trials_as_ray_tasks_and_a_rerun_adds_none(tmp_path):
+    """``grprune tune --launcher ray``: each trial a Ray task against the same study; the
+    children report to the study although their parent is a Ray worker."""
+    optuna = pytest.importorskip("optuna")
+    out = tmp_path / "tune"
+    args = ["tune", "--launcher", "ray", "--workers", "2", "--trials", "2", "--sampler",
+            "random", "--pruner", "none", "--epochs", "2", "-H", "data.limit=48",
+            "--out", str(out), "--progress", "plain"]
+    res = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    assert "ray launcher, 2 workers" in res.output
+    assert not ray.is_initialized()
+    study = optuna.load_study(study_name="tune", storage=f"sqlite:///{out}/study.db")
+    done = [t for t in study.get_trials() if t.state.name == "COMPLETE"]
+    assert len(done) == 2 and len(study.get_trials()) == 2
+    for t in done:  # each trial reported its epochs from inside its Ray task
+        assert sorted(t.intermediate_values) == [0, 1]
+        assert (out / t.user_attrs["grprune.run_dir"] / R.RESULTS).is_file()
+    res = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert res.exit_code == 0 and len(optuna.load_study(
+        study_name="tune", storage=f"sqlite:///{out}/study.db").get_trials()) == 2
+
+
+def test_tune_address_without_ray_launcher_is_a_usage_error(tmp_path):
+    res = CliRunner().invoke(main, ["tune", "--address", "auto", "--out", str(tmp_path)])
+    assert res.exit_code == 2 and "--address goes with --launcher ray" in res.output
