@@ -61,7 +61,7 @@ def seed_sd() -> float:
 
 
 def _params(row: dict) -> dict:
-    skip = {"trial", "state", "valid", "epochs", "run_dir"}
+    skip = {"trial", "state", "value", "epochs", "run_dir"}
     return {k: v for k, v in row.items() if k not in skip}
 
 
@@ -72,17 +72,17 @@ def summarize(pruned: list[dict], full: list[dict], sd: float, epochs: int) -> d
     n_full = sum(int(r["epochs"]) for r in full)
 
     def best(rows: list[dict]) -> dict:
-        done = [r for r in rows if r["state"] == "COMPLETE" and r["valid"] not in ("", "-")]
-        return max(done, key=lambda r: float(r["valid"]))
+        done = [r for r in rows if r["state"] == "COMPLETE" and r["value"] not in ("", "-")]
+        return max(done, key=lambda r: float(r["value"]))
 
     bp, bf = best(pruned), best(full)
-    gap = float(bf["valid"]) - float(bp["valid"])
+    gap = float(bf["value"]) - float(bp["value"])
     return {"trials": len(full), "epochs_per_trial": epochs, "same_values": all(same),
             "epochs_pruned": n_pruned, "epochs_unpruned": n_full,
             "epochs_saved": 1 - n_pruned / n_full,
             "trials_pruned": sum(r["state"] == "PRUNED" for r in pruned),
-            "best_valid_pruned": float(bp["valid"]), "best_trial_pruned": int(bp["trial"]),
-            "best_valid_unpruned": float(bf["valid"]), "best_trial_unpruned": int(bf["trial"]),
+            "best_valid_pruned": float(bp["value"]), "best_trial_pruned": int(bp["trial"]),
+            "best_valid_unpruned": float(bf["value"]), "best_trial_unpruned": int(bf["trial"]),
             "best_valid_gap": gap, "seed_sd_valid": sd, "within_noise": abs(gap) <= sd}
 
 
@@ -117,7 +117,7 @@ def markdown(result: dict, pruned: list[dict], full: list[dict], commit: str,
     ]
     for a, b in zip(pruned, full):
         def v(row: dict) -> str:
-            return f"{100 * float(row['valid']):.2f}" if row["valid"] not in ("", "-") else "-"
+            return f"{100 * float(row['value']):.2f}" if row["value"] not in ("", "-") else "-"
         lines.append(f"| {a['trial']} | {a['state'].lower()} | {a['epochs']} | {v(a)} | "
                      f"{b['state'].lower()} | {b['epochs']} | {v(b)} |")
     return "\n".join(lines) + "\n"
