@@ -170,3 +170,21 @@ def test_the_trial_hook_reports_each_epoch_and_prunes_into_the_run_directory(tmp
         time=read_pruned(tmp_path).time)  # type: ignore[union-attr]
     frozen = optuna.load_study(study_name="s", storage=url).trials[trial.number]
     assert frozen.intermediate_values == {0: 0.6, 1: 0.7}
+
+
+def test_no_trial_is_pruned_during_warmup_or_the_first_quarter():
+    from grprune.tune.trial import make_pruner, prune_after_default
+    assert prune_after_default(100, 10) == 25 and prune_after_default(30, 10) == 10
+    assert prune_after_default(3, 0) == 0
+    study = optuna.create_study(direction="maximize",
+                                pruner=make_pruner("median", 40, after=10))
+    for value in (0.9, 0.9):  # two finished trials at 0.9 every epoch
+        t = study.ask()
+        for epoch in range(12):
+            t.report(value, epoch)
+        study.tell(t, value)
+    low = study.ask()
+    low.report(0.1, 9)
+    assert not low.should_prune()  # epoch 9 < 10: kept however low
+    low.report(0.1, 10)
+    assert low.should_prune()

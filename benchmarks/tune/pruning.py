@@ -12,6 +12,8 @@ dataset, split and method at 10 seeds).
 
     python benchmarks/tune/pruning.py --out runs/tune-pruning \
         --write benchmarks/tune/pruning-molbbbp
+    python benchmarks/tune/pruning.py --out runs/tune-pruning --prune-after 0 \
+        --write benchmarks/tune/pruning-molbbbp-after0
 
 writes ``pruning-molbbbp.json`` (both studies' trials) and ``pruning-molbbbp.md``. A re-run
 continues both studies (each is an ordinary ``grprune tune`` directory).
@@ -38,11 +40,14 @@ SETTINGS = ["--data", "ogbg-molbbbp", "--split", "scaffold", "--reg", "size,eps-
             "--sampler", "random", "--sampler-seed", "0", "--workers", "1"]
 
 
-def run_study(out: Path, pruner: str, trials: int, epochs: int) -> list[dict]:
+def run_study(out: Path, pruner: str, trials: int, epochs: int,
+              after: int | None = None) -> list[dict]:
     """Run (or continue) one study; its ``trials.csv`` rows."""
     cmd = [sys.executable, "-m", "grprune", "tune", *SETTINGS, "--pruner", pruner,
            "--trials", str(trials), "--epochs", str(epochs), "--out", str(out),
            "--progress", "plain"]
+    if after is not None:
+        cmd += ["--prune-after", str(after)]
     print("+", " ".join(cmd[1:]), file=sys.stderr, flush=True)
     done = subprocess.run(cmd, stdout=subprocess.DEVNULL)
     if done.returncode != 0:
@@ -65,7 +70,8 @@ def _params(row: dict) -> dict:
     return {k: v for k, v in row.items() if k not in skip}
 
 
-def summarize(pruned: list[dict], full: list[dict], sd: float, epochs: int) -> dict:
+def summarize(pruned: list[dict], full: list[dict], sd: float, epochs: int,
+              after: int) -> dict:
     """The comparison (see the module docstring)."""
     same = [_params(a) == _params(b) for a, b in zip(pruned, full)]
     n_pruned = sum(int(r["epochs"]) for r in pruned)
@@ -77,7 +83,8 @@ def summarize(pruned: list[dict], full: list[dict], sd: float, epochs: int) -> d
 
     bp, bf = best(pruned), best(full)
     gap = float(bf["value"]) - float(bp["value"])
-    return {"trials": len(full), "epochs_per_trial": epochs, "same_values": all(same),
+    return {"trials": len(full), "epochs_per_trial": epochs, "prune_after": after,
+            "same_values": all(same),
             "epochs_pruned": n_pruned, "epochs_unpruned": n_full,
             "epochs_saved": 1 - n_pruned / n_full,
             "trials_pruned": sum(r["state"] == "PRUNED" for r in pruned),
@@ -95,8 +102,9 @@ def markdown(result: dict, pruned: list[dict], full: list[dict], commit: str,
         f"Made by `python benchmarks/tune/pruning.py` at `{commit}` on {hardware}: "
         f"ogbg-molbbbp scaffold, PrunE (its default preset), the declared search space, "
         f"{r['trials']} trials of {r['epochs_per_trial']} epochs from the same seeded random "
-        f"sampler, once with the median pruner and once without (the same values trial "
-        f"for trial: {'yes' if r['same_values'] else 'NO'}).",
+        f"sampler, once with the median pruner (no trial pruned before epoch "
+        f"{r['prune_after']}: `--prune-after {r['prune_after']}`) and once without (the "
+        f"same values trial for trial: {'yes' if r['same_values'] else 'NO'}).",
         "",
         "| | pruned (median) | unpruned |",
         "|---|---|---|",
@@ -130,11 +138,17 @@ def main(argv: list[str] | None = None) -> int:
                     help="output stem: STEM.json and STEM.md")
     ap.add_argument("--trials", type=int, default=10)
     ap.add_argument("--epochs", type=int, default=40)
+    ap.add_argument("--prune-after", type=int, default=None,
+                    help="grprune tune --prune-after [default: tune's own]")
     args = ap.parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    pruned = run_study(args.out / "median", "median", args.trials, args.epochs)
+    from grprune.tune.trial import prune_after_default
+    after = (args.prune_after if args.prune_after is not None
+             else prune_after_default(args.epochs, 0))  # molbbbp scaffold: no warm-up
+    pruned = run_study(args.out / f"median-after{after}", "median", args.trials, args.epochs,
+                       after)
     full = run_study(args.out / "none", "none", args.trials, args.epochs)
-    result = summarize(pruned, full, seed_sd(), args.epochs)
+    result = summarize(pruned, full, seed_sd(), args.epochs, after)
     from grprune.provenance import cpu_model, git_commit
     commit = git_commit() or "unknown"
     hardware = f"{len(os.sched_getaffinity(0))} cores of an {cpu_model()} (CPU), one thread a trial"

@@ -69,6 +69,9 @@ def print_table(rows, best, metric: str) -> None:
 @option("--pruner", type=click.Choice(["median", "hyperband", "none"]), default="median",
         show_default=True, help="stop unpromising trials on their validation metric, "
                                 "checked once per epoch")
+@option("--prune-after", type=click.IntRange(min=0), default=None, metavar="EPOCHS",
+        help="prune no trial before this epoch [default: the preset's ERM warm-up epochs, "
+             "and at least a quarter of --epochs]")
 @option("--space", "space_file", type=click.Path(path_type=Path), default=None,
         metavar="FILE", help="YAML search space: -H key -> [choices] or {low, high, log, "
                              "step, type} [default: the parts' declared spaces, as sweep "
@@ -143,14 +146,16 @@ def tune(ctx, **params) -> None:
                     workers=params["workers"], seed=params["sampler_seed"],
                     command=["grprune", "tune", *_argv()],
                     env=child_env(loaded_plugins(ctx)), launcher=params["launcher"],
-                    address=params["address"], cpus_per_run=params["cpus_per_run"])
+                    address=params["address"], cpus_per_run=params["cpus_per_run"],
+                    prune_after=params["prune_after"])
     display = TuneDisplay(params["progress"] or "auto", root, 0, "")
     tuner = Tuner(spec, on_start=display.start, on_end=display.end)
     display.metric, display.total = tuner.metric, spec.trials or 0
     uri = track(spec, logs, tuner.study)
     display._echo(f"tune: study {spec.study!r} in {spec.storage_url}: {spec.trials} trials, "
                   f"{tuner.direction} valid {tuner.metric}, {len(space.axes)} keys "
-                  f"({', '.join(space.axes)}), {spec.sampler} sampler, {spec.pruner} pruner, "
+                  f"({', '.join(space.axes)}), {spec.sampler} sampler, {spec.pruner} pruner "
+                  f"(none before epoch {tuner.prune_after}), "
                   f"{spec.launcher} launcher, {spec.workers} "
                   f"worker{'s' * (spec.workers != 1)}")
     try:

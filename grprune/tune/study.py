@@ -46,7 +46,7 @@ from grprune.record.rundir import RUNNING_ELSEWHERE, RunDir
 from grprune.sweep.grid import Configuration, Grid, expand
 from grprune.sweep.plan import Job, child_args, finish_job, run_dir_of, write_plan
 from grprune.tune.space import Space
-from grprune.tune.trial import PRUNERS, TRIAL_ENV, make_pruner
+from grprune.tune.trial import PRUNERS, TRIAL_ENV, make_pruner, prune_after_default
 
 SAMPLERS = ("tpe", "random", "grid")
 __all__ = ["PRUNERS", "SAMPLERS", "TuneSpec", "Tuner"]
@@ -80,6 +80,9 @@ class TuneSpec:
         Ray cluster address (None: a local Ray instance of ``workers`` CPUs).
     cpus_per_run : float
         Ray: ``num_cpus`` of each trial's task.
+    prune_after : int or None
+        No trial is pruned before this epoch (None:
+        :func:`~grprune.tune.trial.prune_after_default` of the runs' schedule).
     """
 
     base: Grid
@@ -98,6 +101,7 @@ class TuneSpec:
     launcher: str = "local"
     address: str | None = None
     cpus_per_run: float = 1.0
+    prune_after: int | None = None
 
     @property
     def storage_url(self) -> str:
@@ -160,7 +164,7 @@ def owner_dead(text: str) -> bool:
     return False
 
 
-def make_study(spec: TuneSpec, direction: str, epochs: int) -> Any:
+def make_study(spec: TuneSpec, direction: str, epochs: int, after: int = 0) -> Any:
     """Create or load the study (``load_if_exists``), with the sampler and pruner.
 
     Raises
@@ -180,7 +184,7 @@ def make_study(spec: TuneSpec, direction: str, epochs: int) -> Any:
         sampler = optuna.samplers.RandomSampler(seed=spec.seed)
     else:
         sampler = optuna.samplers.TPESampler(seed=spec.seed)
-    pruner = make_pruner(spec.pruner, epochs)
+    pruner = make_pruner(spec.pruner, epochs, after)
     spec.root.mkdir(parents=True, exist_ok=True)  # the default storage's and the runs' home
     try:
         study = optuna.create_study(storage=spec.storage_url, study_name=spec.study,
@@ -234,13 +238,15 @@ class Tuner:
         self.metric = metric_of(first)
         self.direction = "maximize" if higher_is_better(self.metric) else "minimize"
         self.epochs = first.cfg.train.epochs
+        self.prune_after = (spec.prune_after if spec.prune_after is not None else
+                            prune_after_default(self.epochs, first.cfg.train.warmup_epochs))
         size = spec.space.size()
         if spec.trials is None:
             if spec.sampler != "grid" or size is None:
                 raise GrpruneError("--trials is needed (only --sampler grid defaults to the "
                                    "grid's size)")
             spec.trials = size
-        self.study = make_study(spec, self.direction, self.epochs)
+        self.study = make_study(spec, self.direction, self.epochs, self.prune_after)
         self.study.set_user_attr("grprune.metric", self.metric)
         self.running: dict[int, Running] = {}
         self.waiting: list[tuple[float, Running]] = []
@@ -327,7 +333,7 @@ class Tuner:
              "trial": item.trial.number, "pruner": self.spec.pruner,
              # a Ray task's child has a Ray worker, not this process, as its parent
              "parent": os.getpid() if self.spec.launcher == "local" else 0,
-             "epochs": self.epochs})}
+             "epochs": self.epochs, "after": self.prune_after})}
         job = Job(item.conf, item.run_dir, env,
                   args=child_args(item.conf, item.run_dir) + self.spec.child_args)
         self.running[id(job)] = item
