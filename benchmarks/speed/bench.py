@@ -1,4 +1,5 @@
-"""Epoch time, throughput and peak memory of ERM, PrunE, GSAT and CIGA on the same data.
+"""Epoch time, throughput and peak memory of ERM, PrunE, GSAT, CIGA, IRM and VREx on the same
+data.
 
 Usage::
 
@@ -42,7 +43,8 @@ import time
 from pathlib import Path
 
 METHODS = {"erm": {"reg": "none"}, "prune": {"reg": "size,eps-align"},
-           "gsat": {"reg": "gsat"}, "ciga": {"reg": "ciga"}}
+           "gsat": {"reg": "gsat"}, "ciga": {"reg": "ciga"}, "irm": {"reg": "irm"},
+           "vrex": {"reg": "vrex"}}
 DATASETS = {"ogbg-molbbbp": {}, "good-motif": {"data.split": "basis"}}
 
 
