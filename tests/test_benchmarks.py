@@ -287,15 +287,18 @@ def test_table1_build_picks_each_columns_default_preset_and_protocol(tmp_path, m
                          "valid": 0.8, "test": test + 0.01 * seed, "commit": "c2",
                          "hardware": "H"})
     pd.DataFrame(runs).to_csv(tmp_path / "ec50.runs.csv", index=False)
-    collect = pd.DataFrame([
-        {"dataset": "ogbg-molbbbp", "split": "scaffold", "method": m, "preset": p, "n": n,
-         "test_mean": t, "test_std": 0.01, "valid_mean": 0.9}
-        for m, p, n, t in (("PrunE", "paper", 4, 0.69), ("ERM", "paper", 4, 0.68),
-                           ("PrunE (official)", "official", 4, 0.99))])
-    collect.to_csv(tmp_path / "bbbp.csv", index=False)
-    collect.assign(test_mean=0.5).to_csv(tmp_path / "bbbp-short.csv", index=False)
-    sources = [("bbbp.csv", "collect", "paper", "c1", "CPU"),
-               ("bbbp-short.csv", "collect", "shortened", "c3", "CPU"),
+    bbbp = pd.DataFrame([
+        {"dataset": "ogbg-molbbbp", "split": "scaffold", "method": m, "preset": p,
+         "protocol": "paper", "seed": seed, "valid": 0.9,
+         "test": t + 0.01 * (-1.5 ** 0.5, 0, 0, 1.5 ** 0.5)[seed], "commit": "c1",  # sd 1
+         "hardware": "CPU"}
+        for m, p, t in (("PrunE", "paper", 0.69), ("ERM", "paper", 0.68),
+                        ("PrunE", "official", 0.99)) for seed in range(4)])
+    bbbp.to_csv(tmp_path / "bbbp.runs.csv", index=False)
+    bbbp.assign(test=0.5, protocol="shortened", commit="c3").to_csv(
+        tmp_path / "bbbp-short.runs.csv", index=False)
+    sources = [("bbbp.runs.csv", "runs", None, None, None),
+               ("bbbp-short.runs.csv", "runs", None, None, None),
                ("ec50.runs.csv", "runs", None, None, None)]
     rows = table1.build(sources, tmp_path)
     got = {(r["dataset"], r["split"], r["method"], r["protocol"]): r for r in rows}

@@ -57,15 +57,11 @@ PAPER = {("good-motif", "basis"): {"ERM": (68.66, 4.25), "PrunE": (91.48, 0.40)}
          ("ogbg-molbbbp", "size"): {"ERM": (78.29, 3.76), "PrunE": (81.59, 5.35)}}
 EPYC = "2 cores of an AMD EPYC (CPU)"
 #: the committed tables, oldest first: (file under benchmarks/accuracy, kind, protocol,
-#: commit, hardware); kind "collect" is `grprune collect --select all --layout long`,
-#: "study" an ``ablation.py table`` .runs.csv (GOOD-Motif), "runs" this script's ``runs``
+#: commit, hardware); kind "study" is an ``ablation.py table`` .runs.csv (GOOD-Motif), "runs" this script's ``runs``
 #: (protocol, commit and hardware per row), "good" ``prune/good_erm.py``'s table of
 #: GOOD-protocol runs, finished or not; a "runs", "good" or "official" file that is not
 #: there yet is a study not run (:data:`REMAKE` names the ones that re-make stale cells)
 SOURCES = [
-    ("prune/molbbbp.csv", "collect", "paper", "2820ba7", EPYC),
-    ("prune/good-hiv-cpu.csv", "collect", "shortened", "2820ba7", EPYC),
-    ("prune/good-hiv-full.csv", "collect", "paper", "5805caa", EPYC),
     ("prune/motif-full.runs.csv", "study", "paper", "a2bbff1", EPYC + ", AVX-512 kernels"),
     ("prune/motif-full-d9fd056.runs.csv", "study", "paper", "d9fd056", EPYC),
     ("prune/drugood-ec50.runs.csv", "runs", None, None, None),
@@ -78,11 +74,6 @@ SOURCES = [
 #: the ERM warm-up epochs of the ``official`` preset (``train.warmup_epochs``), which its
 #: selection may pick (``train.select_warmup``), as the official code's does
 WARMUP_EPOCHS = 10
-#: seeds whose selected epoch is a warm-up epoch, for the ``official`` PrunE cell still
-#: built from a collect table (no per-run rows): (dataset, split) -> (seeds, of n), from
-#: prune/README.md's GOOD-HIV section; every other cell counts its per-run rows
-#: (``selected_phase``, else ``best_epoch``)
-WARMUP_AUDIT = {("good-hiv", "size"): (2, 4)}
 #: the method name of the official code's rows
 OFFICIAL_CODE = "official code"
 #: ``ablation.py`` labels of the runs that are a preset as it is
@@ -136,7 +127,7 @@ GOOD_PROTOCOL = (
     "200 epochs on all 18,000 graphs, OOD-test at the first epoch of the best OOD-valid)")
 FIELDS = ["dataset", "split", "method", "preset", "protocol", "n", "test_mean", "test_std",
           "valid_mean", "paper_mean", "paper_std", "warmup_selected", "not_pruning",
-          "reproduces", "aggregate", "commit", "hardware"]
+          "reproduces", "commit", "hardware"]
 #: one row per run (``table1.py runs``): ``kept`` is the test split's kept-edge fraction
 #: at the selected epoch, ``selected_phase`` whether that epoch was an ERM warm-up epoch
 RUN_FIELDS = ["dataset", "split", "method", "preset", "protocol", "seed", "valid", "test",
@@ -242,15 +233,6 @@ def read_source(path: Path, kind: str, protocol, commit, hardware) -> list[dict]
     if kind == "good":
         return good_cells(path)[0]
     df = _read_csv(path)
-    out = []
-    if kind == "collect":
-        for r in df.itertuples():
-            out.append({"dataset": r.dataset, "split": r.split, "method": r.method.split(" (")[0],
-                        "preset": r.preset, "protocol": protocol, "n": int(r.n),
-                        "test_mean": 100 * r.test_mean, "test_std": 100 * r.test_std,
-                        "valid_mean": 100 * r.valid_mean, "commit": commit,
-                        "hardware": hardware, "warmup_selected": None, "aggregate": True})
-        return out
     if kind == "study":
         df = df[df["label"].isin(list(STUDY_LABELS))].assign(dataset="good-motif")
         df["method"] = df["label"].map(lambda x: STUDY_LABELS[x][0])
@@ -438,13 +420,9 @@ def build(sources=SOURCES, root: Path = HERE) -> list[dict]:
             r["protocol"] = ("official-preset schedule" if r["dataset"] == "drugood-ec50"
                              else "official schedule")
         r["reproduces"] = reproduces(r)
-        if r.get("warmup_selected") is None and r["preset"] == "official" \
-                and r["method"] == "PrunE" and (r["dataset"], r["split"]) in WARMUP_AUDIT:
-            r["warmup_selected"] = WARMUP_AUDIT[(r["dataset"], r["split"])][0]
         if r["method"] == "ERM" or r["preset"] != "official":
             r["warmup_selected"] = None
-    return [{**{k: r.get(k) for k in FIELDS}, "aggregate": bool(r.get("aggregate"))}
-            for r in rows]
+    return [{k: r.get(k) for k in FIELDS} for r in rows]
 
 
 def reproduces(cell: dict) -> str:
@@ -603,16 +581,13 @@ REMAKE = {"good-motif": ("motif-full.yaml", "motif-official.runs.csv",
 def remake_lines(rows: list[dict]) -> list[str]:
     """table1.md's list of the cells HEAD does not reproduce, each with the commands that
     re-make it (:data:`REMAKE`; the sweep resumes and skips what finished)."""
-    stale = [r for r in rows if str(r.get("reproduces", "")).startswith(("no", "unknown"))
-             or r.get("aggregate")]
+    stale = [r for r in rows if str(r.get("reproduces", "")).startswith(("no", "unknown"))]
     if not stale:
         return []
-    out = ["", "Cells HEAD does not reproduce (†), or built from a `grprune collect` aggregate "
-           "without per-run rows, and how to re-make each at HEAD (the sweep resumes across "
-           "interruptions; then `table1.py build --readme README.md`):", ""]
+    out = ["", "Cells HEAD does not reproduce (†), and how to re-make each at HEAD (the sweep "
+           "resumes across interruptions; then `table1.py build --readme README.md`):", ""]
     for r in stale:
-        why = (r["reproduces"] if r["reproduces"] != "yes" else
-               f"an aggregate made at {r['commit']}, no per-run rows")
+        why = r["reproduces"]
         spec, runs, cost = REMAKE[r["dataset"]]
         reg = "size,eps-align" if r["method"] == "PrunE" else "none"
         out.append(f"- {r['dataset']} {r['split']} {r['method']} `{r['preset']}`: "
