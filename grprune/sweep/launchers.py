@@ -136,6 +136,32 @@ def require_ray() -> None:
         raise GrpruneError("--launcher ray needs the ray package: pip install 'grprune[ray]'")
 
 
+def _ray_init(address: str | None, num_cpus: int) -> bool:
+    """Connect to the Ray cluster at ``address``, or start a local instance of ``num_cpus``
+    CPUs, unless Ray is initialized already; returns whether this call started it.
+
+    Raises
+    ------
+    GrpruneError
+        If ray is missing or the cluster cannot be reached.
+    """
+    require_ray()
+    import ray
+
+    if ray.is_initialized():
+        return False
+    try:
+        if address:
+            ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
+        else:
+            ray.init(num_cpus=num_cpus, include_dashboard=False, logging_level=logging.ERROR,
+                     log_to_driver=False)
+    except Exception as exc:
+        where = f"the Ray cluster at {address}" if address else "a local Ray instance"
+        raise GrpruneError(f"cannot start {where}: {exc}") from None
+    return True
+
+
 def launch_ray(jobs: Iterable["Job | None"], on_start: OnStart, on_done: OnDone, *,
                workers: int = 1, address: str | None = None, cpus_per_run: float = 1.0,
                max_in_flight: int | None = None, poll_s: float = 0.5) -> None:
@@ -173,22 +199,9 @@ def launch_ray(jobs: Iterable["Job | None"], on_start: OnStart, on_done: OnDone,
     KeyboardInterrupt
         After cancelling the tasks (their children are terminated).
     """
-    require_ray()
     import ray
 
-    started_here = False
-    if not ray.is_initialized():
-        try:
-            if address:
-                ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
-            else:
-                ray.init(num_cpus=max(1, round(workers * cpus_per_run)),
-                         include_dashboard=False, logging_level=logging.ERROR,
-                         log_to_driver=False)
-        except Exception as exc:
-            where = f"the Ray cluster at {address}" if address else "a local Ray instance"
-            raise GrpruneError(f"cannot start {where}: {exc}") from None
-        started_here = True
+    started_here = _ray_init(address, max(1, round(workers * cpus_per_run)))
     if max_in_flight is None:
         max_in_flight = (len(jobs) if address and isinstance(jobs, Sequence)
                          else max(1, workers))
