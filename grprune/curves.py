@@ -44,10 +44,13 @@ PANELS: list[tuple[str, Value, tuple[float, float] | None]] = [
     ("motif ROC-AUC: OOD-test (solid), ID-valid (dashed)",
      lambda r, m: _sel(r, "test", "motif_rocauc"), (0, 1.02)),
     ("Precision@50 (test)", lambda r, m: _sel(r, "test", "precision@50"), (0, 1.02)),
+    ("G_c bonds (test): mean p (solid), mean rank from the top (dashed)",
+     lambda r, m: _sel(r, "test", "gc_p_mean"), (0, 1.02)),
 ]
 #: second lines drawn dashed in a panel: panel index -> function
 DASHED: dict[int, Value] = {4: lambda r, m: _sel(r, "test", "p_above_0.9"),
-                            5: lambda r, m: _sel(r, "id-valid", "motif_rocauc")}
+                            5: lambda r, m: _sel(r, "id-valid", "motif_rocauc"),
+                            7: lambda r, m: _sel(r, "test", "gc_rank_mean")}
 
 
 def _sel(record: EpochRecord, split: str, key: str) -> Any:

@@ -17,7 +17,8 @@ import numpy as np
 import torch
 
 from grprune.batch import GraphBatch
-from grprune.explain_metrics import edge_rocauc, ranking_score, spurious_at_k
+from grprune.explain_metrics import (edge_rocauc, graph_of_bonds, rank_within_graphs,
+                                     ranking_score, spurious_at_k)
 from grprune.ops import bond_value
 
 #: quantiles of p = sigmoid(w) recorded per split and epoch
@@ -72,7 +73,12 @@ class SelectorStats:
             the share of spurious bonds among each graph's lowest 50 %, and the share of
             spurious bonds found there) and, when every batch came with ``correct``,
             ``motif_rocauc_correct`` (the ROC-AUC over the bonds of correctly predicted
-            graphs only, paper Figure 4b); None where undefined.
+            graphs only, paper Figure 4b); with ground truth also ``gc_p_mean`` (the mean
+            keep probability :math:`p` of the invariant subgraph's bonds, :math:`G_c`) and
+            ``gc_rank_mean`` (the mean, over :math:`G_c`'s bonds, of the fraction of its
+            graph's bonds ranked above it, :func:`~grprune.explain_metrics.rank_within_graphs`
+            of the same score as the ROC-AUC: 0 is the top, under 0.5 the top half), paper
+            Figure 5a; None where undefined.
         """
         logits = np.concatenate(self.logits) if self.logits else np.zeros(0)
         out: dict[str, Any] = {"bonds": int(len(logits))}
@@ -90,6 +96,11 @@ class SelectorStats:
             out["motif_rocauc"] = edge_rocauc(score, gt)
             out[f"precision@{PRECISION_K}"] = at["precision"]
             out[f"recall@{PRECISION_K}"] = at["recall"]
+            inv = gt == 1
+            if inv.any():  # Figure 5a: where the invariant bonds stand
+                rank = rank_within_graphs(ptr, score) / np.diff(ptr)[graph_of_bonds(ptr)]
+                out["gc_p_mean"] = float(p[inv].mean())
+                out["gc_rank_mean"] = float(rank[inv].mean())
             if len(self.correct) == len(self.gt):
                 right = np.concatenate(self.correct).astype(bool)
                 out["motif_rocauc_correct"] = edge_rocauc(score[right], gt[right])

@@ -331,7 +331,13 @@ def test_motif_rocauc_over_correctly_predicted_graphs_by_hand():
         assert out["motif_rocauc_correct"] == pytest.approx(expected)
     stats = SelectorStats()
     stats.add(batch, logits)  # without predictions: no correct-only figure
-    assert "motif_rocauc_correct" not in stats.result()
+    out = stats.result()
+    assert "motif_rocauc_correct" not in out
+    # Figure 5a: the motif bonds' mean keep probability and within-graph rank (fraction
+    # of the graph's bonds above): A's motif bond is 2nd of 3 (1/3), B's 1st of 2 (0)
+    assert out["gc_p_mean"] == pytest.approx((torch.sigmoid(torch.tensor(2.0)).item()
+                                              + torch.sigmoid(torch.tensor(5.0)).item()) / 2)
+    assert out["gc_rank_mean"] == pytest.approx((1 / 3 + 0) / 2)
 
 
 def test_sampled_evaluation_leaves_training_as_it_was(tmp_path):
