@@ -40,8 +40,8 @@ from grprune.ops import csr_segment_np, rank_in_segment_np
 
 #: K (percent of each graph's bonds) of Recall@K / Precision@K (paper Table, appendix)
 RECALL_KS = (10, 20, 30, 40, 50)
-#: factors f of the top-ceil(f |G_c|) counts (paper Figure 2: 1.5, and 5 for the transition)
-TOPK_FACTORS = (1.5, 5.0)
+#: factors f of the top-ceil(f |G_c|) counts (paper Figure 2: 1.5, 3, 4 and 5, the transition)
+TOPK_FACTORS = (1.5, 3.0, 4.0, 5.0)
 #: decimals of the logit kept for ranking bonds (:func:`ranking_score`)
 RANK_DECIMALS = 4
 

@@ -116,7 +116,7 @@ def test_edge_rocauc_and_subsets():
     m = explanation_metrics(ptr, np.array([.9, .1, .5, .8, .7, .2]), np.array([1, 0, 0, 1, 0, 0]))
     assert m["graphs"] == 3 and m["bonds"] == 6 and m["motif_bonds"] == 2
     assert m["rocauc"] == 1.0 and set(m["at_k"]) == {"10", "20", "30", "40", "50"}
-    assert set(m["top_k"]) == {"1.5", "5"}
+    assert set(m["top_k"]) == {"1.5", "3", "4", "5"}
 
 
 def test_parse_graph_ids():
@@ -289,7 +289,7 @@ def test_explain_motif_metrics(motif_run, tmp_path):
     for k in ("10", "20", "30", "40", "50"):
         r = m["all"]["at_k"][k]
         assert 0 <= r["recall"] <= 1 and 0 <= r["precision"] <= 1
-    for f in ("1.5", "5"):
+    for f in ("1.5", "3", "4", "5"):
         t = m["all"]["top_k"][f]
         assert t["graphs"] == 48 and t["gc"] + t["gs"] == pytest.approx(t["k"])
 
