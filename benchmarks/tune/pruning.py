@@ -118,7 +118,11 @@ def markdown(result: dict, pruned: list[dict], full: list[dict], commit: str,
         f"validation score differs by {100 * r['best_valid_gap']:+.2f} points, against a "
         f"seed standard deviation of {100 * r['seed_sd_valid']:.2f} for one configuration "
         f"(molbbbp-n10.runs.csv): "
-        f"{'within noise' if r['within_noise'] else 'more than noise'}.",
+        f"{'within noise' if r['within_noise'] else 'more than noise'}."
+        + (f" The unpruned study's best trial ({r['best_trial_unpruned']}) was pruned at "
+           f"epoch {int(pruned[r['best_trial_unpruned']]['epochs']) - 1}: the pruner saves "
+           f"epochs by betting on early scores, and here it lost that bet within noise."
+           if pruned[r["best_trial_unpruned"]]["state"] == "PRUNED" else ""),
         "",
         "| trial | state (pruned study) | epochs | valid | state (unpruned) | epochs | valid |",
         "|---|---|---|---|---|---|---|",
