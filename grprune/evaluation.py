@@ -35,12 +35,11 @@ from grprune.diagnostics import SelectorStats
 from grprune.errors import GrpruneError
 from grprune.metrics import evaluate
 from grprune.ops import bond_max_np, bonds_by_first_edge
-from grprune.step import (CudaGraphs, EagerGraphs, mark_eager, watch_capture_hazards,
-                          watch_replaced_tensors)
+from grprune.capture import (CudaGraphs, EagerGraphs, mark_eager, watch_capture_hazards,
+                             watch_replaced_tensors)
 
 #: arrays of ``edge_probs.npz`` that :func:`edge_scores_from_arrays` needs to rebuild every
-#: :class:`GraphScore` (runs written before ``edge_logits``, ``prob`` and
-#: ``num_nodes`` were saved lack them)
+#: :class:`GraphScore` (a file that lacks one is incomplete: the graphs are scored again)
 SCORE_ARRAYS = ("graph_index", "edge_ptr", "src", "dst", "edge_prob", "edge_weight",
                 "edge_logits", "prob", "num_nodes")
 
@@ -292,7 +291,7 @@ class GraphedForward:
     ~6.6 s of a 100-epoch run whose target is 15 s. A replay is one launch.
 
     The first call of a key runs eagerly (on a side stream on CUDA), watched as
-    :class:`grprune.step.GraphedStep`'s probe is (:func:`~grprune.step.watch_capture_hazards`:
+    :class:`grprune.step.GraphedStep`'s probe is (:func:`~grprune.capture.watch_capture_hazards`:
     ``.item()``, ops sized by values, copies to the host, CUDA syncs; and a new tensor put
     in the model): a key whose pass does any of these stays eager, with one warning. The
     second call captures the pass over the batch itself (no copy: the batch is the graph's
@@ -302,7 +301,7 @@ class GraphedForward:
     seed, the batch and the draw, all fixed per key. The graphs share one memory pool (their
     outputs stay referenced, so a replay rewrites only intermediates). A call returns the
     graph's static outputs: read them before the key's next call. On the CPU the backend
-    is :class:`~grprune.step.EagerGraphs` (a replay runs the pass again): bit for bit the
+    is :class:`~grprune.capture.EagerGraphs` (a replay runs the pass again): bit for bit the
     eager evaluation (``tests/test_cuda_graph.py``).
 
     Raises
@@ -498,7 +497,7 @@ def edge_arrays_problem(a: Mapping[str, np.ndarray]) -> str | None:
 def edge_scores_from_arrays(a: Mapping[str, np.ndarray] | None) -> EdgeScores | None:
     """The :class:`EdgeScores` of ``edge_probs.npz``'s arrays
     (:meth:`grprune.record.rundir.RunDir.edge_arrays`); None without arrays, when they lack
-    :data:`SCORE_ARRAYS` (a file written before they were saved), or when they do not agree
+    one of :data:`SCORE_ARRAYS`, or when they do not agree
     as a whole (:func:`edge_arrays_problem`): the caller recomputes the scores from the
     checkpoint, as for a damaged file."""
     if a is None or any(k not in a for k in SCORE_ARRAYS) or edge_arrays_problem(a):

@@ -4,7 +4,9 @@
 scores, writes one row per undirected bond to ``edges.csv``, one picture per
 chosen graph (:mod:`grprune.draw`) and, on data with ground-truth motif edges
 (GOOD-Motif, SPMotif), the explanation metrics of the paper
-(:mod:`grprune.explain_metrics`) to ``metrics.json``.
+(:mod:`grprune.explain_metrics`) to ``metrics.json`` and, for a run with a selector, the
+ground-truth-free scores of its explanations (fidelity+, fidelity−, characterization,
+sparsity: :mod:`grprune.explain_fidelity`) to ``fidelity.json``.
 
 **Where the scores come from.** The trainer saves its own evaluation of the
 selected checkpoint on the test split to ``edge_probs.npz``
@@ -12,24 +14,27 @@ selected checkpoint on the test split to ``edge_probs.npz``
 evaluation mask and class probabilities). When that file holds every graph
 asked for, explain reads it and does not run the model
 (:meth:`grprune.inference.Run.stored_scores`). Otherwise (other parts than
-``test``, graphs outside ``data.limit``, runs written before the file held
-logits and class probabilities) it re-scores the graphs with the run's model
-under the same evaluation rule (:meth:`grprune.inference.Run.score`).
+``test``, graphs outside ``data.limit``, a damaged or incomplete file) it re-scores the
+graphs with the run's model under the same evaluation rule
+(:meth:`grprune.inference.Run.score`).
 
-The metric functions are re-exported here from :mod:`grprune.explain_metrics`.
+The metric functions are re-exported here from :mod:`grprune.explain_metrics`, and the
+``--graphs`` helpers from :mod:`grprune.explain_graphs`.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from grprune.errors import GrpruneError, did_you_mean
+from grprune.errors import GrpruneError
+from grprune.explain_graphs import (check_graph_ids, chosen_graphs, graph_label,  # noqa: F401
+                                    parse_graph_ids, picture_name, resolve_graph_ids,
+                                    skipped_id_reason)
 from grprune.explain_metrics import (RANK_DECIMALS, RECALL_KS, TOPK_FACTORS,  # noqa: F401
                                      edge_rocauc, explanation_metrics, graph_of_bonds,
                                      rank_within_graphs, ranking_score, select_graphs,
@@ -42,201 +47,6 @@ MANIFEST = "explain.json"
 
 
 # -- options and results -----------------------------------------------------
-def parse_graph_ids(text: str) -> list[int | str]:
-    """Parse ``--graphs``: dataset indices, source rows and IDs, order kept, duplicates dropped.
-
-    ``3,17,40-45`` are dataset indices (ranges inclusive); ``row:204`` and
-    ``row:200-210`` are rows of the source file (0-based data rows, as
-    ``grprune data info`` and ``predict`` number them); ``id:CMPD-7`` is an ID of
-    ``data.id_column`` (or a ``dgl-graphs`` file's ``id`` tensor), and a token that
-    is not a number or range is taken as an ID too (an ID of digits and dashes
-    alone needs ``id:``). :func:`resolve_graph_ids`
-    turns rows and IDs into indices.
-
-    Returns
-    -------
-    list of int or str
-        Indices as ints; ``"row:N"`` and ``"id:TEXT"`` as strings.
-
-    Raises
-    ------
-    GrpruneError
-        On negative or reversed ranges, bad ``row:`` items, or nothing named.
-
-    Examples
-    --------
-    >>> parse_graph_ids("3,17,40-42,row:204,CMPD-7")
-    [3, 17, 40, 41, 42, 'row:204', 'id:CMPD-7']
-    """
-    out: list[int | str] = []
-    for item in str(text).split(","):
-        item = item.strip()
-        if not item:
-            continue
-        kind, colon, rest = item.partition(":")
-        if colon and kind.strip().lower() == "id":
-            out.append(f"id:{rest.strip()}")
-            continue
-        is_row = bool(colon) and kind.strip().lower() == "row"
-        lo, sep, hi = (rest if is_row else item).partition("-")
-        try:
-            a = int(lo)
-            b = int(hi) if sep else a
-        except ValueError:
-            if is_row:
-                raise GrpruneError(f"bad row {item!r} in --graphs {text!r}: expected "
-                                   f"row:N or row:A-B") from None
-            if re.fullmatch(r"[\d\s-]+", item):  # a broken range, not a name
-                raise GrpruneError(f"bad graph range {item!r} in --graphs {text!r} "
-                                   f"(an ID of digits and dashes needs id:)") from None
-            out.append(f"id:{item}")
-            continue
-        if a < 0 or b < a:
-            raise GrpruneError(f"bad graph range {item!r} in --graphs {text!r}")
-        out.extend(f"row:{r}" if is_row else r for r in range(a, b + 1))
-    if not out:
-        raise GrpruneError(f"--graphs {text!r} names no graph")
-    return list(dict.fromkeys(out))
-
-
-def resolve_graph_ids(dataset, items: Sequence[int | str], part_members=None,
-                      notes: list[str] | None = None) -> list[int]:
-    """Dataset indices of :func:`parse_graph_ids`' items (ints pass through; ``"row:N"``
-    is a source row, ``"id:TEXT"`` or any other string an ID).
-
-    An ID that several graphs share (duplicate IDs in the source) names every one of them;
-    with ``part_members`` (the part's dataset indices) those in the part, and ``notes``
-    receives a line listing all matches.
-
-    Raises
-    ------
-    GrpruneError
-        For a source row that is not in the dataset (the message says why a
-        skipped row was skipped), an ID of a skipped row (its skip reason), an ID
-        the dataset does not have (or a dataset without IDs), or a duplicate ID none
-        of whose graphs is in the part (the message lists them).
-    """
-    if all(isinstance(i, (int, np.integer)) for i in items):
-        return [int(i) for i in items]
-    row_of = {int(r): i for i, r in enumerate(dataset.source_rows)}
-    id_of: dict[str, list[int]] = {}
-    for i, x in enumerate(dataset.ids or ()):
-        id_of.setdefault(x, []).append(i)
-    skipped = {int(r["row"]): r["reason"] for r in dataset.info.get("bad_rows", ())
-               if isinstance(r, dict) and "row" in r}
-    out = []
-    for item in items:
-        if isinstance(item, (int, np.integer)):
-            out.append(int(item))
-        elif item.startswith("row:"):
-            r = int(item[4:])
-            if r not in row_of:
-                n_rows = int(dataset.info.get("n_source_rows") or len(dataset))
-                why = (f"it was skipped: {skipped[r]}" if r in skipped
-                       else "it was skipped at loading; `grprune data info` lists why"
-                       if r in set(dataset.info.get("skipped_rows") or ())
-                       else f"the source has rows 0-{n_rows - 1}")
-                raise GrpruneError(f"source row {r} is not in {dataset.name} ({why})")
-            out.append(row_of[r])
-        else:
-            key = item[3:] if item.startswith("id:") else item
-            if dataset.ids is None:
-                raise GrpruneError(f"--graphs names ID {key!r}, but {dataset.name} has no IDs: "
-                                   f"train with -H data.id_column=NAME (molecule-csv) or give "
-                                   f"the dgl-graphs file an 'id' tensor; or pass indices "
-                                   f"or row:N")
-            if key not in id_of:
-                why = skipped_id_reason(dataset, key, skipped)
-                if why:
-                    raise GrpruneError(f"ID {key!r} is not in {dataset.name}: {why}")
-                raise GrpruneError(f"no graph of {dataset.name} has ID {key!r}."
-                                   f"{did_you_mean(key, list(id_of))}")
-            out.extend(_id_matches(dataset, key, id_of[key], part_members, notes))
-    return list(dict.fromkeys(out))
-
-
-def _id_matches(dataset, key: str, matches: list[int], part_members, notes) -> list[int]:
-    """The graphs an ID names: all of them, or those in the part (a note lists every one)."""
-    if len(matches) == 1:
-        return matches
-    listed = ", ".join(graph_label(dataset, i) for i in matches)
-    if part_members is None:
-        inside = matches
-    else:
-        inside = [i for i in matches if i in part_members]
-        if not inside:
-            where = {p for p, idx in dataset.splits.items()
-                     for i in matches if i in set(np.asarray(idx).tolist())}
-            raise GrpruneError(f"ID {key!r} names {len(matches)} graphs of {dataset.name} "
-                               f"(duplicate IDs: {listed}), none of them in this part; "
-                               f"they are in {', '.join(sorted(where)) or 'no part'}")
-    if notes is not None:
-        notes.append(f"ID {key!r} names {len(matches)} graphs (duplicate IDs): {listed}; "
-                     f"drawing {len(inside)}")
-    return inside
-
-
-def skipped_id_reason(dataset, key: str, skipped: dict | None = None) -> str:
-    """Why the source rows with ID ``key`` were skipped at loading (``""`` if no skipped
-    row has it): read from the source CSV's ID column (``info["source"]``,
-    ``info["id_column"]``) and the skip reasons (``info["bad_rows"]``)."""
-    info = dataset.info
-    if skipped is None:
-        skipped = {int(r["row"]): r["reason"] for r in info.get("bad_rows", ())
-                   if isinstance(r, dict) and "row" in r}
-    if not skipped or not info.get("source") or not info.get("id_column"):
-        return ""
-    from grprune.data.molecules import match_columns, read_text_csv
-    try:
-        df = read_text_csv(info["source"], "data file")
-        col = match_columns(df.columns, {"id": info["id_column"]}, "data file")["id"]
-    except Exception:
-        return ""
-    rows = [r for r in np.flatnonzero(df[col].to_numpy() == key).tolist() if r in skipped]
-    return "; ".join(f"source row {r} was skipped: {skipped[r]}" for r in rows[:5])
-
-
-def graph_label(dataset, i: int) -> str:
-    """How messages and pictures name graph ``i``: ``graph 200 (row 204, ID CMPD-7)``."""
-    extra = [f"row {int(dataset.source_rows[i])}"] if int(dataset.source_rows[i]) != i else []
-    if dataset.ids is not None:
-        extra.append(f"ID {dataset.ids[i]}")
-    return f"graph {i}" + (f" ({', '.join(extra)})" if extra else "")
-
-
-def picture_name(dataset, i: int, fmt: str) -> str:
-    """``graph-<index>[_row-<source row>][_id-<ID>].<fmt>``; the ID's characters outside
-    letters, digits, ``.``, ``-`` and ``+`` become ``_``."""
-    name = f"graph-{i}"
-    if int(dataset.source_rows[i]) != i:
-        name += f"_row-{int(dataset.source_rows[i])}"
-    if dataset.ids is not None:
-        name += "_id-" + (re.sub(r"[^A-Za-z0-9.+-]", "_", dataset.ids[i])[:80] or "_")
-    return f"{name}.{fmt}"
-
-
-def check_graph_ids(dataset, part: str, ids: Sequence[int]) -> None:
-    """Check that every id is a graph of ``part``.
-
-    Raises
-    ------
-    GrpruneError
-        For an id outside the dataset or outside the part (the message says
-        which part the graph is in).
-    """
-    n = len(dataset)
-    members = set(np.asarray(dataset.splits[part]).tolist())
-    for i in ids:
-        if not 0 <= i < n:
-            raise GrpruneError(f"graph {i} does not exist: {dataset.name} has {n} graphs "
-                               f"(0-{n - 1})")
-        if i not in members:
-            where = [p for p, idx in dataset.splits.items() if i in set(np.asarray(idx).tolist())]
-            hint = (f"it is in {', '.join(where)}; pass --part {where[0]}" if where
-                    else "it is in no split part")
-            raise GrpruneError(f"{graph_label(dataset, i)} is not in part {part!r} ({hint})")
-
-
 @dataclass
 class ExplainResult:
     """What :func:`explain_run` wrote.
@@ -250,6 +60,9 @@ class ExplainResult:
         Dataset indices drawn.
     metrics : dict or None
         ``metrics.json``'s content; None when skipped.
+    fidelity : dict or None
+        ``fidelity.json``'s content (:func:`grprune.explain_fidelity.part_fidelity`); None
+        when skipped or not asked for.
     notes : list of str
         Why metrics were skipped, pictures that could not be drawn, ...
     """
@@ -259,6 +72,7 @@ class ExplainResult:
     graphs: list[int] = field(default_factory=list)
     metrics: dict | None = None
     notes: list[str] = field(default_factory=list)
+    fidelity: dict | None = None
 
 
 def _csv_bytes(df) -> bytes:
@@ -277,8 +91,9 @@ def _pred_text(prob: np.ndarray, per_task: bool = False) -> str:
 # -- grprune explain, step by step ----------------------------------------------
 def explain_run(run, *, part: str = "test", graph_ids: Sequence[int | str] | None = None,
                 top_k: int | None = None, fmt: str = "png", out_dir: str | Path | None = None,
-                log: Callable[[str], None] = lambda msg: None) -> ExplainResult:
-    """Explain a finished run: ``edges.csv``, pictures and ``metrics.json``.
+                log: Callable[[str], None] = lambda msg: None,
+                fidelity: bool = True) -> ExplainResult:
+    """Explain a finished run: ``edges.csv``, pictures, ``metrics.json``, ``fidelity.json``.
 
     Scores are read from the run's ``edge_probs.npz`` when it holds every graph
     needed, else computed with the run's model (see the module docstring).
@@ -303,6 +118,10 @@ def explain_run(run, *, part: str = "test", graph_ids: Sequence[int | str] | Non
         (listed in its ``explain.json``) that this one does not write are removed.
     log : callable
         Receives progress notes.
+    fidelity : bool
+        Also score the explanations of the whole part without ground truth
+        (:mod:`grprune.explain_fidelity`: fidelity+/- and characterization, which run the
+        model twice more on every graph of the part, and sparsity) into ``fidelity.json``.
 
     Returns
     -------
@@ -319,23 +138,16 @@ def explain_run(run, *, part: str = "test", graph_ids: Sequence[int | str] | Non
     out = _check_options(run, fmt, top_k, out_dir)
     dataset = run.load_dataset()
     part_idx = run.part_indices(dataset, part)
-    if graph_ids is None:
-        ids = [int(i) for i in part_idx[:DEFAULT_GRAPHS]]
-    else:
-        notes: list[str] = []
-        members = set(np.asarray(dataset.splits[part]).tolist()) if part in dataset.splits \
-            else None
-        ids = resolve_graph_ids(dataset, graph_ids, members, notes)
-        check_graph_ids(dataset, part, ids)
-        for note in notes:
-            log(note)
+    ids = ([int(i) for i in part_idx[:DEFAULT_GRAPHS]] if graph_ids is None
+           else chosen_graphs(dataset, part, graph_ids, log))
     res = ExplainResult(out_dir=out, graphs=ids)
     if run.warmup_note:  # an ERM warm-up model: every bond is kept, every picture full
         res.notes.append(run.warmup_note)
     metrics_wanted = _metrics_wanted(run, dataset, res.notes)
+    fidelity_wanted = fidelity and _fidelity_wanted(run, dataset, res.notes)
     # the whole part for the metrics, or just the chosen graphs
-    todo = list(dict.fromkeys([int(i) for i in part_idx] if metrics_wanted else [])
-                | dict.fromkeys(ids))
+    todo = list(dict.fromkeys([int(i) for i in part_idx] if metrics_wanted or fidelity_wanted
+                              else []) | dict.fromkeys(ids))
     scores = _scores(run, dataset, part, todo, log)
     labels = dataset.labels.numpy()
     molecules = _molecules(dataset, ids, scores, res.notes)
@@ -348,6 +160,12 @@ def explain_run(run, *, part: str = "test", graph_ids: Sequence[int | str] | Non
         res.metrics = _part_metrics(run, dataset, part, part_idx, scores, labels)
         R.atomic_write_json(out / "metrics.json", res.metrics)
         res.files.append("metrics.json")
+    if fidelity_wanted:
+        from grprune.explain_fidelity import part_fidelity
+        res.fidelity = part_fidelity(run, dataset, part, part_idx, scores, top_k, res.notes)
+    if res.fidelity is not None:
+        R.atomic_write_json(out / "fidelity.json", res.fidelity)
+        res.files.append("fidelity.json")
     _write_manifest(run, dataset, part, top_k, fmt, res)
     return res
 
@@ -369,7 +187,7 @@ def _metrics_wanted(run, dataset, notes: list[str]) -> bool:
     has_gt = bool(getattr(dataset, "has_edge_gt", False))
     if not has_gt:
         notes.append(f"{dataset.name} has no ground-truth motif edges: explanation "
-                     f"metrics skipped (pictures and edges.csv only)")
+                     f"metrics skipped (no metrics.json)")
     elif not run.learned_selector:
         why = ("the run has no learned selector" if run.model.selector is None
                or not getattr(run.model.selector, "learned", False)
@@ -378,10 +196,25 @@ def _metrics_wanted(run, dataset, notes: list[str]) -> bool:
     return has_gt and run.learned_selector
 
 
+def _fidelity_wanted(run, dataset, notes: list[str]) -> bool:
+    """Whether the explanations have a fidelity (:mod:`grprune.explain_fidelity`; else say why
+    in ``notes``)."""
+    from grprune.explain_fidelity import fidelity_skip_reason
+    why = fidelity_skip_reason(run, dataset)
+    if why:
+        notes.append(f"fidelity skipped: {why}")
+    return not why
+
+
 def _scores(run, dataset, part: str, todo: list[int], log: Callable[[str], None]) -> dict:
     """Dataset index -> GraphScore for ``todo``: the run's ``edge_probs.npz`` when it
-    holds them all, else re-scored with the model (older runs, other parts)."""
+    holds them all, else re-scored with the model (other parts, a damaged file, scores
+    that are not finite: a NaN probability is no score)."""
     stored = run.stored_scores(todo, num_graphs=len(dataset))
+    if stored is not None and not all(_finite_score(s) for s in stored.values()):
+        log(f"{run.run_dir.name}/edge_probs.npz holds scores that are not finite (NaN or "
+            f"infinite): treated as absent")
+        stored = None
     if stored is not None:
         log(f"reading {len(todo)} graphs of {dataset.name} ({part}) from "
             f"{run.run_dir.name}/edge_probs.npz")
@@ -390,6 +223,13 @@ def _scores(run, dataset, part: str, todo: list[int], log: Callable[[str], None]
     from grprune.determinism import eval_seed
     return dict(zip(todo, run.score([dataset.graphs[i] for i in todo], keys=todo,
                                     seed=eval_seed(int(run.cfg.train.seed or 0), part))))
+
+
+def _finite_score(s) -> bool:
+    """Whether a stored GraphScore's probabilities are finite (``edge_logits`` may be
+    ``+inf``: no selector; never NaN)."""
+    return bool(np.isfinite(s.prob).all() and np.isfinite(s.edge_prob).all()
+                and np.isfinite(s.edge_weight).all() and not np.isnan(s.edge_logits).any())
 
 
 def _molecules(dataset, ids: list[int], scores: dict, notes: list[str]) -> dict:

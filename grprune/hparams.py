@@ -37,6 +37,34 @@ MAX_SHOWN = 200
 #: the largest integer a hyperparameter without its own upper bound takes: counts and
 #: sizes beyond it (2**31 - 1) fit no machine's memory or time
 INT_CEILING = 2**31 - 1
+#: the most characters of a setting's key (``reg.eps-align.official_static`` has 29): a
+#: longer key, from ``-H`` or a config file, is refused before a message quotes it
+MAX_KEY_CHARS = 100
+#: the most characters of an integer's text read from a config file or ``-H`` (Python
+#: refuses to convert more than 4,300 digits; no setting is near 1,000)
+MAX_INT_CHARS = 1000
+
+
+def short_text(text: Any, limit: int = MAX_SHOWN) -> str:
+    """``str(text)`` for messages, unquoted: itself when at most ``limit`` characters,
+    else its head and tail and how long it is (at most ``limit`` characters in all).
+
+    For a name or value a message shows without quotes (a column, a path); quoted
+    values go through :func:`short_repr`.
+
+    Examples
+    --------
+    >>> short_text("smiles")
+    'smiles'
+    >>> short_text("k" * 100_000, 40)
+    'kkkkkk...kkkkkk (100,000 characters)'
+    """
+    text = str(text)
+    if len(text) <= limit:
+        return text
+    tail = f" ({len(text):,} characters)"
+    half = max((limit - len(tail) - 3) // 2, 1)
+    return f"{text[:half]}...{text[-half:]}{tail}"
 
 
 def short_repr(value: Any, limit: int = MAX_SHOWN) -> str:
@@ -120,10 +148,10 @@ def coerce(key: str, value: Any, default: Any, choices: tuple | None = None,
             out = str(value)
         else:
             out = value
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:  # float(10**400) overflows
         raise GrpruneError(
             f"bad value {short_repr(value)} for {key}: expected {type(default).__name__} "
-            f"like the default {default!r} ({short_repr(str(exc))[1:-1]})"
+            f"like the default {default!r} ({short_text(exc)})"
         ) from None
     if choices is not None and out not in choices:
         raise GrpruneError(
@@ -275,7 +303,7 @@ class Configurable:
             if key not in cls.defaults:
                 known = ", ".join(sorted(cls.defaults)) or "none"
                 raise GrpruneError(
-                    f"unknown hyperparameter {prefix}{key}. Known for "
+                    f"unknown hyperparameter {short_text(prefix + str(key))}. Known for "
                     f"{prefix.rstrip('.') or cls.__name__}: {known}"
                 )
             param = cls.params[key]

@@ -1,10 +1,11 @@
 """A finished run's model, rebuilt from its directory and evaluated as the trainer does.
 
 :func:`load_run` reads ``config.json``, ``summary.json`` and ``checkpoint.pt``
-and rebuilds the model with :func:`grprune.trainer.build_model_from_features` (the
+and rebuilds the model with :func:`grprune.build.build_model_from_features` (the
 feature and class sizes are ``config.json``'s ``features`` record, a
-:class:`~grprune.record.runconfig.FeatureSpec`; older runs have them in ``summary["model"]``,
-and runs older still load their dataset to recover them). :func:`score_graphs` scores
+:class:`~grprune.record.runconfig.FeatureSpec`), importing nothing of training. It reads run
+directories of :data:`~grprune.record.runconfig.MIN_VERSION` and later; an older one is
+refused with the command that re-makes it. :func:`score_graphs` scores
 DGL graphs with it and returns, per graph, the class probabilities and every
 edge's keep probability :math:`p_{ij} = \\sigma(w_{ij})` and evaluation mask
 (:class:`~grprune.evaluation.GraphScore`). :meth:`Run.stored_scores` returns the
@@ -14,11 +15,11 @@ opens (``load_run(path, lazy=True)``): summary, configuration, ``results.jsonl``
 a DataFrame, :meth:`Run.explain` and :meth:`Run.predict`.
 
 Scoring is :func:`grprune.evaluation.evaluate_batches`, the evaluation the
-trainer runs (:meth:`grprune.trainer.Trainer.evaluate`), under the trainer's rule
-for the selected checkpoint (``Trainer._finish``): the selector is used unless
-the run reported its last epoch and that epoch was ERM warm-up
-(:func:`evaluation_uses_selector`); the selector's ``eval_mode`` decides the
-mask (see :mod:`grprune.evaluation`).
+trainer runs (:meth:`grprune.trainer.Trainer.evaluate`), as the trainer evaluated the
+selected checkpoint: with the selector unless ``summary.json`` says otherwise
+(``use_selector``: false for a model reported at an ERM warm-up epoch,
+:attr:`Run.use_selector`); the selector's ``eval_mode`` decides the mask (see
+:mod:`grprune.evaluation`).
 
 >>> run = load_run("runs/ogbg-molbbbp/size+eps-align-seed0-abc")   # doctest: +SKIP
 >>> scores = run.score([smiles_to_graph("CCO")])                   # doctest: +SKIP
@@ -27,7 +28,6 @@ mask (see :mod:`grprune.evaluation`).
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -38,25 +38,18 @@ import torch
 from grprune.record.rundir import RunDir
 from grprune.record.rundir import error_detail
 from grprune.batch import GraphBatch, collate
+from grprune.build import build_model_from_features, load_config_dataset
 from grprune.compat import dgl  # noqa: F401  (DGL import order)
 from grprune.errors import GrpruneError
 from grprune.evaluation import (GraphScore, EdgeScores, evaluate_batches,  # noqa: F401
                                 edge_scores_from_arrays)
 from grprune.explain import ExplainResult
 from grprune.model import GraphClassifier
-from grprune.ops import bonds_by_first_edge
-from grprune.record.epoch import EpochRecord
 from grprune.record.runconfig import FeatureSpec, RunConfig
 from grprune.record.summary import RunSummary, warmup_model_text
-from grprune.run import load_config_dataset
 
 #: graphs per batch when scoring
 BATCH_SIZE = 256
-
-
-#: the per-graph bond numbering (bonds in the order of their first directed edge);
-#: kept under this name for callers of earlier versions
-undirected_bonds = bonds_by_first_edge
 
 
 def score_batches(model: GraphClassifier, batches: Iterable[GraphBatch], *,
@@ -138,35 +131,6 @@ def score_graphs(model: GraphClassifier, graphs: Sequence | GraphBatch, *,
     return score_batches(model, batches, use_selector=use_selector, seed=seed)
 
 
-def evaluation_uses_selector(summary: RunSummary | dict,
-                             records: Sequence[EpochRecord | dict]) -> bool:
-    """Whether the trainer evaluated the reported model with its selector.
-
-    ``summary.json`` records it (``use_selector``). For runs written before that
-    field, the trainer's rule (``Trainer._finish``) is applied again: a model
-    reported at an ERM warm-up epoch is evaluated as it was trained, without the
-    selector, whether that epoch was selected on validation (``selected_phase``
-    ``warmup``, ``train.select_warmup``) or is the last epoch of a run with no
-    post-warm-up epoch (``selected == "last-epoch"``). Every other run uses the
-    selector.
-
-    Parameters
-    ----------
-    summary : RunSummary or dict
-        ``summary.json``.
-    records : sequence of EpochRecord or dict
-        ``results.jsonl`` (each record has ``phase``: ``warmup`` or ``train``).
-    """
-    summary = RunSummary.from_dict(summary)
-    if isinstance(summary.use_selector, bool):
-        return summary.use_selector
-    if summary.selected_phase == "warmup":
-        return False
-    if summary.selected != "last-epoch":
-        return True
-    return not records or not EpochRecord.from_dict(records[-1]).warmup
-
-
 class Run:
     """A finished run: its configuration, summary, results and model.
 
@@ -185,8 +149,7 @@ class Run:
         Where :attr:`model` is put.
     features : FeatureSpec, optional
         The training data's :class:`~grprune.record.runconfig.FeatureSpec`; default
-        ``config.json``'s ``features`` record (older runs: ``summary["model"]``; runs
-        older still load their dataset).
+        ``config.json``'s ``features`` record.
     model : GraphClassifier, optional
         An already loaded model (eval mode, on ``device``).
     dataset : GraphDataset, optional
@@ -201,7 +164,10 @@ class Run:
     summary : RunSummary
     device : torch.device
     use_selector : bool
-        The trainer's evaluation rule (:func:`evaluation_uses_selector`).
+        Whether the trainer evaluated the reported model with its selector:
+        ``summary.json``'s ``use_selector`` (False for a model reported at an ERM warm-up
+        epoch, evaluated as it was trained; a summary that does not record it reads as
+        True).
 
     Examples
     --------
@@ -221,7 +187,7 @@ class Run:
         self._model, self._dataset = model, dataset
         self._features = features
         self.rundir = RunDir(self.run_dir)  # reads only: a finished run takes no lock
-        self.use_selector = evaluation_uses_selector(self.summary, self.rundir.records())
+        self.use_selector = self.summary.use_selector is not False
 
     def __repr__(self) -> str:
         return (f"Run({str(self.run_dir)!r}, dataset={self.dataset_name!r}, "
@@ -251,26 +217,19 @@ class Run:
     @property
     def features(self) -> FeatureSpec:
         """The training data's :class:`~grprune.record.runconfig.FeatureSpec`: ``config.json``'s
-        ``features``; for older runs ``summary.json``'s ``"model"`` record, and for runs
-        older still, read from the loaded dataset."""
-        if self._features is None:
-            if self.cfg.features is not None:
-                self._features = self.cfg.features
-            elif self.summary.features is not None:
-                self._features = self.summary.features
-            else:
-                self._features = FeatureSpec.of(self.load_dataset())
-        return self._features
+        ``features`` record.
 
-    @property
-    def dims(self) -> dict:
-        """Deprecated (a :class:`DeprecationWarning`): ``run.features.summary_record()``,
-        :attr:`features` in the form of ``summary.json``'s older ``"model"`` record
-        (``feature_kind``, ``node_dim``, ``edge_dim``, ``num_classes``)."""
-        warnings.warn("Run.dims is deprecated; use run.features (a FeatureSpec), or "
-                      "run.features.summary_record() for the old dict", DeprecationWarning,
-                      stacklevel=2)
-        return self.features.summary_record()
+        Raises
+        ------
+        GrpruneError
+            If ``config.json`` has none (a run stopped before its data was loaded).
+        """
+        if self._features is None:
+            if self.cfg.features is None:
+                raise GrpruneError(f"{self.rundir.config_path} has no features record (the "
+                                   f"data's sizes); {self.rundir.rerun_hint()}")
+            self._features = self.cfg.features
+        return self._features
 
     @property
     def model(self) -> GraphClassifier:
@@ -369,8 +328,9 @@ class Run:
         dict of int to GraphScore, or None
             None when the file is absent, damaged, inconsistent as a whole
             (:func:`grprune.evaluation.edge_arrays_problem`: lengths, pointers, node ids;
-            graph indices outside the dataset), was written before it saved logits and
-            class probabilities, or lacks one of the graphs: score them instead.
+            graph indices outside the dataset), lacks one of its arrays
+            (:data:`grprune.evaluation.SCORE_ARRAYS`) or one of the graphs: score them
+            instead.
         """
         edges = edge_scores_from_arrays(self.rundir.edge_arrays())
         if edges is None:
@@ -378,7 +338,6 @@ class Run:
         if num_graphs is not None and len(edges) and int(edges.graph_index.max()) >= num_graphs:
             return None
         return edges.by_index(indices)
-
 
     def explain(self, part: str = "test", graphs: int | str | Sequence[int | str] | None = None,
                 *, top_k: int | None = None, fmt: str = "png", out: str | Path | None = None,
@@ -495,7 +454,6 @@ def _load_model(run_dir: Path, cfg: RunConfig, features: FeatureSpec,
         If the checkpoint is missing, unreadable (:meth:`grprune.record.rundir.RunDir.read_checkpoint`)
         or of another model.
     """
-    from grprune.trainer import build_model_from_features
     rundir = RunDir(run_dir)
     state = rundir.read_checkpoint(device)  # missing or damaged: one message, before building
     model, _ = build_model_from_features(cfg, features)
@@ -530,9 +488,10 @@ def load_run(run_dir: str | Path, device: str = "cpu", *, lazy: bool = False) ->
     ------
     GrpruneError
         If ``run_dir`` is not a run directory, the run has not finished (no
-        ``summary.json``) or is corrupt (:meth:`grprune.record.rundir.RunDir.status`), the
-        checkpoint is missing or does not fit the configuration, or CUDA is asked
-        for and absent.
+        ``summary.json``), is corrupt, or is older than grprune reads (``outdated``:
+        :meth:`grprune.record.rundir.RunDir.status`; the message says how to re-make it),
+        the checkpoint is missing or does not fit the configuration, or CUDA is asked for
+        and absent.
     """
     from grprune.determinism import select_device
 
@@ -545,6 +504,8 @@ def load_run(run_dir: str | Path, device: str = "cpu", *, lazy: bool = False) ->
         raise GrpruneError(
             f"{run_dir} holds an unfinished run ({status}); finish it first with "
             f"`grprune run --config {rundir.config_path} --out {run_dir}`")
+    if status.state == "outdated":
+        raise GrpruneError(f"{run_dir}: {status.reason}")
     if status.state != "finished":
         what = {"corrupt": "holds a corrupt run", "empty": "is empty"}.get(
             status.state, "is not a grprune run directory")

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
+from grprune.build import data_root, load_config_dataset
 from grprune.errors import DivergedError, GrpruneError
 from grprune.record.epoch import EpochRecord
 from grprune.record.error import DIVERGED, ErrorRecord
@@ -19,28 +20,6 @@ from grprune.record.runconfig import FeatureSpec, RunConfig
 from grprune.record.rundir import RunDir
 from grprune.record.settings import OPTION_KEYS, config_hash
 from grprune.record.summary import RunSummary
-
-
-def data_root(cfg: RunConfig) -> Path:
-    """The data root a resolved config reads (``data.root``, else ``$GRPRUNE_DATA_ROOT``,
-    else ``~/.cache/grprune/data``), ``~`` expanded.
-
-    Raises
-    ------
-    GrpruneError
-        A ``~user`` that names no user, or ``~`` without a home directory.
-    """
-    from grprune.data.registry import resolve_root
-    return resolve_root(cfg.data.root or None)
-
-
-def load_config_dataset(cfg: RunConfig, root: Path | None = None):
-    """The dataset a resolved config trains on (``data.limit`` is applied by the trainer),
-    from ``root`` (default :func:`data_root`)."""
-    from grprune.data.registry import load_dataset
-    data = cfg.data
-    return load_dataset(data.name, root=root or data_root(cfg), download=bool(data.download),
-                        **data.params)
 
 
 def default_run_dir(cfg: RunConfig, root: str | Path = "runs") -> Path:
@@ -144,11 +123,11 @@ def prepare_run_dir(cfg: RunConfig, run_dir: Path, force: bool = False,
     ------
     GrpruneError
         If the directory is not a run directory (``foreign``), its ``config.json`` or
-        ``summary.json`` is corrupt, it holds a run of another configuration, or another
-        process is running it; ``force`` starts over in the first three cases (never
-        while another process runs it). A directory of another configuration that never
-        trained an epoch (only ``config.json``, left by a bad-input failure) is taken over
-        without ``force``.
+        ``summary.json`` is corrupt, it holds a run older than grprune reads
+        (``outdated``) or a run of another configuration, or another process is running
+        it; ``force`` starts over in all but the first and the last case. A directory of
+        another configuration that never trained an epoch (only ``config.json``, left by a
+        bad-input failure) is taken over without ``force``.
     """
     rundir = RunDir(run_dir)
     status = rundir.status(cfg, held=held)
@@ -162,6 +141,8 @@ def prepare_run_dir(cfg: RunConfig, run_dir: Path, force: bool = False,
     if state == "corrupt" and not force:
         raise GrpruneError(f"--out {run_dir}: {status.reason}; move the directory away, or "
                            f"--force to start this run over")
+    if state == "outdated" and not force:  # the reason says how to re-make it
+        raise GrpruneError(f"--out {run_dir}: {status.reason}")
     # a run that stopped before its first epoch (bad input) leaves only config.json: the
     # fixed command may take the directory over, for nothing of a trained run is lost
     if state == "other-config" and not force and rundir.trained():
@@ -197,12 +178,11 @@ def execute(cfg: RunConfig, run_dir: str | Path, *, force: bool = False,
     on_epoch : callable, optional
         Receives each epoch's :class:`~grprune.record.epoch.EpochRecord` once its line is
         in ``results.jsonl`` (``improved``: it became the selected epoch; ``epochs``: the
-        run's ``train.epochs``). Reading it as the dict it was before
-        (``record[key]``) still works, with a :class:`DeprecationWarning`.
+        run's ``train.epochs``).
     log : callable
         Receives notes (``"resuming ..."``).
     dataset : GraphDataset, optional
-        The data to train on; default :func:`load_config_dataset` of ``cfg``. One
+        The data to train on; default :func:`grprune.build.load_config_dataset` of ``cfg``. One
         given here must be what ``cfg.data`` describes (:func:`grprune.train`
         passes graphs built in memory, saved where ``data.path`` points).
 
@@ -215,7 +195,8 @@ def execute(cfg: RunConfig, run_dir: str | Path, *, force: bool = False,
     Raises
     ------
     GrpruneError
-        As :func:`prepare_run_dir`; if ``run_dir`` is a file; as :func:`data_root` or for
+        As :func:`prepare_run_dir`; if ``run_dir`` is a file; as
+        :func:`grprune.build.data_root` or for
         ``train.compile`` without ``train.pad_buckets``, before ``run_dir`` is made; as the
         data's loader (a missing column), after which a ``run_dir`` this call made is
         removed.
@@ -247,7 +228,7 @@ def _execute_locked(cfg: RunConfig, run_dir: Path, force: bool, on_epoch, log,
     ``config.json`` is written once, when the data is loaded and its :class:`FeatureSpec`
     known: nothing before that needs it on disk (the lock keeps other processes out, and a
     run that dies loading its data has trained nothing to resume)."""
-    from grprune.record.trainstate import model_problem
+    from grprune.resume import model_problem
     from grprune.trainer import Trainer
 
     status, payload = prepare_run_dir(cfg, run_dir, force, held=True)

@@ -30,17 +30,18 @@ leave (one thread on two cores), so the processes do not contend.
 * **Rows.** One output row per input row, in input order: the input's own columns but its
   SMILES column, then :data:`grprune.predict.MOLECULE_COLUMNS`. A row that is not scored
   has its ``status`` (``empty SMILES``, ``unparsable SMILES``, ``too large``: more than
-  :data:`grprune.data.molecules.MAX_ATOMS` atoms, never canonicalized) and its
-  ``reason``, as training words its skip reasons.
-* **Progress** on stderr: molecules done, rate and ETA, on one rewritten line on a
-  terminal, else a plain line after the first chunk, then at every 10 % or 30 s; then one
-  summary line.
+  :data:`grprune.data.molecules.MAX_ATOMS` atoms, never canonicalized; a cell over
+  :data:`grprune.data.csv_cells.CELL_LIMIT` bytes is not even read) and its ``reason``,
+  as training words its skip reasons. Repeated IDs are reported, a resumed screen's
+  included (the IDs of the rows written before are read again from the input).
+* **Progress** on stderr (:mod:`grprune.screen_progress`): molecules done, rate and ETA,
+  on one rewritten line on a terminal, else a plain line at the start, one after the
+  first chunk, then at every 10 % or 30 s; then one summary line.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 import time
 from collections import Counter
 from contextlib import closing, nullcontext
@@ -57,6 +58,7 @@ from grprune.predict_columns import shown_score_columns
 from grprune.predict_chunk import (bond_table, chunk_table, featurize_rows,
                                    input_name, score_chunk)
 from grprune.screen_pool import featurized
+from grprune.screen_progress import PROGRESS_EVERY_S, Progress  # noqa: F401
 from grprune.screen_files import (OutputFile, check_output, check_target, count_rows,
                                   input_stamp, lock_output, open_outputs, save_state,
                                   state_path)
@@ -65,8 +67,6 @@ from grprune.screen_files import (OutputFile, check_output, check_target, count_
 CHUNK_ROWS = 20_000
 #: input rows of the first chunk (the next ones double, up to the chunk size)
 FIRST_CHUNK_ROWS = 500
-#: plain progress lines: at most every this many seconds apart, else at each 10 %
-PROGRESS_EVERY_S = 30.0
 
 
 @dataclass
@@ -118,61 +118,6 @@ class ScreenSummary:
                 + f"; {self.seconds:.1f} s ({rate:,.0f} molecules/s)")
 
 
-class Progress:
-    """Progress of a screen on a stream (stderr): a rewritten line on a terminal, else a
-    plain line after the first chunk, then at every 10 % or :data:`PROGRESS_EVERY_S` seconds.
-
-    Parameters
-    ----------
-    total : int or None
-        Rows expected (an estimate; None: no ETA).
-    mode : str
-        ``auto``, ``plain`` or ``none``.
-    """
-
-    def __init__(self, total: int | None, mode: str = "auto", stream=None, start: int = 0):
-        self.stream = stream if stream is not None else sys.stderr
-        tty = getattr(self.stream, "isatty", lambda: False)()
-        self.mode = ("tty" if tty else "plain") if mode == "auto" else mode
-        self.total, self.start, self.done = total, start, start
-        self.t0 = self.last = time.perf_counter()
-        self.next_tenth = 1
-
-    def text(self) -> str:
-        dt = max(time.perf_counter() - self.t0, 1e-9)
-        rate = (self.done - self.start) / dt
-        s = f"predict: {self.done:,}"
-        if self.total:
-            left = max(self.total - self.done, 0)
-            eta = left / rate if rate > 0 else float("nan")
-            s += (f"/{self.total:,} molecules ({100 * self.done / self.total:.0f} %), "
-                  f"{rate:,.0f}/s, ETA {eta:.0f} s")
-        else:
-            s += f" molecules, {rate:,.0f}/s"
-        return s
-
-    def advance(self, n: int) -> None:
-        self.done += n
-        if self.mode == "none":
-            return
-        now = time.perf_counter()
-        if self.mode == "tty":
-            self.stream.write("\r" + self.text() + " " * 4)
-            self.stream.flush()
-            return
-        tenth = int(10 * self.done / self.total) if self.total else 0
-        first = self.last == self.t0  # the first chunk: a line at once
-        if first or tenth >= self.next_tenth or now - self.last >= PROGRESS_EVERY_S:
-            self.next_tenth = tenth + 1
-            self.last = now
-            print(self.text(), file=self.stream, flush=True)
-
-    def close(self) -> None:
-        if self.mode == "tty":
-            self.stream.write("\n")
-            self.stream.flush()
-
-
 # -- the stream --------------------------------------------------------------------------
 def chunk_sizes(chunk_rows: int, first: int | None = None) -> Iterator[int]:
     """The rows of each chunk: ``first`` (:data:`FIRST_CHUNK_ROWS`), then twice the last,
@@ -191,15 +136,21 @@ def chunk_sizes(chunk_rows: int, first: int | None = None) -> Iterator[int]:
 
 
 def _chunks(csv_file: Path, skip: int, chunk_rows: int) -> Generator[Any, None, None]:
-    """The CSV in chunks of :func:`chunk_sizes` rows, every cell a string, after ``skip``
-    rows."""
+    """The CSV in chunks of :func:`chunk_sizes` rows, every cell a string (a cell too long
+    to read: its note, :func:`grprune.data.csv_cells.open_csv`), after ``skip`` rows."""
+    import lzma
+    import zlib
+
     import pandas as pd
+
+    from grprune.data.csv_cells import open_csv
+    from grprune.hparams import short_text
     if not csv_file.is_file():
         raise DataError(f"--csv not found: {csv_file}")
     try:
-        with pd.read_csv(csv_file, dtype=str, keep_default_na=False, compression="infer",
-                         iterator=True,
-                         skiprows=range(1, skip + 1) if skip else None) as reader:
+        with open_csv(csv_file) as fh, pd.read_csv(
+                fh, dtype=str, keep_default_na=False, iterator=True,
+                skiprows=range(1, skip + 1) if skip else None) as reader:
             for size in chunk_sizes(chunk_rows):
                 try:
                     df = reader.get_chunk(size)
@@ -210,8 +161,10 @@ def _chunks(csv_file: Path, skip: int, chunk_rows: int) -> Generator[Any, None, 
                 yield df
     except pd.errors.EmptyDataError:
         raise DataError(f"--csv {csv_file} is empty") from None
-    except (UnicodeDecodeError, pd.errors.ParserError, OSError, EOFError) as exc:
-        raise DataError(f"cannot read --csv {csv_file}: {type(exc).__name__}: {exc}") from None
+    except (ValueError, OSError, EOFError, ImportError, zlib.error, lzma.LZMAError) as exc:
+        # (decoding, parser, a zip of several files, a damaged or unknown compression)
+        raise DataError(f"cannot read --csv {csv_file}: {type(exc).__name__}: "
+                        f"{short_text(exc)}") from None
 
 
 @dataclass
@@ -319,13 +272,15 @@ def _screen(run, csv_file: Path, target: Path | None, opts: ScreenOptions,
                             id_column=input_name(id_col) if id_col is not None else None)
     workers = opts.workers if opts.workers is not None else min(2, os.cpu_count() or 1)
     bar = Progress(lines, opts.progress, start=done)
+    bar.begin(csv_file.name, min(FIRST_CHUNK_ROWS, opts.chunk_rows))
+    seen = _ids_before(csv_file, id_col, done, summary) if id_col is not None else {}
     import torch
     threads = torch.get_num_threads()
     if workers > 1 and run.device.type == "cpu":  # the workers hold the other cores
         torch.set_num_threads(max(1, (os.cpu_count() or 1) - workers))
     try:
         _run_chunks(run, csv_file, opts, (smiles_col, id_col, keep), done, workers,
-                    (sink, bsink), bar, summary, stamp)
+                    (sink, bsink), bar, summary, stamp, seen)
     except BaseException:
         for s in (sink, bsink):
             if s is not None:
@@ -371,12 +326,12 @@ def _check(run, opts: ScreenOptions, out: str | Path | None, csv_file: Path) -> 
 
 def _run_chunks(run, csv_file: Path, opts: ScreenOptions, cols: tuple, done: int,
                 workers: int, sinks: tuple[OutputFile | None, OutputFile | None],
-                bar: Progress, summary: ScreenSummary, stamp: dict) -> None:
-    """The chunk loop of :func:`screen_csv`: featurize, score, write, save the state."""
+                bar: Progress, summary: ScreenSummary, stamp: dict, seen: dict) -> None:
+    """The chunk loop of :func:`screen_csv`: featurize, score, write, save the state;
+    ``seen``: ID -> its first row, of the rows before ``done``."""
     smiles_col, id_col, keep = cols
     sink, bsink = sinks
     row = done
-    seen: dict[str, int] = {}
     chunks = _chunks(csv_file, done, opts.chunk_rows)
     for df, graphs in featurized(chunks, lambda d: d[smiles_col].tolist(), workers,
                                  featurize_rows):
@@ -409,6 +364,24 @@ def _run_chunks(run, csv_file: Path, opts: ScreenOptions, cols: tuple, done: int
         if sink is not None:
             save_state(sink, bsink, stamp, row, summary.scored, summary.skipped)
         bar.advance(len(df))
+
+
+def _ids_before(csv_file: Path, id_col: str, done: int, summary: ScreenSummary) -> dict:
+    """ID -> its first row, over the input's first ``done`` rows (those an interrupted run
+    wrote), their repeated IDs counted in ``summary`` (:func:`_note_duplicates`): so that
+    a resumed screen reports what an uninterrupted one does. Reads the input only."""
+    seen: dict[str, int] = {}
+    row = 0
+    if not done:
+        return seen
+    with closing(_chunks(csv_file, 0, CHUNK_ROWS)) as chunks:
+        for df in chunks:
+            if row >= done:
+                break
+            ids = df[id_col].tolist()[:done - row]
+            _note_duplicates(ids, np.arange(row, row + len(ids)), seen, summary)
+            row += len(ids)
+    return seen
 
 
 def _note_duplicates(ids: list, rows: np.ndarray, seen: dict, summary: ScreenSummary) -> None:

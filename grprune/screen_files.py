@@ -1,11 +1,13 @@
 """The output files of a screen (:mod:`grprune.screen`): ``OUT.partial``, appended chunk
 by chunk and renamed to ``OUT`` when complete, and ``OUT.partial.json``, the rows and bytes
-written so far and what the run was (input size and modification time, run, options), so
-that a rerun resumes after the last finished chunk or starts clean and says why.
+written so far, the SHA-256 of those bytes, and what the run was (input size and
+modification time, run, options), so that a rerun resumes after the last finished chunk
+or starts clean and says why (a changed byte of ``OUT.partial`` included).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -27,6 +29,7 @@ class OutputFile:
         self.writer: Any = None
         self.fh: Any = None
         self.header = True
+        self.sha256 = hashlib.sha256()  # of the bytes written (CSV), for the state file
         if self.parquet:
             check_output(out)
             resume_bytes = None
@@ -34,6 +37,7 @@ class OutputFile:
         if resume_bytes is not None and self.partial.is_file() and not self.partial.is_symlink():
             self.fh = os.fdopen(os.open(self.partial, os.O_RDWR | _NOFOLLOW), "r+b")
             self.fh.truncate(resume_bytes)
+            self.sha256 = _prefix_sha256(self.fh, resume_bytes)
             self.fh.seek(resume_bytes)
             self.header = resume_bytes == 0
         else:
@@ -51,8 +55,9 @@ class OutputFile:
                 self.writer = pq.ParquetWriter(self.fh, table.schema)
             self.writer.write_table(table.cast(self.writer.schema))
             return
-        self.fh.write(df.to_csv(index=False, header=self.header,
-                                float_format="%.6g").encode())
+        data = df.to_csv(index=False, header=self.header, float_format="%.6g").encode()
+        self.fh.write(data)
+        self.sha256.update(data)
         self.header = False
 
     def tell(self) -> int:
@@ -190,12 +195,31 @@ def _count(value, low: int, high: int | None) -> bool:
             and (high is None or value <= high))
 
 
+#: the state's key of each partial file's length -> that of its bytes' SHA-256
+DIGESTS = {"bytes": "sha256", "bond_bytes": "bond_sha256"}
+
+
+def _prefix_sha256(fh, size: int):
+    """The SHA-256 (a running ``hashlib`` object) of the first ``size`` bytes of ``fh``."""
+    h = hashlib.sha256()
+    fh.seek(0)
+    left = size
+    while left > 0:
+        block = fh.read(min(left, 1 << 22))
+        if not block:
+            break
+        h.update(block)
+        left -= len(block)
+    return h
+
+
 def check_state(state: dict, partials: list[tuple[Path, str]], input_rows: int | None) -> str:
     """Why a screen's saved state cannot be resumed (``""``: it can): its counts must be
     whole numbers in range (``0 <= rows <=`` the input's rows, ``scored`` and ``skipped``
     summing to ``rows``), and each partial file (path, the state's key of its length) a
-    plain file at least that long whose first that many bytes end at a chunk's end: the
-    molecule table's last line there is row ``rows - 1``'s (no bytes for no rows).
+    plain file at least that long whose first that many bytes end at a chunk's end (the
+    molecule table's last line there is row ``rows - 1``'s; no bytes for no rows) and
+    have the SHA-256 the state recorded (:data:`DIGESTS`).
     """
     rows, scored, skipped = state.get("rows"), state.get("scored"), state.get("skipped")
     if not isinstance(rows, int) or not _count(rows, 0, input_rows):
@@ -217,6 +241,12 @@ def check_state(state: dict, partials: list[tuple[Path, str]], input_rows: int |
                     f"{key} is no whole number that fits its rows")
         if rows and not _ends_chunk(path, size, rows if k == 0 else None):
             return f"{path.name} does not end a finished chunk where its state file says"
+        if not size:  # no bytes to be other than written
+            continue
+        with os.fdopen(os.open(path, os.O_RDONLY | _NOFOLLOW), "rb") as fh:
+            if _prefix_sha256(fh, size).hexdigest() != state.get(DIGESTS[key]):
+                return (f"{path.name}'s first {size:,} bytes are not those its state file "
+                        f"recorded (their SHA-256 differs)")
     return ""
 
 
@@ -281,6 +311,8 @@ def save_state(sink: OutputFile, bsink: OutputFile | None, stamp: dict, rows: in
         return
     state = {"stamp": stamp, "rows": rows, "bytes": sink.tell(),
              "bond_bytes": bsink.tell() if bsink is not None else 0,
+             "sha256": sink.sha256.hexdigest(),
+             "bond_sha256": bsink.sha256.hexdigest() if bsink is not None else "",
              "scored": scored, "skipped": skipped}
     from grprune.record.files import atomic_write_bytes
     atomic_write_bytes(state_path(sink.out), json.dumps(state).encode())

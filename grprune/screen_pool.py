@@ -18,14 +18,12 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from grprune.data.workers import WORKER_DIED, end_process_pool, process_pool
 from grprune.predict import UNPARSABLE
 from grprune.predict_chunk import ChunkGraphs, featurize_rows
 
 #: SMILES per worker task
 TASK_ROWS = 1000
-#: the reason of a row whose featurizing worker died on it
-WORKER_DIED = ("its featurizing process died on it (RDKit crashed on the molecule, or the "
-               "memory ran out)")
 
 
 def featurized(chunks: Iterator[Any], smiles_col: Callable, workers: int,
@@ -48,9 +46,8 @@ def featurized(chunks: Iterator[Any], smiles_col: Callable, workers: int,
         for df in chunks:
             yield df, task(smiles_col(df))
         return
+    from concurrent.futures import CancelledError
     from concurrent.futures.process import BrokenProcessPool
-
-    from grprune.data.featurize import end_process_pool, process_pool
     pools = [process_pool(workers)]  # the live pool last; a broken one is replaced
     pending: deque = deque()  # (df or None, SMILES, pool, future); df on a chunk's last task
 
@@ -58,14 +55,20 @@ def featurized(chunks: Iterator[Any], smiles_col: Callable, workers: int,
         smiles = smiles_col(df)
         tasks = [smiles[i:i + TASK_ROWS] for i in range(0, len(smiles), TASK_ROWS)] or [[]]
         for k, rows in enumerate(tasks):
-            pending.append((df if k == len(tasks) - 1 else None, rows, pools[-1],
-                            pools[-1].submit(task, rows)))
+            try:
+                future = pools[-1].submit(task, rows)
+            except BrokenProcessPool:  # broken since the last take: a new pool from here
+                end_process_pool(pools.pop())
+                pools.append(process_pool(workers))
+                future = pools[-1].submit(task, rows)
+            pending.append((df if k == len(tasks) - 1 else None, rows, pools[-1], future))
 
     def take() -> tuple[Any, ChunkGraphs]:
         last, rows, pool, future = pending.popleft()
         try:
             return last, future.result()
-        except BrokenProcessPool:  # every task of the broken pool lands here, in order
+        except (BrokenProcessPool, CancelledError):  # each task of a broken pool, in order
+            # (CancelledError: the broken pool was ended before it failed the task)
             if pool is pools[-1]:  # the first of them: the next tasks go to a new pool
                 end_process_pool(pools.pop())
                 pools.append(process_pool(workers))
@@ -96,8 +99,6 @@ def _alone(task: Callable, rows: list) -> ChunkGraphs:
     """``task(rows)`` in a worker of its own; if that one dies too, each row in a worker
     alone, a row whose worker dies not scored (:data:`WORKER_DIED`)."""
     from concurrent.futures.process import BrokenProcessPool
-
-    from grprune.data.featurize import end_process_pool, process_pool
     pool = process_pool(1)
     try:
         try:

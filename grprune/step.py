@@ -17,8 +17,9 @@ on CUDA), so a compiled run's numbers are not an eager run's; with ``fallback_ra
 ``train.compile=cuda-graph`` (:class:`GraphedStep`) goes further: the whole step, Adam's
 update included, is captured as one :class:`torch.cuda.CUDAGraph` per bucket and phase and
 replayed (its docstring has the recipe and what keeps a step eager). The capture is behind a
-small seam (:class:`CudaGraphs`; on the CPU :class:`EagerGraphs`, whose replay runs the step
-eagerly), so the CPU tests the plumbing bit for bit (``tests/test_cuda_graph.py``). A
+small seam (:mod:`grprune.capture`: :class:`~grprune.capture.CudaGraphs`; on the CPU
+:class:`~grprune.capture.EagerGraphs`, whose replay runs the step eagerly), so the CPU tests
+the plumbing bit for bit (``tests/test_cuda_graph.py``). A
 schedule computed from the clock's device tensors (``ctx.epoch_tensor``/``ctx.step_tensor``:
 IRM, VREx, GSAT) is captured; one that reads the Python ``ctx.epoch``/``ctx.step`` is not.
 """
@@ -26,18 +27,17 @@ IRM, VREx, GSAT) is captured; one that reads the Python ``ctx.epoch``/``ctx.step
 from __future__ import annotations
 
 import contextlib
-import warnings
 from collections import Counter
-from dataclasses import fields, replace
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import torch
 from torch import Tensor
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from grprune.batch import GraphBatch
+from grprune.capture import (CudaGraphs, EagerGraphs, StaticGraph, WatchedBatch, batch_tensors,
+                             mark_eager, static_copy, watch_capture_hazards,
+                             watch_replaced_tensors)
 from grprune.errors import GrpruneError
-from grprune.ops import Segments
 from grprune.regularizers.base import Regularizer, StepContext, sum_terms
 
 if TYPE_CHECKING:
@@ -222,12 +222,6 @@ EAGER_STEPS = 3
 #: graphs one :class:`GraphedStep` keeps at most (8 buckets x 2 phases, with room); a key
 #: beyond them runs eagerly
 MAX_GRAPHS = 32
-#: ops whose output size depends on tensor values (the host reads it back)
-_SIZED_BY_VALUES = frozenset({"nonzero", "nonzero_static", "masked_select", "_unique",
-                              "_unique2", "unique_dim", "unique_consecutive",
-                              "unique_dim_consecutive", "bincount"})
-
-
 def set_lr(optimizer: torch.optim.Optimizer, lr: float) -> None:
     """Set every parameter group's learning rate to ``lr``.
 
@@ -283,202 +277,13 @@ class _WatchedClock(StepClock):
         return object.__getattribute__(self, name)
 
 
-class _WatchedBatch(GraphBatch):
-    """A view of a :class:`GraphBatch` (the same tensors and caches) that records reads of
-    the host integers that differ between batches of one bucket (``real_graphs``,
-    ``real_edges``): a captured step would keep the capture's values."""
-
-    reads: set[str]
-
-    @classmethod
-    def of(cls, batch: GraphBatch) -> "_WatchedBatch":
-        view = cls(**{f.name: getattr(batch, f.name) for f in fields(batch)})
-        view.reads = set()
-        return view
-
-    def __getattribute__(self, name: str) -> Any:
-        if name in ("real_graphs", "real_edges"):
-            object.__getattribute__(self, "reads").add(name)
-        return object.__getattribute__(self, name)
-
-
-class _HostReads(TorchDispatchMode):
-    """Records (into ``found``) the ops that read a tensor back to the host or size their
-    output by its values (``.item()``, ``nonzero``, ``unique``, a bool-mask index,
-    ``repeat_interleave`` without ``output_size``, a device-to-host copy), which a CUDA
-    graph cannot capture, and host-to-device copies, whose values it would keep."""
-
-    def __init__(self, found: set[str]) -> None:
-        super().__init__()
-        self.found = found
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        name = func.overloadpacket.__name__
-        if name == "_local_scalar_dense" or name in _SIZED_BY_VALUES:
-            self.found.add(name)
-        elif name == "repeat_interleave" and func._overloadname != "self_int" \
-                and kwargs.get("output_size") is None:
-            self.found.add(name)
-        elif name in ("index", "index_put", "index_put_", "_index_put_impl_") and any(
-                isinstance(i, Tensor) and i.dtype == torch.bool for i in args[1]):
-            self.found.add(f"{name} (bool mask)")
-        elif name in ("_to_copy", "copy_"):
-            src, dst = (args[1], args[0].device) if name == "copy_" else (
-                args[0], torch.device(kwargs.get("device") or args[0].device))
-            if src.device.type != "cpu" and dst.type == "cpu":
-                self.found.add("device-to-host copy")
-            elif src.device.type == "cpu" and dst.type != "cpu":
-                self.found.add("host-to-device copy")
-        return func(*args, **kwargs)
-
-
-@contextlib.contextmanager
-def watch_capture_hazards(found: set[str], device: torch.device) -> Iterator[None]:
-    """Record into ``found`` what :class:`_HostReads` sees, and on CUDA the synchronizing
-    calls that CUDA's sync debug mode reports (made inside ops, where no dispatch mode
-    sees them); other warnings pass on."""
-    if device.type != "cuda":
-        with _HostReads(found):
-            yield
-        return
-    old = torch.cuda.get_sync_debug_mode()
-    torch.cuda.set_sync_debug_mode("warn")
-    try:
-        with warnings.catch_warnings(record=True) as caught, _HostReads(found):
-            warnings.simplefilter("always")
-            yield
-    finally:
-        torch.cuda.set_sync_debug_mode(old)
-    for w in caught:
-        if "synchroniz" in str(w.message):
-            found.add("a CUDA synchronization")
-        else:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-
-
-def _held_tensors(modules: dict[str, torch.nn.Module]) -> dict[str, Tensor]:
-    """Every tensor the modules hold (parameters, buffers, tensor attributes), by name: a
-    step that puts a new tensor in one of these places (instead of writing into it) leaves
-    a captured graph writing to the old one."""
-    out: dict[str, Tensor] = {}
-    for prefix, module in modules.items():
-        for name, sub in module.named_modules(prefix=prefix):
-            held = [*sub._parameters.items(), *sub._buffers.items(), *vars(sub).items()]
-            out.update({f"{name}.{k}": v for k, v in held if isinstance(v, Tensor)})
-    return out
-
-
-@contextlib.contextmanager
-def watch_replaced_tensors(modules: dict[str, torch.nn.Module],
-                           found: set[str]) -> Iterator[None]:
-    """Record into ``found`` each of the modules' tensors that the code inside replaced."""
-    before = _held_tensors(modules)
-    yield
-    after = _held_tensors(modules)
-    found.update(f"a new tensor in {name}" for name in before.keys() | after.keys()
-                 if before.get(name) is not after.get(name))
-
-
-def mark_eager(eager: dict[tuple, str], key: tuple, found: list[str], subject: str,
-               runs: str) -> None:
-    """Keep ``key`` eager (``eager[key]``: why) if a probe ``found`` anything; warn once."""
-    if found and not eager:
-        warnings.warn(f"grprune: train.compile=cuda-graph: {subject} depends on what a captured"
-                      f" graph would keep from its capture ({', '.join(found)}); {runs} "
-                      f"eagerly", stacklevel=4)
-    if found:
-        eager[key] = ", ".join(found)
-
-
-class EagerGraphs:
-    """The CPU's stand-in for :class:`CudaGraphs`: "capture" keeps the step's closure over
-    the static buffers, and each replay runs it again, eagerly, on them. The plumbing of
-    :class:`GraphedStep` (static buffers, copies, keys, what a graph keeps from its capture)
-    is then tested on the CPU, where a replay gives the eager step's numbers bit for bit."""
-
-    def warmup(self) -> contextlib.AbstractContextManager:
-        """The eager steps before a capture: run where they are."""
-        return contextlib.nullcontext()
-
-    def capture(self, fn: Callable[[], Any]) -> Callable[[], Any]:
-        """``fn`` as a replay: each call runs it again."""
-        return fn
-
-
-class CudaGraphs:
-    """Capture and replay with :class:`torch.cuda.CUDAGraph`, as PyTorch's "whole-network
-    capture" recipe does (``torch.cuda`` docs, "CUDA Graphs"): eager warm-up steps on a side
-    stream, capture under :class:`torch.cuda.graph` with a memory pool of each graph's own
-    (graphs of several buckets replay in any order; ``share_pool``: one pool for all, safe
-    while every graph's outputs stay referenced), replay on the current stream."""
-
-    def __init__(self, device: torch.device, share_pool: bool = False) -> None:
-        self.side = torch.cuda.Stream(device)
-        self.pool = torch.cuda.graph_pool_handle() if share_pool else None
-
-    @contextlib.contextmanager
-    def warmup(self) -> Iterator[None]:
-        """Run the enclosed eager step on the side stream, ordered after and before the
-        current stream's work."""
-        self.side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(self.side):
-            yield
-        torch.cuda.current_stream().wait_stream(self.side)
-
-    def capture(self, fn: Callable[[], Any]) -> Callable[[], Any]:
-        """Capture ``fn`` (recorded, not run) into a new graph; the replay runs the graph
-        and returns ``fn``'s static outputs, which the next replay overwrites."""
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, pool=self.pool):
-            out = fn()
-
-        def replay() -> Any:
-            graph.replay()
-            return out
-        return replay
-
-
-def _batch_tensors(batch: GraphBatch) -> list[Tensor]:
-    """Every input tensor of a batch in a fixed order: its tensor fields, then its CSR
-    layouts' (:attr:`GraphBatch.csr`), by name."""
-    out = [v for f in fields(batch) if isinstance(v := getattr(batch, f.name), Tensor)]
-    for name in sorted(batch.csr):
-        seg = batch.csr[name]
-        out += [t for t in (seg.index, seg.order, seg.lengths) if t is not None]
-    return out
-
-
 def _key(batch: GraphBatch, warm: bool, tensors: list[Tensor] | None = None) -> tuple:
     """What a graph is captured for: the phase, ``bonds`` and every input tensor's name,
     shape and dtype (for a padded batch: its bucket); ``tensors``: the batch's
-    :func:`_batch_tensors`, when the caller has them."""
-    tensors = _batch_tensors(batch) if tensors is None else tensors
+    :func:`~grprune.capture.batch_tensors`, when the caller has them."""
+    tensors = batch_tensors(batch) if tensors is None else tensors
     shapes = tuple((tuple(t.shape), t.dtype) for t in tensors)
     return (warm, batch.bonds, tuple(sorted(batch.csr)), shapes)
-
-
-def _static_copy(batch: GraphBatch) -> GraphBatch:
-    """A copy of ``batch`` whose tensors are new buffers (a graph's static inputs)."""
-    csr = {k: Segments(s.index.clone(), None if s.order is None else s.order.clone(),
-                       s.lengths.clone()) for k, s in batch.csr.items()}
-    tensors: dict[str, Any] = {f.name: v.clone() for f in fields(batch)
-                               if isinstance(v := getattr(batch, f.name), Tensor)}
-    return replace(batch, **tensors, csr=csr, row_masks={}, derived={})
-
-
-class _Graph:
-    """One captured step: its static batch and its replay."""
-
-    def __init__(self, static: GraphBatch, replay: Callable[[], StepOut]) -> None:
-        self.static, self.replay = static, replay
-        self.inputs = _batch_tensors(static)
-
-    def __call__(self, tensors: list[Tensor]) -> StepOut:
-        """Copy a batch's tensors (:func:`_batch_tensors`) into the static ones (one foreach
-        copy) and replay."""
-        torch._foreach_copy_(self.inputs, tensors)
-        return self.replay()
 
 
 def _update(model: "GraphClassifier", regs: Mapping[str, Regularizer],
@@ -487,7 +292,8 @@ def _update(model: "GraphClassifier", regs: Mapping[str, Regularizer],
             ) -> StepOut:
     """One whole training step, as :meth:`grprune.trainer.Trainer.train_epoch` takes it
     eagerly: gradients set to None, :func:`step_loss`, backward, the optimizer's step
-    (``watch``, e.g. :func:`watch_capture_hazards`, around the loss and backward)."""
+    (``watch``, e.g. :func:`~grprune.capture.watch_capture_hazards`, around the loss and
+    backward)."""
     optimizer.zero_grad(set_to_none=True)
     with watch if watch is not None else contextlib.nullcontext():
         out = step_loss(model, regs, batch, warm, 0, 0, clock)
@@ -514,14 +320,15 @@ class GraphedStep:
     come from torch's default generator, which CUDA graphs advance at each replay.
 
     The optimizer must be capturable on CUDA, with a Tensor learning rate that :func:`set_lr`
-    fills (:func:`optimizer_options`). On the CPU the backend is :class:`EagerGraphs`, whose
+    fills (:func:`optimizer_options`). On the CPU the backend is :class:`~grprune.capture.EagerGraphs`, whose
     replays run the same step eagerly on the static buffers: a run gives the eager padded
     run's numbers bit for bit (``tests/test_cuda_graph.py``).
 
     Parameters
     ----------
     device : torch.device
-        The training device: :class:`CudaGraphs` on CUDA, :class:`EagerGraphs` elsewhere.
+        The training device: :class:`~grprune.capture.CudaGraphs` on CUDA,
+        :class:`~grprune.capture.EagerGraphs` elsewhere.
     eager_steps : int, optional
         Eager steps of a key before its capture (>= 1; default :data:`EAGER_STEPS`).
     backend : EagerGraphs or CudaGraphs, optional
@@ -541,7 +348,7 @@ class GraphedStep:
         self.eager_steps = max(int(EAGER_STEPS if eager_steps is None else eager_steps), 1)
         self.replays = 0  # steps run as a graph
         self.clock = _WatchedClock()
-        self.graphs: dict[tuple, _Graph] = {}
+        self.graphs: dict[tuple, StaticGraph] = {}
         self.seen: Counter[tuple] = Counter()
         self.eager: dict[tuple, str] = {}  # key -> why its steps are not captured
 
@@ -550,7 +357,7 @@ class GraphedStep:
                  epoch: int, step: int) -> StepOut:
         """One training step on ``batch``, the parameters updated; returns
         :func:`step_loss`'s ``(total, terms, selection, kept)``."""
-        tensors = _batch_tensors(batch)  # once a step: for the key and for the copy
+        tensors = batch_tensors(batch)  # once a step: for the key and for the copy
         key = _key(batch, warm, tensors)
         graph = self.graphs.get(key)
         self.clock.set(epoch, step, batch.y.device)
@@ -565,7 +372,7 @@ class GraphedStep:
                 if key in self.eager or self.seen[key] < self.eager_steps:
                     return _update(model, regs, optimizer, batch, warm, self.clock)
                 return self._probe(model, regs, optimizer, batch, warm, key)
-        static = _static_copy(batch)
+        static = static_copy(batch)
 
         def fn() -> StepOut:  # what the graph holds: the static batch's caches made in it
             static.derived.clear()
@@ -578,7 +385,7 @@ class GraphedStep:
                                f"{batch.num_graphs} graphs ({'warm-up' if warm else 'train'})"
                                f" could not be captured ({str(err).splitlines()[0]}); run "
                                f"with -H train.compile=none") from err
-        self.graphs[key] = _Graph(static, replay)
+        self.graphs[key] = StaticGraph(static, replay)
         self.replays += 1
         return replay()  # the static batch holds this batch: nothing to copy
 
@@ -587,7 +394,7 @@ class GraphedStep:
                key: tuple) -> StepOut:
         """The last eager step of ``key``, watched for what a graph would keep from its
         capture; such a key stays eager (:attr:`eager`), with a warning the first time."""
-        view, reads = _WatchedBatch.of(batch), set[str]()
+        view, reads = WatchedBatch.of(batch), set[str]()
         self.clock.reads.clear()
         modules = {"model": model, **{f"reg.{k}": r for k, r in regs.items()}}
         with watch_replaced_tensors(modules, reads):

@@ -28,7 +28,7 @@ import resource
 import time
 import warnings
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import torch
@@ -39,86 +39,26 @@ from grprune.record.rundir import RunDir
 from grprune.batch import Bucket, GraphBatch, choose_buckets, pad_to_bucket
 from grprune.compat import dgl  # noqa: F401  (DGL import order)
 from grprune.record.settings import parse_milestones
+from grprune.build import build_model
 from grprune.data.store import GraphStore
-from grprune.encoders.base import ENCODERS
 from grprune.errors import DivergedError, GrpruneError
 from grprune.evaluation import (EdgeScores, Evaluation, GraphedForward, edge_probs_arrays,
                                 evaluate_batches)
 from grprune.losses import EpochSums
 from grprune.ops import all_finite
-from grprune.model import GraphClassifier
 from grprune.provenance import environment
 from grprune.record.epoch import EpochRecord, split_scores
 from grprune.record.metricinfo import higher_is_better
 from grprune.record.runconfig import FeatureSpec, RunConfig, TrainConfig
 from grprune.record.summary import EarlyStop, RunSummary
-from grprune.regularizers.base import REGULARIZERS, Regularizer, check_supports
-from grprune.selectors.base import SELECTORS, check_selection
+from grprune.record.trainstate import Best, TrainState
+from grprune.resume import model_problem, restore_state, state_of
+from grprune.selectors.base import check_selection
 from grprune.step import GraphedStep, StepOut, TrainStep, optimizer_options, set_lr
-from grprune.record.trainstate import Best, TrainState, model_problem, restore_state, state_of
 
 EVAL_SPLITS = ("train", "valid", "test", "id-valid")
 #: in-distribution hold-outs, evaluated with the selected checkpoint (id-valid every epoch too)
 FINAL_SPLITS = ("id-valid", "id-test")
-
-
-def build_model_from_features(cfg: RunConfig, features: FeatureSpec
-                              ) -> tuple[GraphClassifier, dict[str, Regularizer]]:
-    """Instantiate selector, encoder, classifier and regularizers from a resolved config
-    and the data's :class:`~grprune.record.runconfig.FeatureSpec` (``cfg.features`` of a
-    stored run), without the data.
-
-    Parameters
-    ----------
-    cfg : RunConfig
-        A resolved configuration; a plain mapping (a stored ``config.json``) is read once
-        here, with :meth:`RunConfig.from_dict`.
-    features : FeatureSpec
-        The training data's feature sizes and classes; a ``features`` record (a dict) is
-        read with :meth:`FeatureSpec.from_dict`.
-    """
-    cfg = RunConfig.from_dict(cfg)  # the public boundary: a stored config.json, upgraded
-    if not isinstance(features, FeatureSpec):
-        features = FeatureSpec.from_dict(features)
-    feat, enc, sel, head = features.model_kwargs(), cfg.encoder, cfg.selector, cfg.model
-    encoder = ENCODERS.make(enc.name, **feat, **enc.hparams)
-    selector = SELECTORS.make(sel.name, **feat, **sel.hparams) if sel.name != "none" else None
-    model = GraphClassifier(encoder, features.classes, selector, readout=head.readout,
-                            head_layers=head.head_layers, task=features.task,
-                            target_mean=features.target_mean, target_std=features.target_std)
-    regs = {name: REGULARIZERS.make(name, **hp) for name, hp in cfg.reg.items()}
-    return model, regs
-
-
-def __getattr__(name: str) -> Any:
-    """The names of feature sizes before issue 53, deprecated (a :class:`DeprecationWarning`):
-    ``build_model_from_dims`` is :func:`build_model_from_features`, ``model_dims(dataset)``
-    is ``FeatureSpec.of(dataset).summary_record()``."""
-    new = {"build_model_from_dims": ("build_model_from_features", build_model_from_features),
-           "model_dims": ("FeatureSpec.of(dataset)",
-                          lambda dataset: FeatureSpec.of(dataset).summary_record())}
-    if name not in new:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    warnings.warn(f"grprune.trainer.{name} is deprecated; use {new[name][0]}",
-                  DeprecationWarning, stacklevel=2)
-    return new[name][1]
-
-
-def build_model(cfg: RunConfig, dataset) -> tuple[GraphClassifier, dict[str, Regularizer]]:
-    """Instantiate selector, encoder, head and regularizers from a resolved config (a
-    plain mapping is read once here, with :meth:`RunConfig.from_dict`) and the data.
-
-    Raises
-    ------
-    GrpruneError
-        If a regularizer does not support the selector or the dataset
-        (:meth:`Regularizer.supports`, e.g. environment ids on a dataset with one),
-        before anything is built.
-    """
-    cfg = RunConfig.from_dict(cfg)  # the public boundary: a stored config.json, upgraded
-    check_supports({name: REGULARIZERS.get(name) for name in cfg.reg},
-                   cfg.selector.name, dataset)
-    return build_model_from_features(cfg, FeatureSpec.of(dataset))
 
 
 def lr_at(epoch: int, lr: float, milestones: str, gamma: float) -> float:

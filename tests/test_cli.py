@@ -14,6 +14,8 @@ from click.testing import CliRunner
 
 from grprune.record import files as R
 from grprune.cli import main
+from grprune.record.runconfig import RunConfig
+from grprune.record.settings import config_hash
 from grprune.resolve import resolve_config
 from grprune.run import execute
 
@@ -227,16 +229,21 @@ def test_synthetic_run_scores_the_motif_edges(tmp_path):
     assert json.loads(res.output[res.output.index("{"):])["motif_edge_rocauc"] is None
 
 
-def test_loader_workers_of_older_configs_load_and_change_nothing(tmp_path):
-    """train.loader_workers no longer does anything (batches are gathered from tensors in
-    the training process); configurations that set it still load, to the same run."""
+def test_a_config_that_sets_the_gone_loader_workers_resolves_without_it(tmp_path):
+    """train.loader_workers had no effect and is gone: a configuration file that sets it
+    (a stored config.json) resolves to the same run without it, with a one-line note; a
+    stored config.json that holds it reads as before."""
     flags = {"train.epochs": 3, "data.limit": 64, "train.batch_size": 16, "train.device": "cpu"}
     cfg = resolve_config(reg="size,eps-align", flags=flags)
-    cfg_workers = resolve_config(reg="size,eps-align", flags={**flags, "train.loader_workers": 2})
-    assert cfg["hash"] == cfg_workers["hash"]  # a speed setting, not part of the run's identity
-    execute(cfg, tmp_path / "inline", log=lambda m: None)
-    execute(cfg_workers, tmp_path / "workers", log=lambda m: None)
-    assert_same_numbers(tmp_path / "inline", tmp_path / "workers")
+    assert "loader_workers" not in cfg["train"]
+    stored = {**cfg.to_dict(), "train": {**cfg["train"], "loader_workers": 2}}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(stored))
+    with pytest.warns(UserWarning, match="train.loader_workers is gone"):
+        again = resolve_config(file=path)
+    assert again["hash"] == cfg["hash"] and again["train"] == cfg["train"]
+    assert RunConfig.from_dict(stored).to_dict() == stored
+    assert config_hash(stored) == cfg["hash"]
 
 
 def test_every_json_file_a_run_writes_is_strict_json(tmp_path):

@@ -1,7 +1,7 @@
 """``train.compile=cuda-graph`` (issue 49, item 3): the whole training step (forward, loss,
 backward, Adam) captured once per (bucket, phase) and replayed (:class:`grprune.step.GraphedStep`).
 
-On the CPU the capture backend is :class:`grprune.step.EagerGraphs`: a replay runs the step
+On the CPU the capture backend is :class:`grprune.capture.EagerGraphs`: a replay runs the step
 again eagerly on the graph's static buffers, which keep what a CUDA graph keeps from its
 capture (the static batch's host integers). So the plumbing is tested here, without a GPU:
 a run in this mode gives the eager padded run's numbers bit for bit, resumes as if never
@@ -31,6 +31,7 @@ import pytest
 import torch
 from torch import nn
 
+from grprune import capture
 from grprune import step as S
 from grprune.batch import GraphBatch
 from grprune.data import load_dataset
@@ -59,17 +60,17 @@ def captures(monkeypatch) -> dict[str, int]:
     stand-in's captures and replays counted."""
     monkeypatch.setattr(S, "EAGER_STEPS", 1)
     counts = {"captures": 0, "replays": 0}
-    capture = S.EagerGraphs.capture
+    eager_capture = capture.EagerGraphs.capture
 
     def counted(self, fn):
         counts["captures"] += 1
-        replay = capture(self, fn)
+        replay = eager_capture(self, fn)
 
         def run():
             counts["replays"] += 1
             return replay()
         return run
-    monkeypatch.setattr(S.EagerGraphs, "capture", counted)
+    monkeypatch.setattr(capture.EagerGraphs, "capture", counted)
     return counts
 
 
@@ -264,11 +265,11 @@ def test_a_static_batch_keeps_its_capture_host_integers_and_takes_new_tensors(mo
     trainer = Trainer(_cfg("cuda-graph"), molbbbp, tmp_path)
     batches = [b for _ in range(3) for b in trainer._batches("train", train=True)]
     a, b = _same_bucket(batches)
-    static = S._static_copy(a)
-    assert all(s is not t for s, t in zip(S._batch_tensors(static), S._batch_tensors(a)))
-    graph = S._Graph(static, lambda: (static.src.sum(), {}, None, None))
-    graph(S._batch_tensors(b))
-    for s, t in zip(S._batch_tensors(static), S._batch_tensors(b)):
+    static = capture.static_copy(a)
+    assert all(s is not t for s, t in zip(capture.batch_tensors(static), capture.batch_tensors(a)))
+    graph = capture.StaticGraph(static, lambda: (static.src.sum(), {}, None, None))
+    graph(capture.batch_tensors(b))
+    for s, t in zip(capture.batch_tensors(static), capture.batch_tensors(b)):
         assert torch.equal(s, t)
     assert static.real_edges == a.real_edges != b.real_edges
     assert S._key(a, False) == S._key(b, False) != S._key(a, True)
@@ -311,7 +312,7 @@ def _same_bucket(batches: list[GraphBatch]) -> tuple[GraphBatch, GraphBatch]:
 
 
 def _with_tensors(template: GraphBatch, tensors: list[torch.Tensor]) -> GraphBatch:
-    """``template`` with its input tensors (:func:`grprune.step._batch_tensors`' order)
+    """``template`` with its input tensors (:func:`grprune.capture.batch_tensors`' order)
     replaced by ``tensors``: its host integers kept, its caches empty."""
     it = iter(tensors)
     new: dict[str, Any] = {f.name: next(it) for f in fields(template)
@@ -366,9 +367,9 @@ def test_a_traced_step_reused_on_another_batch_of_its_bucket_gives_that_batchs_n
     def fresh() -> dict:  # BatchNorm updates its running statistics in place
         return {k: v.clone() for k, v in buffers.items()}
     torch.manual_seed(3)
-    traced = make_fx(step)(params, fresh(), S._batch_tensors(a))
+    traced = make_fx(step)(params, fresh(), capture.batch_tensors(a))
     torch.manual_seed(5)  # the Gumbel noise (and dropout) from one seeded stream in both
-    replayed = traced(params, fresh(), S._batch_tensors(b))
+    replayed = traced(params, fresh(), capture.batch_tensors(b))
     torch.manual_seed(5)
     eager = _loss_and_grads(module, params, fresh(), b)
     names = ["total", *params]

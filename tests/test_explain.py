@@ -20,7 +20,8 @@ from grprune.draw import (draw_molecule, highlighted_bonds, parse_molecule, rdki
 from grprune.explain import (edge_rocauc, explanation_metrics, parse_graph_ids,
                              rank_within_graphs, select_graphs, spurious_at_k, top_k_counts)
 from grprune.errors import GrpruneError
-from grprune.inference import load_run, undirected_bonds
+from grprune.inference import load_run
+from grprune.ops import bonds_by_first_edge
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -140,7 +141,7 @@ def test_smiles_graph_edges_follow_rdkit_bonds(smiles):
         k = b.GetIdx()
         assert (src[2 * k], dst[2 * k]) == (b.GetBeginAtomIdx(), b.GetEndAtomIdx())
         assert (src[2 * k + 1], dst[2 * k + 1]) == (b.GetEndAtomIdx(), b.GetBeginAtomIdx())
-    bond_of_edge, first = undirected_bonds(src, dst)
+    bond_of_edge, first = bonds_by_first_edge(src, dst)
     assert bond_of_edge.tolist() == [k // 2 for k in range(len(src))]
     ids = rdkit_bond_ids(mol, src[first], dst[first], g.num_nodes())
     assert ids.tolist() == list(range(mol.GetNumBonds()))
@@ -249,8 +250,9 @@ def test_explain_rerun_overwrites_and_bad_input(bbbp_run, tmp_path):
     assert res.exit_code == 2 and "not a grprune run directory" in res.output
 
 
-def test_load_run_without_the_summary_model_record(bbbp_run, tmp_path):
-    """Runs finished before summary["model"] existed load their dataset for the features."""
+def test_load_run_reads_the_features_from_config_json_alone(bbbp_run, tmp_path):
+    """summary.json's "model" record is not what a run is rebuilt from: config.json's
+    features record is."""
     old = tmp_path / "old"
     shutil.copytree(bbbp_run, old)
     summary = json.loads((old / R.SUMMARY).read_text())
@@ -297,7 +299,7 @@ def test_explain_motif_metrics(motif_run, tmp_path):
     npz = np.load(motif_run / R.EDGE_PROBS)
     first = np.asarray(npz["edge_ptr"][:-1])
     ptr = np.concatenate([[0], np.cumsum(np.diff(npz["edge_ptr"]) // 2)])
-    bond_first = np.concatenate([np.arange(a, b)[undirected_bonds(npz["src"][a:b],
+    bond_first = np.concatenate([np.arange(a, b)[bonds_by_first_edge(npz["src"][a:b],
                                                                   npz["dst"][a:b])[1]]
                                  for a, b in zip(first, npz["edge_ptr"][1:])])
     ref = spurious_at_k(ptr, npz["edge_prob"][bond_first].astype(np.float64),
@@ -324,19 +326,6 @@ def test_ranking_score_ties_float_noise():
     assert a == b and a["50"]["hits"] == 0  # tie: the higher ids (motif) are the tail
 
 
-def test_evaluation_rule_follows_the_trainer():
-    from grprune.inference import evaluation_uses_selector
-    assert evaluation_uses_selector({"selected": "best-valid"}, [{"phase": "warmup"}])
-    assert evaluation_uses_selector({"selected": "last-epoch"}, [{"phase": "train"}])
-    assert not evaluation_uses_selector({"selected": "last-epoch"},
-                                        [{"phase": "warmup"}, {"phase": "warmup"}])
-    # a warm-up epoch selected on validation (train.select_warmup) is evaluated unpruned
-    assert not evaluation_uses_selector({"selected": "best-valid", "selected_phase": "warmup"},
-                                        [{"phase": "warmup"}, {"phase": "train"}])
-    # summary.json's own record wins
-    assert not evaluation_uses_selector({"selected": "best-valid", "use_selector": False}, [])
-
-
 def test_plain_pictures_when_rdkit_cannot_draw(bbbp_run, tmp_path, monkeypatch):
     import grprune.draw
     monkeypatch.setattr(grprune.draw, "rdkit_drawing_error", lambda: "OSError: no libXrender")
@@ -350,7 +339,7 @@ def test_plain_pictures_when_rdkit_cannot_draw(bbbp_run, tmp_path, monkeypatch):
 # -- explain reads the trainer's edge_probs.npz ------------------------------------
 def test_explain_reads_edge_probs_not_the_model(motif_run, tmp_path, monkeypatch):
     """With every asked graph in edge_probs.npz, explain runs no model forward, and its
-    output is what re-scoring with the model gives (the fallback for old runs)."""
+    output is what re-scoring with the model gives (the fallback for other graphs)."""
     from grprune.evaluation import SCORE_ARRAYS, edge_scores_from_arrays
     from grprune.inference import Run
     from grprune.model import GraphClassifier
@@ -358,7 +347,9 @@ def test_explain_reads_edge_probs_not_the_model(motif_run, tmp_path, monkeypatch
     # the reference: re-scored with the model, as for a run without the saved scores
     with monkeypatch.context() as m:
         m.setattr(Run, "stored_scores", lambda self, indices, num_graphs=None: None)
-        assert _cli("explain", motif_run, "--out", tmp_path / "ref", "--top-k", "4").exit_code == 0
+        # (--no-fidelity: fidelity runs the model on each explanation by definition)
+        assert _cli("explain", motif_run, "--out", tmp_path / "ref", "--top-k", "4",
+                    "--no-fidelity").exit_code == 0
 
     # the model weights made unusable, and any forward an error
     run_dir = tmp_path / "run"
@@ -372,7 +363,7 @@ def test_explain_reads_edge_probs_not_the_model(motif_run, tmp_path, monkeypatch
 
     monkeypatch.setattr(GraphClassifier, "forward", no_forward)
     monkeypatch.setattr(GraphClassifier, "predict", no_forward)
-    res = _cli("explain", run_dir, "--out", tmp_path / "ex", "--top-k", "4")
+    res = _cli("explain", run_dir, "--out", tmp_path / "ex", "--top-k", "4", "--no-fidelity")
     assert res.exit_code == 0, res.output
     ref, got = pd.read_csv(tmp_path / "ref" / "edges.csv"), pd.read_csv(tmp_path / "ex" / "edges.csv")
     assert list(ref.columns) == list(got.columns) and len(ref) == len(got) > 0
@@ -392,7 +383,7 @@ def test_explain_reads_edge_probs_not_the_model(motif_run, tmp_path, monkeypatch
     k = edges.graph_index.tolist().index(gi)
     rows = got[got["graph_index"] == gi]
     sl = slice(edges.edge_ptr[k], edges.edge_ptr[k + 1])
-    first = np.arange(sl.start, sl.stop)[undirected_bonds(edges.src[sl], edges.dst[sl])[1]]
+    first = np.arange(sl.start, sl.stop)[bonds_by_first_edge(edges.src[sl], edges.dst[sl])[1]]
     assert rows["edge_prob"].tolist() == pytest.approx(edges.edge_prob[first].tolist(), abs=1e-6)
     assert rows["prob_1"].iloc[0] == pytest.approx(float(edges.prob[k, 1]), abs=1e-6)
 
@@ -401,7 +392,7 @@ def test_explain_reads_edge_probs_not_the_model(motif_run, tmp_path, monkeypatch
                                     "--out", str(tmp_path / "valid")])
     assert res.exit_code != 0 and "explain ran the model" in repr(res.exception)
 
-    # an old run's file without logits and class probabilities: re-scored too
+    # a file that lacks arrays (logits, class probabilities): incomplete, re-scored too
     with np.load(run_dir / R.EDGE_PROBS) as npz:
         old = {k: npz[k] for k in npz.files if k not in ("edge_logits", "prob", "num_nodes")}
     np.savez_compressed(run_dir / R.EDGE_PROBS, **old)

@@ -124,6 +124,35 @@ def test_the_record_layer_imports_only_errors_and_hparams():
         assert g[m] <= {"grprune", "grprune.errors"}, f"{m} imports {sorted(g[m])}"
 
 
+def reached(g: dict[str, set[str]], start: str) -> set[str]:
+    """Every module ``start`` imports, directly or through others (deferred imports too)."""
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for dep in g[todo.pop()] - seen:
+            seen.add(dep)
+            todo.append(dep)
+    return seen
+
+
+def test_training_s_machinery_stays_in_its_own_rooms():
+    """Using a finished run (:mod:`grprune.inference`: load_run, predict, explain) reaches
+    neither the training loop nor a run's workflow; evaluation shares the CUDA-graph capture
+    with the step through :mod:`grprune.capture`, not through :mod:`grprune.step`; and no
+    function of the record layer takes a trainer (resuming reads one: :mod:`grprune.resume`)."""
+    g = graph()
+    training = {"grprune.trainer", "grprune.run", "grprune.step", "grprune.resume"}
+    assert not reached(g, "grprune.inference") & training
+    assert "grprune.step" not in g["grprune.evaluation"]
+    assert {"grprune.capture"} <= g["grprune.evaluation"] & g["grprune.step"]
+    takes = [f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: {node.name}"
+             for name, path in modules().items() if name.startswith("grprune.record")
+             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+             and any(a.arg == "trainer" for a in node.args.args + node.args.kwonlyargs)]
+    assert not takes, takes
+
+
 #: names a module imports on purpose to hand on: DGL, imported after compat's workaround
 FORWARDED = {("grprune.compat", "dgl")}
 

@@ -198,7 +198,7 @@ def test_a_run_config_is_read_only_at_every_depth(name):
         cfg.hash = "x"  # type: ignore[misc]
     with pytest.raises(AttributeError):
         cfg["reg"].update({})  # a read-only section has no update
-    # setting() reads a dotted key, get() the top level (a dotted key there is deprecated)
+    # setting() reads a dotted key, get() the top level
     assert cfg.setting("train.epochs") == stored["train"]["epochs"]
     assert cfg.setting("reg.nothing.eta", 3) == 3 and cfg.get("hash") == stored["hash"]
     # what is written is what was read, and a copy changes nothing in it
@@ -220,5 +220,4 @@ def test_the_summary_names_its_feature_sizes_features_and_writes_them_as_model()
     record = json.loads((FIXTURES / "good-motif-basis-official" / "summary.json").read_text())
     summary = RunSummary.from_dict(record)
     assert summary.to_dict() == record and list(summary.to_dict()) == list(record)
-    with pytest.warns(DeprecationWarning, match="summary.features"):
-        assert summary.model == summary.features
+    assert not hasattr(summary, "model") and summary.to_dict()["model"] == record["model"]

@@ -11,7 +11,6 @@ import random
 import signal
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,6 @@ import numpy as np
 import pytest
 import torch
 
-from grprune.record import epoch as epoch_module
 from grprune.record import files as R
 from grprune.record.epoch import EpochRecord
 from grprune.record.error import ErrorRecord
@@ -41,37 +39,10 @@ def test_improved_and_epochs_are_fields_the_line_does_not_hold():
     assert not read.improved and read.epochs is None  # as read back from the file
 
 
-def test_the_dict_on_epoch_got_before_reads_into_the_fields():
+def test_a_line_with_the_callback_fields_reads_into_the_fields():
     rec = EpochRecord.from_dict({**LINE, "improved": True, "epochs": 10})
     assert rec.improved and rec.epochs == 10 and not rec.extra
     assert rec.to_dict() == LINE
-
-
-def test_reading_the_record_as_the_old_dict_works_and_warns_once(monkeypatch):
-    monkeypatch.setattr(epoch_module, "_warned", False)
-    rec = dataclasses.replace(EpochRecord.from_dict(LINE), improved=True, epochs=10)
-    with pytest.warns(DeprecationWarning, match="on_epoch now gets an EpochRecord"):
-        assert rec["epoch"] == 2
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # no second warning
-        assert rec["valid"] == {"rocauc": 0.8, "kept_edge_fraction": 0.9}
-        assert rec.get("improved") is True and rec.get("epochs") == 10
-        assert rec.get("test", {}) == {} and "valid" in rec and "test" not in rec
-        assert dict(rec) == {**LINE, "improved": True, "epochs": 10}
-        with pytest.raises(KeyError):
-            rec["nosuch"]
-
-
-def test_grprune_itself_never_reads_the_record_as_a_dict(monkeypatch):
-    """The progress printer reads the fields: no DeprecationWarning."""
-    from grprune.progress import EpochPrinter
-    monkeypatch.setattr(epoch_module, "_warned", False)
-    rec = dataclasses.replace(EpochRecord.from_dict(LINE), improved=True, epochs=10)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", DeprecationWarning)
-        printer = EpochPrinter("plain", "rocauc", 10, "t")
-        printer(rec)
-        printer.close()
 
 
 # -- error.json ---------------------------------------------------------------------------

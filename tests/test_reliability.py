@@ -100,6 +100,34 @@ def test_a_truncated_edge_probs_file_is_recomputed_from_the_model(finished_run, 
         assert (tmp_path / f"ex{size}" / "edges.csv").is_file()
 
 
+def test_a_non_finite_edge_probs_file_is_recomputed_and_said_so(finished_run, tmp_path):
+    """An ``edge_probs.npz`` of the right form whose scores are NaN (or infinite) is
+    treated as absent: explain scores the graphs with the model, says why, and writes the
+    table a sound file gives."""
+    import shutil
+
+    import numpy as np
+    import pandas as pd
+    run = tmp_path / "run"
+    shutil.copytree(finished_run, run)
+    sound = CliRunner().invoke(main, ["explain", str(run), "--out", str(tmp_path / "sound")])
+    assert sound.exit_code == 0, sound.output
+    with np.load(run / "edge_probs.npz") as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    for key, value in (("edge_prob", np.nan), ("prob", np.inf)):
+        bad = {**arrays, key: np.full_like(arrays[key], value)}
+        np.savez(run / "edge_probs.npz", **bad)
+        out = tmp_path / f"ex-{key}"
+        res = CliRunner().invoke(main, ["explain", str(run), "--out", str(out)])
+        assert res.exit_code == 0 and "Traceback" not in res.output, res.output
+        assert "edge_probs.npz holds scores that are not finite (NaN or infinite): treated " \
+               "as absent" in res.output
+        assert "scoring " in res.output
+        got, want = (pd.read_csv(d / "edges.csv") for d in (out, tmp_path / "sound"))
+        assert np.isfinite(got.select_dtypes("number").to_numpy(dtype=float)).all()
+        pd.testing.assert_frame_equal(got, want, rtol=1e-5)
+
+
 def test_a_diverged_run_says_so_in_its_directory_and_in_collect(tmp_path, data_root):
     import json
     run = tmp_path / "sweep" / "diverged"

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from grprune.record import files as R
 from grprune.record.rundir import RunDir
 from grprune.cli import main
+from grprune.errors import GrpruneError
 from grprune.record.settings import ModelSettings, config_hash
 from grprune.resolve import resolve_config
 from grprune.encoders import ENCODERS
@@ -80,16 +81,37 @@ def test_an_old_config_keeps_its_hash_and_loads_in_the_new_layout(tmp_path):
     assert again["hash"] == new["hash"] and again["model"] == new["model"]
 
 
-def test_a_version_1_run_directory_is_finished_and_loads(bbbp_run, tmp_path):
+def test_a_version_1_run_directory_is_refused_and_remade_with_the_command_it_names(
+        bbbp_run, tmp_path):
+    """Run directories are read from MIN_VERSION on: an older one is ``outdated``, refused
+    with one exit-2 message naming its version and the command that re-makes it, which does
+    (the version-1 config.json read in the current layout, to the same hash)."""
+    from grprune.record.runconfig import MIN_VERSION
     old_dir = tmp_path / "old"
     shutil.copytree(bbbp_run, old_dir)
     cfg = json.loads((old_dir / R.CONFIG).read_text())
     (old_dir / R.CONFIG).write_text(json.dumps(_v1(cfg)))
     status = RunDir(old_dir).status(cfg)
-    assert status.state == "finished" and status.config is not None
-    assert status.config["model"]["head_layers"] == 3
-    run = load_run(old_dir)
-    assert sum(isinstance(m, __import__("torch").nn.Linear) for m in run.model.head) == 3
+    assert status.state == "outdated" and status.config is None
+    assert MIN_VERSION == 2 and "version 1;" in status.reason
+    with pytest.raises(GrpruneError, match="reads run directories of version 2 and later"):
+        load_run(old_dir)
+    for args in (["explain", str(old_dir)], ["run", "--config", str(old_dir / R.CONFIG),
+                                             "--out", str(old_dir)]):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # run --config: the moved keys' notes
+            res = CliRunner().invoke(main, args)
+        assert res.exit_code == 2, res.output
+        assert "config.json is of version 1" in res.output
+        assert f"grprune run --config {old_dir / R.CONFIG} --out {old_dir} --force" in " ".join(
+            res.output.split())
+    with pytest.warns(UserWarning, match="moved"):
+        res = CliRunner().invoke(main, ["run", "--config", str(old_dir / R.CONFIG), "--out",
+                                        str(old_dir), "--force", "--progress", "none"])
+    assert res.exit_code == 0, res.output
+    remade = load_run(old_dir)
+    assert remade.cfg["version"] == MIN_VERSION and remade.cfg.hash == cfg["hash"]
+    assert sum(isinstance(m, __import__("torch").nn.Linear) for m in remade.model.head) == 3
 
 
 # -- the FeatureSpec record ---------------------------------------------------------------------
@@ -201,89 +223,3 @@ def test_a_run_writes_config_json_once_with_its_features(tmp_path, monkeypatch, 
     stored = json.loads((plan.run_dir / R.SUMMARY).read_text())
     assert RunSummary.from_dict(stored).to_dict() == stored
     assert list(stored)[-3:] == ["data_load_s", "wall_time_s", "dataset_info"]
-
-
-# -- one spelling per value (issue 53) ----------------------------------------------------------
-#: the deprecation warnings of the older spellings (RunConfig's shortcuts, dims)
-OLD_SPELLING = ("RunConfig.", "Run.dims", "grprune.trainer.build_model_from_dims",
-                "grprune.trainer.model_dims")
-
-
-def test_each_old_spelling_warns_and_reads_the_one_spelling():
-    from grprune.record.runconfig import DEPRECATED
-    cfg = resolve_config(data="good-motif", preset="official")
-    canonical = {"dataset": cfg.data.name, "split": cfg.data.split, "shift": cfg.data.shift,
-                 "selector_name": cfg.selector.name, "regularizers": list(cfg.reg),
-                 "seed": cfg.train.seed, "epochs": cfg.train.epochs}
-    assert set(canonical) | {"get(dotted key)"} == set(DEPRECATED)
-    for old, value in canonical.items():
-        with pytest.warns(DeprecationWarning, match=rf"RunConfig\.{old} is deprecated"):
-            assert getattr(cfg, old) == value
-    with pytest.warns(DeprecationWarning, match=r"use cfg\.setting\('reg\.size\.eta'\)"):
-        assert cfg.get("reg.size.eta") == cfg.setting("reg.size.eta") == cfg.reg["size"]["eta"]
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", DeprecationWarning)  # the plain Mapping get: no warning
-        assert cfg.get("hash") == cfg.hash and cfg.get("nothing", 3) == 3
-
-
-def test_the_old_feature_names_warn_and_build_the_same_model(bbbp_run):
-    import torch
-    from grprune import trainer
-    from grprune.trainer import build_model_from_features
-    run = load_run(bbbp_run)
-    with pytest.warns(DeprecationWarning, match="Run.dims is deprecated"):
-        assert run.dims == run.features.summary_record()
-    torch.manual_seed(0)
-    new, _ = build_model_from_features(run.cfg, run.features)
-    torch.manual_seed(0)
-    with pytest.warns(DeprecationWarning, match="build_model_from_dims is deprecated"):
-        old, _ = trainer.build_model_from_dims(run.cfg, run.features)
-    with pytest.warns(DeprecationWarning, match="model_dims is deprecated"):
-        assert trainer.model_dims(run.load_dataset()) == run.features.summary_record()
-    with pytest.raises(AttributeError):
-        trainer.no_such_name  # noqa: B018
-    for a, b in zip(new.state_dict().values(), old.state_dict().values()):
-        assert torch.equal(a, b)
-
-
-def test_grprune_reads_no_old_spelling(tmp_path, data_root):
-    """A run, its collect table, load_run, predict and a sweep plan: grprune's own code
-    emits none of the older spellings' DeprecationWarnings (plugins may still read them)."""
-    runner = CliRunner()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        out = tmp_path / "runs"
-        res = runner.invoke(main, ["run", "--data", "ogbg-molbbbp", "--epochs", "1", "-H",
-                                   "data.limit=40", "--progress", "none", "--out",
-                                   str(out / "run")])
-        assert res.exit_code == 0, res.output
-        res = runner.invoke(main, ["collect", str(out)])
-        assert res.exit_code == 0, res.output
-        run = load_run(out / "run")
-        assert len(run.predict(["CCO"])) == 1 and run.dataset_name == "ogbg-molbbbp"
-        res = runner.invoke(main, ["sweep", "--data", "ogbg-molbbbp", "--seeds", "0,1",
-                                   "--out", str(tmp_path / "sw"), "--dry-run"])
-        assert res.exit_code == 0, res.output
-    old = [str(w.message) for w in caught if issubclass(w.category, DeprecationWarning)
-           and str(w.message).startswith(OLD_SPELLING)]
-    assert not old, old
-
-
-def test_grprune_source_names_no_old_spelling():
-    """The old names that no other type shares (``selector_name``, ``regularizers``,
-    ``dims``, ``build_model_from_dims``, ``model_dims``) are read nowhere in grprune outside
-    their deprecated definitions (the shared ones, ``cfg.seed`` and the like, are caught
-    at run time by :func:`test_grprune_reads_no_old_spelling`)."""
-    import ast
-    from pathlib import Path
-    package = Path(__file__).resolve().parents[1] / "grprune"
-    old_attrs = {"selector_name", "regularizers", "dims"}
-    old_calls = {"build_model_from_dims", "model_dims"}
-    found = []
-    for path in sorted(package.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Attribute) and node.attr in old_attrs:
-                found.append(f"{path.relative_to(package.parent)}:{node.lineno}: {node.attr}")
-            elif isinstance(node, ast.Name) and node.id in old_calls:
-                found.append(f"{path.relative_to(package.parent)}:{node.lineno}: {node.id}")
-    assert not found, found

@@ -29,6 +29,8 @@ EXPECT = {
     "failed": ("failed", 0, "resuming", "failed", "failed"),
     "finished": ("finished", 0, "already holds this finished run", "finished", "run"),
     "locked": ("running", 2, "being run by another process", "running", "running"),
+    "outdated": ("outdated", 2, "grprune reads run directories of version 2 and later",
+                 "foreign", "outdated"),
 }
 
 
@@ -36,7 +38,7 @@ EXPECT = {
 def states(tmp_path_factory):
     """A sweep root with one run directory per state (seed i for the i-th state)."""
     root = tmp_path_factory.mktemp("states")
-    confs = expand([grid_from_options(reg=["none"], epochs="2", seeds="0-7", device="cpu",
+    confs = expand([grid_from_options(reg=["none"], epochs="2", seeds="0-8", device="cpu",
                                       hparams=["data.limit=32", "train.batch_size=16"])])
     dirs = {name: run_dir_of(conf, root) for name, conf in zip(EXPECT, confs.configs)}
     cfgs = {name: conf.cfg for name, conf in zip(EXPECT, confs.configs)}
@@ -57,6 +59,11 @@ def states(tmp_path_factory):
         with pytest.raises(KeyboardInterrupt):
             execute(cfgs[name], dirs[name], on_epoch=stop, log=lambda m: None)
     R.atomic_write_json(dirs["failed"] / R.ERROR, {"message": "boom"})
+    execute(cfgs["outdated"], dirs["outdated"], log=lambda m: None)  # then as version 1 wrote it
+    old = json.loads((dirs["outdated"] / R.CONFIG).read_text())
+    old["encoder"].update(old.pop("model"))
+    old.pop("features")
+    R.atomic_write_json(dirs["outdated"] / R.CONFIG, {**old, "version": 1})
     return root, dirs, cfgs
 
 
@@ -66,7 +73,7 @@ def test_every_state_is_judged_once_and_acted_on_alike(states):
         for name, (state, *_rest) in EXPECT.items():
             assert RunDir(dirs[name]).status(cfgs[name]).state == state, name
         # sweep --dry-run: one status per configuration
-        res = CliRunner().invoke(main, ["sweep", *FLAGS[:4], "--seeds", "0-7", "-H",
+        res = CliRunner().invoke(main, ["sweep", *FLAGS[:4], "--seeds", "0-8", "-H",
                                         "data.limit=32", "-H", "train.batch_size=16",
                                         "--device", "cpu", "--out", str(root), "--dry-run"])
         assert res.exit_code == 0, res.output

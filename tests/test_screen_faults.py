@@ -71,8 +71,12 @@ def test_a_wildcard_chain_is_skipped_in_a_screen_with_its_reason(bbbp_run, libra
 
 def test_predict_smiles_refuses_a_wildcard_chain_with_a_reason(bbbp_run):
     res = _cli("predict", bbbp_run, "--smiles", WILDCARDS, "--device", "cpu")
-    assert res.exit_code == 0, res.output  # the help: a molecule over the limit exits 0
+    assert res.exit_code == 1, res.output  # the help: exit status 1 when none is scored
     assert "too large: 20,000 atoms" in res.output
+    assert "no molecule could be scored (1 too large: over the atom or size limit)" in \
+        res.output
+    res = _cli("predict", bbbp_run, "--smiles", WILDCARDS, "--smiles", "CCO", "--device", "cpu")
+    assert res.exit_code == 0, res.output  # one scored: 0
 
 
 def test_data_info_skips_a_wildcard_chain(library, tmp_path):
@@ -272,3 +276,56 @@ def test_a_refused_run_leaves_no_run_folder(library, tmp_path, flags, data_root)
     assert res.exit_code == 2, res.output
     assert "Traceback" not in res.output
     assert not out.exists(), sorted(p.name for p in out.iterdir())
+
+
+# ------------------------------------------------------------------ partial items
+def test_a_resumed_screen_reports_the_repeated_ids_an_uninterrupted_one_does(
+        bbbp_run, library, tmp_path, monkeypatch):
+    """IDs repeat before and after the row the screen was stopped at (30): the resumed
+    run reads the earlier rows' IDs again, and says what an uninterrupted one says."""
+    import grprune.screen
+    lib = tmp_path / "lib.csv"
+    pd.DataFrame({"ID": [f"M{i % 25}" for i in range(60)], "smiles": library[:60]}).to_csv(
+        lib, index=False)
+    ref, out = tmp_path / "ref.csv", tmp_path / "preds.csv"
+    whole = _cli(*_screen_args(bbbp_run, lib, ref), "--id-column", "ID")
+    assert whole.exit_code == 0, whole.output
+    real, calls = grprune.screen.score_chunk, []
+
+    def score_chunk(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 4:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    with monkeypatch.context() as m:
+        m.setattr(grprune.screen, "score_chunk", score_chunk)
+        assert _cli(*_screen_args(bbbp_run, lib, out), "--id-column", "ID").exit_code == 130
+    args = [*_screen_args(bbbp_run, lib, out), "--id-column", "ID"]
+    args[args.index("--progress") + 1] = "plain"
+    resumed = _cli(*args)
+    assert resumed.exit_code == 0 and "after row 30" in resumed.output, resumed.output
+    repeats = [[x for x in r.output.splitlines() if "repeat an earlier row's ID" in x]
+               for r in (whole, resumed)]
+    assert repeats[0] == repeats[1] and repeats[0][0].startswith("grprune: 35 rows repeat")
+    assert out.read_bytes() == ref.read_bytes()
+    # off a terminal, a plain line comes at the start, before the first chunk's
+    lines = [x for x in resumed.output.splitlines() if x.startswith(("screening", "predict:"))]
+    assert lines[0] == ("screening lib.csv: about 60 rows, after row 30; the next line after "
+                        "the first 10 are scored, then at every 10 % or 30 s"), lines
+    assert lines[1].startswith("predict: 40/60 molecules"), lines
+
+
+def test_progress_off_a_terminal_speaks_before_the_first_chunk():
+    import io
+
+    from grprune.screen import Progress
+    out = io.StringIO()
+    bar = Progress(20_000, "plain", stream=out)
+    bar.begin("lib.csv", 500)
+    assert out.getvalue() == ("screening lib.csv: about 20,000 rows; the next line after the "
+                              "first 500 are scored, then at every 10 % or 30 s\n")
+    for mode in ("none", "tty"):
+        quiet = io.StringIO()
+        Progress(10, mode, stream=quiet).begin("lib.csv", 5)
+        assert quiet.getvalue() == ""

@@ -21,7 +21,8 @@ import pytest
 import torch
 
 from grprune.provenance import cpu_model
-from grprune.run import load_config_dataset, plan_run
+from grprune.build import load_config_dataset
+from grprune.run import plan_run
 from grprune.trainer import Trainer
 
 ROOT = Path(__file__).resolve().parents[1]

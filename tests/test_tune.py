@@ -188,3 +188,11 @@ def test_no_trial_is_pruned_during_warmup_or_the_first_quarter():
     assert not low.should_prune()  # epoch 9 < 10: kept however low
     low.report(0.1, 10)
     assert low.should_prune()
+
+
+def test_a_space_file_with_a_huge_integer_is_one_short_line(tmp_path):
+    from grprune.errors import GrpruneError
+    (tmp_path / "s.yaml").write_text("train.lr: " + "9" * 100_000 + "\n")
+    with pytest.raises(GrpruneError) as err:
+        Space.from_file(tmp_path / "s.yaml")
+    assert len(str(err.value)) < 300 and "100,000 characters" in str(err.value)

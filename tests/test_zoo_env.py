@@ -22,7 +22,7 @@ from grprune.errors import GrpruneError
 from grprune.model import GraphClassifier
 from grprune.regularizers import REGULARIZERS, StepContext
 from grprune.selectors import SELECTORS
-from grprune.trainer import build_model
+from grprune.build import build_model
 from tests.conftest import make_graph
 
 # 5 graphs, 2 classes; environment 0 holds graphs 0-1, environment 1 graphs 2-4

@@ -42,7 +42,12 @@ def _note(msg: str) -> None:
         help="output folder [default: RUN_DIR/explain]")
 @option("--device", default="auto", show_default=True,
         help="auto (CUDA when present), cpu, cuda or cuda:N")
-def explain(run_dir, graphs, part, top_k, fmt, out, device) -> None:
+@option("--fidelity/--no-fidelity", default=True, show_default=True,
+        envvar="GRPRUNE_EXPLAIN_FIDELITY",
+        help="score the explanations of the whole --part without ground truth "
+             "(fidelity+/-, characterization, sparsity; runs the model twice more per "
+             "graph) into fidelity.json")
+def explain(run_dir, graphs, part, top_k, fmt, out, device, fidelity) -> None:
     """Edge keep probabilities of a finished run: pictures, edges.csv, metrics.
 
     Reads the scores the trainer stored for the test part (edge_probs.npz) and, for
@@ -62,11 +67,14 @@ def explain(run_dir, graphs, part, top_k, fmt, out, device) -> None:
                       kept bonds highlighted in a colour
                       for their keep probability; synthetic graphs with networkx:
                       motif edges blue, kept solid, pruned dashed
-      metrics.json    on data with ground-truth motif edges (good-motif, spmotif):
+      metrics.json    on data with ground-truth edges (good-motif, spmotif, mol-substructure):
                       edge ROC-AUC, Recall@K / Precision@K (K = 10..50 %), and the
                       G_c / G_s bonds among the top ceil(1.5|G_c|) and ceil(5|G_c|)
                       bonds (paper Fig. 2), over all graphs of the part and over
                       the correctly predicted ones; also printed as a table
+      fidelity.json   a run with a selector: fidelity+/- (accuracy and probability
+                      forms), characterization and sparsity over the whole part, S
+                      the marked bonds, target the label and the prediction; printed
 
     \b
     Examples:
@@ -74,13 +82,14 @@ def explain(run_dir, graphs, part, top_k, fmt, out, device) -> None:
       grprune explain RUN --graphs 3,17,40-45 --top-k 10 --format svg --out figs
       grprune explain RUN --graphs id:CMPD-0042,row:204 --part train
     """
-    from grprune.explain import explain_run, format_value, metrics_rows, parse_graph_ids
+    from grprune.explain import explain_run, format_value, metrics_rows
+    from grprune.explain_graphs import parse_graph_ids
     from grprune.inference import load_run
 
     ids = parse_graph_ids(graphs) if graphs is not None else None
     run = load_run(run_dir, device)
     res = explain_run(run, part=part, graph_ids=ids, top_k=top_k, fmt=fmt, out_dir=out,
-                      log=_note)
+                      log=_note, fidelity=fidelity)
     for note in res.notes:
         _note(note)
     if res.metrics is not None:
@@ -100,9 +109,32 @@ def explain(run_dir, graphs, part, top_k, fmt, out, device) -> None:
         click.echo("Recall/Precision@K: per graph the floor(K% of its bonds) with the lowest "
                    "probability are called spurious; counts summed over graphs. "
                    "Ties: lower bond id ranks higher.")
+    if res.fidelity is not None:
+        _print_fidelity(res.fidelity)
     pictures = [f for f in res.files if f.startswith("graph-")]
     click.echo(f"wrote {_count(len(pictures), 'picture')}, edges.csv"
-               + (", metrics.json" if res.metrics is not None else "") + f" to {res.out_dir}")
+               + "".join(f", {f}" for f in ("metrics.json", "fidelity.json") if f in res.files)
+               + f" to {res.out_dir}")
+
+
+def _print_fidelity(fid: dict) -> None:
+    """``grprune explain``'s table of fidelity.json: one row per score, one column per target."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    from grprune.explain import format_value
+    from grprune.explain_fidelity import fidelity_rows
+    table = Table(title=escape(f"explanations without ground truth, {fid['part']} "
+                               f"({fid['graphs']} graphs); S = {fid['explanation']}"))
+    table.add_column("score")
+    table.add_column("target = label", justify="right")
+    table.add_column("target = prediction", justify="right")
+    for name, p, m in fidelity_rows(fid):
+        table.add_row(name, format_value(p), format_value(m))
+    _console().print(table)
+    click.echo("fidelity+: the change when S is removed; fidelity-: the change when only S "
+               "is kept (GraphFramEx, as torch_geometric.explain.metric); characterization: "
+               "their weighted harmonic mean (of fid+ and 1 - fid-).")
 
 
 def _count(n: int, noun: str) -> str:
@@ -311,8 +343,9 @@ def predict(run_dir, runs, calibrated, smiles, csv_file, chunk_rows, smiles_colu
         n_ok = _predict_in_memory(run, smiles, csv_file, smiles_column, id_column,
                                   keep_columns, out, bonds, draw_dir, top_k, fmt, batch_size)
     scored, too_large = n_ok
-    if scored == 0 and not too_large:  # a molecule over the size limit was read: exit 0
-        _note("no molecule could be scored")
+    if scored == 0:  # as the help says: exit status 1 when none is, too large ones included
+        _note("no molecule could be scored" + (
+            f" ({too_large:,} too large: over the atom or size limit)" if too_large else ""))
         click.get_current_context().exit(1)
 
 
@@ -358,10 +391,15 @@ def _positive_int(name: str, text: str | None, default: int) -> int:
     """
     if text is None:
         return default
+    from grprune.hparams import short_repr
+    digits = str(text).replace("_", "").replace(",", "")
     try:
-        value = int(str(text).replace("_", "").replace(",", ""))
+        if len(digits) > 40:  # int() refuses 4,300 digits (and no chunk is near 40)
+            raise ValueError(digits)
+        value = int(digits)
     except ValueError:
-        raise GrpruneError(f"{name} must be a whole number of rows, got {text!r}") from None
+        raise GrpruneError(f"{name} must be a whole number of rows, got "
+                           f"{short_repr(text)}") from None
     if value < 1:
         raise GrpruneError(f"{name} must be at least 1, got {value}")
     return value

@@ -39,11 +39,10 @@ def trained_with(runs: Sequence) -> str:
         return ""
     departs: dict[str, set] = {}
     for run in runs:
-        ref = _reference(run)
+        ref, mine = _reference(run), _schedule(run)
         for key in SCHEDULE:
-            mine = run.hparams.get(key, ref.get(key))  # older runs may lack a key
-            if mine != ref.get(key):
-                departs.setdefault(key, set()).add(mine)
+            if mine[key] != ref[key]:
+                departs.setdefault(key, set()).add(mine[key])
     shared = [f"{k}={next(iter(v))}" for k, v in departs.items() if len(v) == 1]
     mixed = [f"{k} in {{{', '.join(map(str, sorted(v, key=str)))}}}"
              for k, v in departs.items() if len(v) > 1]
@@ -68,7 +67,11 @@ def trained_with(runs: Sequence) -> str:
     return "; ".join(parts)
 
 
+def _schedule(run) -> dict:
+    """The run's own :data:`SCHEDULE` values, from its typed configuration."""
+    return {"train.epochs": run.config.train.epochs, "data.limit": run.config.data.limit}
+
+
 def _shorter(run) -> bool:
-    ref = _reference(run)
-    limit = run.hparams.get("data.limit") or 0
-    return bool(limit) or (run.hparams.get("train.epochs", 0) < ref.get("train.epochs", 0))
+    mine = _schedule(run)
+    return bool(mine["data.limit"]) or mine["train.epochs"] < _reference(run)["train.epochs"]

@@ -93,8 +93,9 @@ class Run:
 class Problem:
     """A directory that was not collected, and why.
 
-    ``kind`` is ``"corrupt"`` (unreadable or inconsistent files), ``"foreign"``
-    (not a grprune run directory), ``"duplicate"`` (same configuration and seed
+    ``kind`` is ``"corrupt"`` (unreadable or inconsistent files), ``"outdated"`` (a run
+    older than grprune reads: re-made, not read), ``"foreign"`` (not a grprune run
+    directory), ``"duplicate"`` (same configuration and seed
     as a run already collected), ``"failed"`` (``error.json``), ``"unfinished"``
     (no ``summary.json`` yet: interrupted or still running) or ``"not started"``
     (planned in a ``sweep.json``, no run directory yet).
@@ -156,7 +157,7 @@ def read_run(run_dir: str | Path) -> Run | Problem:
     -------
     Run or Problem
         A :class:`Run` when the run finished and its files are sound, otherwise a
-        :class:`Problem` saying why not: ``corrupt``, ``foreign``, ``failed``,
+        :class:`Problem` saying why not: ``corrupt``, ``outdated``, ``foreign``, ``failed``,
         ``diverged`` (its loss became NaN; ``error.json`` says ``"kind": "diverged"``),
         ``unfinished`` (interrupted), ``pruned`` (a tune's pruner stopped it) or
         ``running`` (another process holds its lock).
@@ -362,7 +363,7 @@ def _tally(scan: Scan, g: dict, seed: Any, entry: dict, where: Path, sweep_path:
         g["running"] += 1
     elif status == "unfinished":
         g["unfinished"] += 1
-    elif status in ("corrupt", "foreign"):
+    elif status in ("corrupt", "outdated", "foreign"):
         g["unreadable"] += 1
     else:
         g["not_started"] += 1

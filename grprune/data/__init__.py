@@ -26,6 +26,7 @@ BUILTIN_DATASETS = (
     ("good-hiv", ("goodhiv",), "grprune.data.good_hiv"),
     ("drugood-ec50", ("ec50", "lbap-core-ec50"), "grprune.data.drugood"),
     ("molecule-csv", ("mol-csv",), "grprune.data.molecule_csv"),
+    ("mol-substructure", ("substructure", "mol-gt"), "grprune.data.substructure"),
 )
 for _name, _aliases, _module in BUILTIN_DATASETS:  # this runs before any submodule registers
     DATASETS.lazy(_name, _module, _aliases)

@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from grprune.data.packed import PackedGraphs
-from grprune.record.files import file_sha256
+from grprune.record.files import file_sha256, read_run_file
 
 #: folder under ``<root>/<dataset>/`` that holds grprune's caches
 CACHE_DIRNAME = "grprune_v1"
@@ -75,8 +75,8 @@ def read_graph_cache(
     if not meta_path.is_file() or not graphs_path.is_file():
         return None, "no cache"
     try:
-        meta = json.loads(meta_path.read_text())
-    except (OSError, ValueError) as exc:
+        meta = json.loads(read_run_file(meta_path))  # regular, at most MAX_JSON_BYTES
+    except (OSError, ValueError, RecursionError) as exc:
         return None, f"unreadable {META_FILE} ({type(exc).__name__})"
     if not isinstance(meta, dict) or any(k not in meta for k in meta_keys):
         return None, f"malformed {META_FILE}"

@@ -24,8 +24,12 @@ graph cache (:mod:`grprune.data.cache`) and of training's
   their atoms differently).
 * **Both cores.** From :data:`PARALLEL_MIN_ROWS` distinct SMILES up, chunks of
   :data:`CHUNK_SIZE` are parsed by ``min(2, os.cpu_count())`` worker processes
-  (``multiprocessing`` ``imap``: results come back in input order, so the output
-  does not depend on timing); below it, serially in this process.
+  (:func:`grprune.data.workers.ordered_map`: results come back in input order, so the
+  output does not depend on timing); below it, serially in this process. A worker that
+  dies is noticed, never waited for: the molecule that kills it (found by halving its
+  chunk in lone workers) is skipped with the reason
+  :data:`~grprune.data.workers.WORKER_DIED`; in a scaffold computation it ends the
+  build with one line naming it.
 * **Progress.** From :data:`PROGRESS_MIN_ROWS` SMILES up: a rich bar with rate and
   ETA when stderr is a terminal, else plain lines on stderr (a batch job's log): one at
   the start, then at every 10 % and at least every :data:`PLAIN_INTERVAL_S` seconds.
@@ -38,7 +42,6 @@ graph cache (:mod:`grprune.data.cache`) and of training's
 from __future__ import annotations
 
 import functools
-import multiprocessing
 import os
 import sys
 import time
@@ -46,6 +49,11 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
+
+from grprune.data.workers import (WORKER_DIED, WorkerDied, end_process_pool,  # noqa: F401
+                                  find_killer, ordered_map, process_pool, run_alone)
+from grprune.errors import DataError
+from grprune.hparams import short_repr
 
 #: distinct SMILES from which worker processes are used (below: serial, no start-up cost)
 PARALLEL_MIN_ROWS = 5000
@@ -166,7 +174,6 @@ def featurize_chunk(smiles: Sequence[str], max_atoms: int | None = None
     from rdkit import rdBase
 
     from grprune.data.molecules import MAX_ATOMS, smiles_to_graph, too_large_reason
-    from grprune.errors import DataError
 
     limit = MAX_ATOMS if max_atoms is None else int(max_atoms)
     atoms, bonds, edges, num_nodes, num_edges = [], [], [], [], []
@@ -251,19 +258,23 @@ def featurize_ogb(smiles: Sequence[str], *, workers: int | None = None,
     chunks = [unique[i:i + chunk_size] for i in range(0, len(unique), max(1, chunk_size))]
     parts: list[FlatGraphs] = []
     failed_unique: dict[int, str] = {}
-    pool = _pool(workers) if workers > 1 and len(chunks) > 1 else None  # fork before the bar's thread
+    # the workers fork before the bar's thread starts
+    pool = process_pool(workers, start=True) if workers > 1 and len(chunks) > 1 else None
     bar = Progress(len(unique), what, progress,
                    note=f"the distinct SMILES of {len(smiles):,} rows")
     task = (featurize_chunk if max_atoms is None
             else functools.partial(featurize_chunk, max_atoms=max_atoms))
+    results = (map(task, chunks) if pool is None else
+               ordered_map(task, chunks, workers, pool,
+                           rescue=lambda rows, k: _without_killers(task, rows)))
     try:
-        results = map(task, chunks) if pool is None else pool.imap(task, chunks)
         for k, (part, failed) in enumerate(results):
             parts.append(part)
             failed_unique.update({k * chunk_size + p: why for p, why in failed.items()})
             bar.advance(len(chunks[k]))
     finally:
-        _end_pool(pool)
+        getattr(results, "close", lambda: None)()  # ends ordered_map's pools
+        end_process_pool(pool)
         bar.close()
     del chunks
     flat = FlatGraphs.concat(parts)
@@ -278,9 +289,50 @@ def featurize_ogb(smiles: Sequence[str], *, workers: int | None = None,
     return flat, kept, failed
 
 
+def _without_killers(task, rows: list[str]) -> tuple[FlatGraphs, dict[int, str]]:
+    """``task(rows)`` (:func:`featurize_chunk`) in a worker of its own, each row that kills
+    it skipped with the reason :data:`~grprune.data.workers.WORKER_DIED` (found by
+    halving, :func:`~grprune.data.workers.find_killer`) and the rest featurized again.
+
+    Raises
+    ------
+    DataError
+        When the rows die together but none alone (the memory ran out).
+    """
+    try:
+        return run_alone(task, rows)
+    except WorkerDied:
+        pass
+    bad = find_killer(task, rows)
+    if bad is None:
+        raise DataError(f"featurizing: a worker process died on the {len(rows):,} molecules "
+                        f"from {short_repr(rows[0], 60)} on, though on none of them alone "
+                        f"(the memory ran out?); run again with more memory")
+    graphs, failed = _without_killers(task, rows[:bad] + rows[bad + 1:])
+    failed = {(p if p < bad else p + 1): why for p, why in failed.items()}
+    failed[bad] = WORKER_DIED
+    return graphs, dict(sorted(failed.items()))
+
+
 def _scaffold_chunk(task: tuple[list[str], bool]) -> list[str]:
     from grprune.data.splits import murcko_scaffolds
     return murcko_scaffolds(*task)
+
+
+class _ScaffoldKiller(DataError):
+    """A molecule that kills the worker computing its scaffold (not computed again here:
+    it would kill this process)."""
+
+
+def _scaffold_killer(item: tuple[list[str], bool], k: int) -> list[str]:
+    """A scaffold task whose worker died alone too: one line naming the molecule."""
+    rows, chirality = item
+    bad = find_killer(_scaffold_chunk, rows, lambda part: (part, chirality))
+    what = (f"the SMILES {short_repr(rows[bad], 80)}" if bad is not None else
+            f"one of the {len(rows):,} molecules from {short_repr(rows[0], 60)} on")
+    raise _ScaffoldKiller(f"computing scaffolds: the worker process died on {what} "
+                          f"(RDKit crashed on it, or the memory ran out); remove it from "
+                          f"the data file")
 
 
 def parallel_scaffolds(smiles: Sequence[str], include_chirality: bool = True, *,
@@ -297,7 +349,6 @@ def parallel_scaffolds(smiles: Sequence[str], include_chirality: bool = True, *,
     goes to stderr as :class:`Progress` shows it (``progress``, ``what``).
     """
     from grprune.data.splits import murcko_scaffolds
-    from grprune.errors import DataError
 
     smiles = list(smiles)
     first: dict[str, int] = {}
@@ -308,94 +359,29 @@ def parallel_scaffolds(smiles: Sequence[str], include_chirality: bool = True, *,
         workers = min(2, os.cpu_count() or 1) if len(unique) >= PARALLEL_MIN_ROWS else 0
     step = max(1, chunk_size)
     tasks = [(unique[i:i + step], include_chirality) for i in range(0, len(unique), step)]
-    pool = _pool(workers) if workers > 1 and len(tasks) > 1 else None
+    pool = process_pool(workers, start=True) if workers > 1 and len(tasks) > 1 else None
     bar = Progress(len(unique), what, progress, verb="scaffolds of",
                    note=f"the distinct ones of {len(smiles):,}")
+    results = (map(_scaffold_chunk, tasks) if pool is None else
+               ordered_map(_scaffold_chunk, tasks, workers, pool, rescue=_scaffold_killer))
     try:
         out: list[str] = []
-        results = map(_scaffold_chunk, tasks) if pool is None else pool.imap(_scaffold_chunk,
-                                                                              tasks)
         for k, part in enumerate(results):
             out.extend(part)
             bar.advance(len(tasks[k][0]))
+    except _ScaffoldKiller:
+        raise
     except DataError:
-        _end_pool(pool)
+        getattr(results, "close", lambda: None)()
+        end_process_pool(pool)
         pool = None
         murcko_scaffolds(smiles, include_chirality)  # raises naming the row's own index
         raise
     finally:
-        _end_pool(pool)
+        getattr(results, "close", lambda: None)()  # ends ordered_map's pools
+        end_process_pool(pool)
         bar.close()
     return [out[i] for i in distinct]
-
-
-def _worker_signals() -> None:
-    """A worker's signals: Ctrl-C (SIGINT, sent to the whole process group) is the parent's
-    to handle, and SIGTERM ends the worker at once and quietly (the default action), not
-    through the ``Terminated`` handler it inherited from ``grprune``'s command (which would
-    print a traceback per worker). The parent ends its workers itself (:func:`_end_pool`)."""
-    import signal
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-
-def _pool(workers: int):
-    """A process pool; fork where the platform has it (workers inherit the imports), each
-    worker's signals set by :func:`_worker_signals`."""
-    methods = multiprocessing.get_all_start_methods()
-    ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
-    return ctx.Pool(workers, initializer=_worker_signals)
-
-
-def process_pool(workers: int):
-    """A :class:`concurrent.futures.ProcessPoolExecutor` of ``workers`` processes, forked
-    where the platform can, each worker's signals set by :func:`_worker_signals`: a worker
-    that dies (RDKit crashing, the kernel's out-of-memory killer) breaks the pool, and its
-    tasks' ``result()`` raises :class:`~concurrent.futures.process.BrokenProcessPool`
-    instead of waiting for ever, as ``multiprocessing.Pool`` does for a lost task."""
-    from concurrent.futures import ProcessPoolExecutor
-    methods = multiprocessing.get_all_start_methods()
-    ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
-    return ProcessPoolExecutor(workers, mp_context=ctx, initializer=_executor_worker)
-
-
-def _executor_worker() -> None:
-    """A :func:`process_pool` worker's start: its signals (:func:`_worker_signals`), and a
-    watch that ends it once its parent is gone (killed with SIGKILL, say): unlike
-    ``multiprocessing.Pool``'s, an executor's worker would otherwise wait for tasks for
-    ever, holding the parent's stdout and stderr open."""
-    import threading
-    import time
-    _worker_signals()
-    parent = os.getppid()
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(0.5)
-        os._exit(0)
-
-    threading.Thread(target=watch, name="grprune-parent-watch", daemon=True).start()
-
-
-def end_process_pool(pool) -> None:
-    """End a :func:`process_pool` now: its tasks are cancelled, its workers sent SIGTERM
-    (they end quietly) and waited for; None is none."""
-    if pool is None:
-        return
-    procs = list((pool._processes or {}).values())  # the stdlib has no terminate before 3.14
-    pool.shutdown(wait=False, cancel_futures=True)
-    for proc in procs:
-        if proc.is_alive():
-            proc.terminate()
-    for proc in procs:
-        proc.join()
-
-
-def _end_pool(pool) -> None:
-    """End a pool's workers (SIGTERM: they end quietly) and wait for them; None is none."""
-    if pool is not None:
-        pool.terminate()
-        pool.join()
 
 
 # -- progress -------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from typing import Sequence
 import numpy as np
 
 from grprune.errors import GrpruneError
+from grprune.hparams import short_repr
 
 #: ``data.task`` values
 TASKS = ("classification", "regression")
@@ -35,9 +36,9 @@ def label_columns(text: str) -> list[str]:
     """
     names = [c.strip() for c in str(text).split(",")]
     if not all(names):
-        raise GrpruneError(f"data.label_column={text!r} holds an empty column name")
+        raise GrpruneError(f"data.label_column={short_repr(text)} holds an empty column name")
     if len(set(names)) != len(names):
-        raise GrpruneError(f"data.label_column={text!r} names a column twice")
+        raise GrpruneError(f"data.label_column={short_repr(text)} names a column twice")
     return names
 
 
@@ -51,7 +52,7 @@ def dataset_task(task: str, n_columns: int) -> str:
         On an unknown ``data.task``.
     """
     if task not in TASKS:
-        raise GrpruneError(f"data.task={task!r}: choose one of {', '.join(TASKS)}")
+        raise GrpruneError(f"data.task={short_repr(task)}: choose one of {', '.join(TASKS)}")
     if task == "regression":
         return "regression"
     return "classification" if n_columns == 1 else "multilabel"

@@ -28,8 +28,9 @@ import torch
 
 from grprune.record.files import file_sha256  # noqa: F401  (re-exported)
 from grprune.compat import dgl
+from grprune.data.csv_cells import cut_size, open_csv, shown_names
 from grprune.errors import DataError
-from grprune.hparams import short_repr
+from grprune.hparams import short_repr, short_text
 
 if TYPE_CHECKING:  # RDKit and OGB are imported where used, so that importing is cheap
     from rdkit import Chem
@@ -79,12 +80,22 @@ def too_large_reason(smiles: str, max_atoms: int = MAX_ATOMS) -> str | None:
     """``"too large: 20,000 atoms (the limit is 500, data.max_atoms)"`` for a SMILES over
     ``max_atoms`` atoms (:func:`atom_count`), ``"too large: 1,000,000 bytes (...)"`` for
     one over :data:`MAX_SMILES_BYTES` bytes (checked first, in time independent of the
-    text), else None; ``max_atoms`` 0 means no limit.
+    text), else None; ``max_atoms`` 0 means no limit. A cell the CSV reader did not read
+    (over :data:`grprune.data.csv_cells.CELL_LIMIT` bytes: its note,
+    :func:`~grprune.data.csv_cells.cut_note`) is too large whatever ``max_atoms`` is.
 
     >>> too_large_reason("*" * 600)
     'too large: 600 atoms (the limit is 500, data.max_atoms)'
+    >>> too_large_reason("<a cell of 1,073,741,824 bytes, not read>", max_atoms=0)
+    'too large: a SMILES of 1,073,741,824 bytes (the limit is 100,000 bytes; not read)'
     """
-    if not max_atoms or not isinstance(smiles, str):
+    if not isinstance(smiles, str):
+        return None
+    cut = cut_size(smiles)
+    if cut is not None:
+        return (f"{TOO_LARGE}: a SMILES of {cut:,} bytes (the limit is {MAX_SMILES_BYTES:,} "
+                f"bytes; not read)")
+    if not max_atoms:
         return None
     if len(smiles) > MAX_SMILES_BYTES:  # so many bytes at least: the text is not encoded
         return (f"{TOO_LARGE}: a SMILES of {len(smiles):,} characters (the limit is "
@@ -266,7 +277,9 @@ def _featurize(smiles: Sequence[str], lenient: bool) -> tuple[list, np.ndarray, 
 def read_text_csv(path: str | Path, what: str, hint: str = "") -> pd.DataFrame:
     """A CSV file (plain or compressed, inferred from the suffix) with every cell a string.
 
-    Missing cells are ``""``, never NaN.
+    Missing cells are ``""``, never NaN; a cell over
+    :data:`~grprune.data.csv_cells.CELL_LIMIT` bytes is not read but noted
+    (:func:`grprune.data.csv_cells.open_csv`: a SMILES so long is skipped as too large).
 
     Parameters
     ----------
@@ -285,7 +298,8 @@ def read_text_csv(path: str | Path, what: str, hint: str = "") -> pd.DataFrame:
     if not path.is_file():
         raise DataError(f"{what} not found: {path}")
     try:
-        return pd.read_csv(path, dtype=str, keep_default_na=False, compression="infer")
+        with open_csv(path) as fh:  # a cell over CELL_LIMIT bytes is never held whole
+            return pd.read_csv(fh, dtype=str, keep_default_na=False)
     except pd.errors.EmptyDataError:
         raise DataError(f"{what} {path} is empty") from None
     except Exception as exc:  # gzip/zlib/EOF/parser/decoding errors
@@ -335,16 +349,17 @@ def match_columns(columns: Sequence[str], wanted: Mapping[str, str], where: str)
         if match:
             found[asker] = match[0]
         else:
-            asked = f" ({asker})" if asker != name else ""
-            by_folded = {c.casefold(): c for c in columns}  # a close match, case aside
+            asked = f" ({short_text(asker, 60)})" if asker != name else ""
+            by_folded = {c.casefold(): c for c in columns if len(c) <= 1000}  # close, case aside
             close = difflib.get_close_matches(str(name).casefold(), list(by_folded), n=1,
-                                              cutoff=0.5)
-            hint = f" Did you mean {by_folded[close[0]]!r}?" if close else ""
-            missing.append(f"{name!r}{asked}{hint}")
+                                              cutoff=0.5) if len(str(name)) <= 1000 else []
+            hint = f" Did you mean {short_repr(by_folded[close[0]], 60)}?" if close else ""
+            missing.append(f"{short_repr(name, 60)}{asked}{hint}")
     if missing:
         s = "s" if len(missing) > 1 else ""
-        raise DataError(f"{where} has no column{s} {'; '.join(missing)}. "
-                        f"Its columns: {', '.join(columns) or 'none'}")
+        raise DataError(f"{short_text(where, 80)} has no column{s} {'; '.join(missing[:3])}"
+                        f"{' ...' if len(missing) > 3 else ''}. Its columns: "
+                        f"{shown_names(columns)}")
     return found
 
 

@@ -146,12 +146,12 @@ def read_calibration(path: Path, checkpoint: Path) -> CalibrationRecord | None:
     """
     import json
 
-    from grprune.record.files import file_sha256
+    from grprune.record.files import file_sha256, read_run_file
     if not path.is_file():
         return None
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
+        data = json.loads(read_run_file(path))  # at most MAX_JSON_BYTES
+    except (OSError, ValueError, RecursionError) as exc:
         raise GrpruneError(f"cannot read {path} ({type(exc).__name__}); run `grprune "
                            f"calibrate {path.parent}` again") from None
     rec = CalibrationRecord.from_dict(data, str(path))

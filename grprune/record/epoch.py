@@ -17,17 +17,14 @@ evaluated (the training split with ``train.eval_train`` off) has none.
 The trainer's ``on_epoch`` callback (:func:`grprune.train`, :func:`grprune.run.execute`)
 gets the :class:`EpochRecord` itself, with two fields the file does not hold:
 ``improved`` (this epoch became the selected one) and ``epochs`` (the run's
-``train.epochs``). Callbacks written for the dict it got before still work:
-``record["valid"]``, ``record.get("improved")`` answer the old keys, with a
-:class:`DeprecationWarning` the first time.
+``train.epochs``).
 """
 
 from __future__ import annotations
 
 import copy
-import warnings
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping
+from typing import Any, Mapping
 
 #: the splits an epoch may be evaluated on, in the order they are written
 SPLITS = ("train", "valid", "test", "id-valid", "id-test")
@@ -35,7 +32,6 @@ SPLITS = ("train", "valid", "test", "id-valid", "id-test")
 HEAD, TAIL = ("epoch", "phase", "lr", "loss"), ("epoch_time_s", "train_time_s", "best_epoch")
 #: the fields the ``on_epoch`` callback gets and the file does not hold
 CALLBACK = ("improved", "epochs")
-_warned = False  # the DeprecationWarning of the dict-style reading is given once
 
 
 def split_scores(metric: str, value: float, kept: float,
@@ -68,12 +64,6 @@ class EpochRecord:
     ``train.epochs``; None when not known) are set by the trainer for its ``on_epoch``
     callback and never written: :meth:`to_dict` leaves them out, and a record read back
     from ``results.jsonl`` has ``improved`` False and ``epochs`` None.
-
-    ``record["valid"]``, ``record.get("improved")``, ``"test" in record`` and
-    ``dict(record)`` read the record as the dict ``on_epoch`` got up to issue 53 (its
-    ``results.jsonl`` line with ``improved`` and ``epochs``), for callbacks written for
-    it; the first such reading in a process warns (:class:`DeprecationWarning`). Use
-    the fields.
     """
 
     epoch: int
@@ -135,7 +125,8 @@ class EpochRecord:
 
     @classmethod
     def from_dict(cls, record: "Mapping[str, Any] | EpochRecord") -> "EpochRecord":
-        """A line of ``results.jsonl``."""
+        """A line of ``results.jsonl``; a mapping that also holds :data:`CALLBACK`'s keys
+        (the line with ``improved`` and ``epochs``) sets those fields."""
         if isinstance(record, EpochRecord):
             return record
         known = {k: record[k] for k in HEAD + TAIL if k in record}
@@ -143,49 +134,7 @@ class EpochRecord:
         extra = {k: v for k, v in record.items() if k not in known and k not in scores}
         absent = frozenset(k for k in HEAD + TAIL if k not in known)
         known.setdefault("epoch", -1)
-        # the callback's fields, in a dict that ``on_epoch`` got before issue 53
         callback = {k: extra.pop(k) for k in CALLBACK if k in extra}
         return cls(**known, scores=scores, extra=extra, absent=absent,
                    improved=bool(callback.get("improved", False)),
                    epochs=callback.get("epochs"))
-
-    # -- the dict ``on_epoch`` got before issue 53 (deprecated) ---------------------------
-    def _legacy(self) -> dict[str, Any]:
-        """The dict ``on_epoch`` got up to issue 53: the line, ``improved`` and ``epochs``;
-        warns (:class:`DeprecationWarning`) the first time in a process."""
-        global _warned
-        if not _warned:
-            _warned = True
-            warnings.warn("grprune: on_epoch now gets an EpochRecord; reading it as a dict "
-                          "(record[key], record.get(key)) is deprecated: use its fields "
-                          "(record.epoch, record.improved, record.value(split, metric), "
-                          "record.to_dict())", DeprecationWarning, stacklevel=3)
-        out = self.to_dict()
-        out["improved"] = self.improved
-        if self.epochs is not None:
-            out["epochs"] = self.epochs
-        return out
-
-    def __getitem__(self, key: str) -> Any:
-        """``record[key]``: deprecated, the old dict's ``key`` (class docstring).
-
-        Raises
-        ------
-        KeyError
-            If the old dict had no ``key``.
-        """
-        return self._legacy()[key]
-
-    def get(self, key: str, default: Any = None) -> Any:
-        """``record.get(key, default)``: deprecated, the old dict's ``key``."""
-        return self._legacy().get(key, default)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._legacy()
-
-    def keys(self) -> Any:
-        """Deprecated: the old dict's keys (so ``dict(record)`` gives it)."""
-        return self._legacy().keys()
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._legacy())

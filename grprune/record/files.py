@@ -195,7 +195,7 @@ def keep_records(path: str | Path, n: int) -> None:
         p.unlink(missing_ok=True)
         return
     try:
-        data = p.read_bytes()
+        data = read_run_file(p, MAX_RECORDS_BYTES)
     except FileNotFoundError:
         data = b""
     lines = data.splitlines(keepends=True)[:n]
@@ -204,19 +204,69 @@ def keep_records(path: str | Path, n: int) -> None:
         atomic_write_bytes(p, kept)
 
 
+#: the most bytes of a run's JSON file read (``config.json``, ``summary.json``, ...: grprune
+#: writes a few KB)
+MAX_JSON_BYTES = 16 << 20
+#: the most bytes of ``results.jsonl`` read (one line of about 1 KB per epoch; at most
+#: 100,000 epochs)
+MAX_RECORDS_BYTES = 256 << 20
+
+
+def read_run_file(path: str | Path, limit: int = MAX_JSON_BYTES) -> bytes:
+    """The bytes of a run file, read only when it is a regular file of at most ``limit``
+    bytes (a symbolic link to one is followed; one to ``/dev/zero``, a FIFO or a
+    directory is refused without reading it, and without waiting for a FIFO's writer).
+
+    Parameters
+    ----------
+    path : str or Path
+    limit : int
+        The most bytes read (:data:`MAX_JSON_BYTES`, :data:`MAX_RECORDS_BYTES`).
+
+    Raises
+    ------
+    OSError
+        Naming ``path``: as :func:`os.open` raised it (``FileNotFoundError`` for a missing
+        file), or with ``errno.EINVAL`` for a file that is not regular and ``errno.EFBIG``
+        for one over ``limit`` bytes, its ``strerror`` a phrase in words.
+    """
+    import errno
+    import stat
+    path = str(path)
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # no wait on a FIFO
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file (a device, pipe or directory); "
+                                        "grprune reads only regular files here", path)
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise OSError(errno.EFBIG, f"over {limit:,} bytes, larger than any file grprune "
+                                   f"writes there", path)
+    return data
+
+
 def read_records(path: str | Path) -> list[dict]:
     """Records of a JSON-lines file, up to the first line that is not a JSON object: a
     torn last line (crash mid-write) is dropped, and so is everything from a damaged
     line on (bytes that are not UTF-8, text that is not JSON), so the records returned
-    are always the file's sound first ones."""
+    are always the file's sound first ones. No regular file there (none, or a device):
+    no records.
+
+    Raises
+    ------
+    OSError
+        For a file over :data:`MAX_RECORDS_BYTES` bytes, or unreadable
+        (:func:`read_run_file`).
+    """
     p = Path(path)
     if not p.is_file():
         return []
     out = []
-    for line in p.read_bytes().splitlines():
+    for line in read_run_file(p, MAX_RECORDS_BYTES).splitlines():
         try:
             record = json.loads(line.decode())
-        except (UnicodeDecodeError, json.JSONDecodeError):
+        except (ValueError, RecursionError):  # not UTF-8 or JSON; 4,300 digits; nesting
             break
         if not isinstance(record, dict):
             break
@@ -225,10 +275,11 @@ def read_records(path: str | Path) -> list[dict]:
 
 
 def read_json(path: str | Path) -> Any | None:
-    """Parsed JSON, or None if the file is missing or unreadable."""
+    """Parsed JSON, or None if the file is missing, unreadable, not regular, over
+    :data:`MAX_JSON_BYTES` bytes (:func:`read_run_file`) or not JSON."""
     try:
-        return json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError):
+        return json.loads(read_run_file(path))
+    except (OSError, ValueError, RecursionError):  # ValueError: JSON, UTF-8, digits
         return None
 
 

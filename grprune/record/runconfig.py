@@ -19,7 +19,9 @@ accessors for what the workflow asks of it: each section (``cfg.train.epochs``,
 (``cfg.setting("reg.size.eta")``). :func:`upgrade` reads configurations of
 older versions: version 1 kept the classifier's ``readout`` and ``head_layers`` in the
 ``encoder`` section; they are moved to ``model``, and the run keeps its hash
-(:func:`grprune.record.settings.config_hash` is computed on the version-1 layout).
+(:func:`grprune.record.settings.config_hash` is computed on the version-1 layout). A run
+directory is read from version :data:`MIN_VERSION` on (:func:`format_problem`); an older
+one is re-made from its ``config.json``.
 """
 
 from __future__ import annotations
@@ -36,8 +38,17 @@ from grprune.record.settings import DataSettings, ModelSettings, TrainSettings, 
 
 #: the current layout of ``config.json``
 VERSION = 2
+#: the oldest run directory grprune reads (``load_run``, ``explain``, ``predict``, ``collect``,
+#: resuming): one whose ``config.json`` is of this version or later. From version 2 on, a run
+#: writes the ``features`` record that rebuilds its model without the data. An older run is
+#: re-made from its own ``config.json`` (``grprune run --config`` reads version 1's layout),
+#: not read (:func:`format_problem`)
+MIN_VERSION = 2
 #: keys that moved between sections: old key -> new key (version 1 -> 2)
 MOVED_KEYS = {"encoder.readout": "model.readout", "encoder.head_layers": "model.head_layers"}
+#: settings that are gone, and why: a configuration file that sets one is read without it
+#: (:func:`move_keys`); a stored ``config.json`` keeps it, and nothing reads it
+DROPPED_KEYS = {"train.loader_workers": "it had no effect"}
 
 
 @dataclass(frozen=True)
@@ -90,8 +101,8 @@ class FeatureSpec:
 
     @classmethod
     def from_dict(cls, record: Mapping[str, Any]) -> "FeatureSpec":
-        """From a ``features`` record, or from a ``summary.json`` ``"model"`` record of
-        runs made before ``features`` existed (``feature_kind``, ``num_classes``).
+        """From a ``features`` record, or from ``summary.json``'s ``"model"`` record
+        (:meth:`summary_record`: ``feature_kind``, ``num_classes``).
 
         Raises
         ------
@@ -122,7 +133,7 @@ class FeatureSpec:
         return out
 
     def summary_record(self) -> dict[str, Any]:
-        """The form of ``summary.json``'s older ``"model"`` record: :meth:`model_kwargs`
+        """The form of ``summary.json``'s ``"model"`` record: :meth:`model_kwargs`
         and ``num_classes`` (and the task fields of :meth:`to_dict`, where they are set)."""
         task = {k: v for k, v in self.to_dict().items()
                 if k in ("task", "target_mean", "target_std")}
@@ -158,7 +169,6 @@ class TrainConfig:
     device: str
     eval_train: bool
     progress: str
-    loader_workers: int
     deterministic: bool
     select_warmup: bool
     lr_milestones: str
@@ -265,10 +275,8 @@ class RunConfig(Mapping[str, Any]):
     Each value has one spelling, the path of ``config.json``: a section
     (``cfg.data.name``, ``cfg.data.split``, ``cfg.train.seed``, ``cfg.train.epochs``,
     ``cfg.selector.name``, ``list(cfg.reg)``), a record (``cfg.hash``, ``cfg.preset``,
-    ``cfg.features``) or a setting by its dotted key (``cfg.setting("reg.size.eta")``).
-    The older shortcuts ``dataset``, ``split``, ``shift``, ``selector_name``,
-    ``regularizers``, ``seed``, ``epochs`` and a dotted key to :meth:`get` still work
-    but are deprecated: each emits a :class:`DeprecationWarning` (:data:`DEPRECATED`).
+    ``cfg.features``) or a setting by its dotted key (``cfg.setting("reg.size.eta")``);
+    ``cfg.get(key)`` is the mapping's, of a top-level key (``cfg.get("hash")``).
 
     Raises
     ------
@@ -305,17 +313,6 @@ class RunConfig(Mapping[str, Any]):
 
     def __deepcopy__(self, memo: dict) -> "RunConfig":
         return self
-
-    def get(self, key: str, default: Any = None) -> Any:
-        """A top-level entry (``cfg.get("hash")``), ``default`` when the configuration
-        lacks it: the plain mapping's ``get``. A setting by its dotted key is
-        :meth:`setting`; a dotted key here (``cfg.get("reg.size.eta")``) still reads the
-        setting but is deprecated (a :class:`DeprecationWarning`).
-        """
-        if "." in key:
-            _deprecated(f"get({key!r})", f"setting({key!r})")
-            return lookup(self, key, default)
-        return self._body.get(key, default)
 
     def to_dict(self) -> dict[str, Any]:
         """The plain ``dict`` of ``config.json`` (a new one: changing it changes nothing
@@ -392,61 +389,6 @@ class RunConfig(Mapping[str, Any]):
         """A new configuration with the ``features`` record set."""
         return RunConfig({**self._body, "features": features.to_dict()})
 
-    # -- deprecated spellings: each value has one, the section path of config.json ----------
-    @property
-    def dataset(self) -> str:
-        """Deprecated: ``cfg.data.name`` (a :class:`DeprecationWarning`)."""
-        _deprecated("dataset", "data.name")
-        return self.data.name
-
-    @property
-    def split(self) -> str | None:
-        """Deprecated: ``cfg.data.split`` (a :class:`DeprecationWarning`)."""
-        _deprecated("split", "data.split")
-        return self.data.split
-
-    @property
-    def shift(self) -> str | None:
-        """Deprecated: ``cfg.data.shift`` (a :class:`DeprecationWarning`)."""
-        _deprecated("shift", "data.shift")
-        return self.data.shift
-
-    @property
-    def selector_name(self) -> str:
-        """Deprecated: ``cfg.selector.name`` (a :class:`DeprecationWarning`)."""
-        _deprecated("selector_name", "selector.name")
-        return self.selector.name
-
-    @property
-    def regularizers(self) -> list[str]:
-        """Deprecated: ``list(cfg.reg)`` (a :class:`DeprecationWarning`)."""
-        _deprecated("regularizers", "reg (list(cfg.reg))")
-        return list(self.reg)
-
-    @property
-    def seed(self) -> int:
-        """Deprecated: ``cfg.train.seed`` (a :class:`DeprecationWarning`)."""
-        _deprecated("seed", "train.seed")
-        return self.train.seed
-
-    @property
-    def epochs(self) -> int:
-        """Deprecated: ``cfg.train.epochs`` (a :class:`DeprecationWarning`)."""
-        _deprecated("epochs", "train.epochs")
-        return self.train.epochs
-
-
-#: the deprecated spellings of :class:`RunConfig` -> their one spelling
-DEPRECATED = {"dataset": "data.name", "split": "data.split", "shift": "data.shift",
-              "selector_name": "selector.name", "regularizers": "reg",
-              "seed": "train.seed", "epochs": "train.epochs", "get(dotted key)": "setting"}
-
-
-def _deprecated(old: str, new: str) -> None:
-    """Warn that ``RunConfig.old`` is spelled ``cfg.new`` (warned from the caller's line)."""
-    warnings.warn(f"RunConfig.{old} is deprecated; use cfg.{new}", DeprecationWarning,
-                  stacklevel=3)
-
 
 def check_config(cfg: Any) -> str | None:
     """Why ``cfg`` is not a grprune run configuration, or None."""
@@ -458,6 +400,24 @@ def check_config(cfg: Any) -> str | None:
     if "name" not in cfg["data"] or "name" not in cfg["selector"]:
         return "config.json lacks data.name or selector.name (not a grprune run config)"
     return None
+
+
+def format_problem(cfg: Mapping[str, Any]) -> str | None:
+    """Why a run directory whose ``config.json`` is ``cfg`` (parsed, before :func:`upgrade`)
+    is older than grprune reads (:data:`MIN_VERSION`), or None.
+
+    Examples
+    --------
+    >>> format_problem({"version": 2}) is None
+    True
+    >>> format_problem({})
+    'its config.json is of version 1; grprune reads run directories of version 2 and later'
+    """
+    version = cfg.get("version", 1)
+    if isinstance(version, int) and not isinstance(version, bool) and version >= MIN_VERSION:
+        return None
+    return (f"its config.json is of version {version!r}; grprune reads run directories of "
+            f"version {MIN_VERSION} and later")
 
 
 def upgrade(cfg: Mapping[str, Any]) -> dict[str, Any]:
@@ -479,7 +439,8 @@ def upgrade(cfg: Mapping[str, Any]) -> dict[str, Any]:
 def move_keys(items: list[tuple[str, Any]], encoder_keys: Mapping[str, Any]
               ) -> list[tuple[str, Any]]:
     """``[("encoder.readout", v)]`` -> ``[("model.readout", v)]``, with a one-line note
-    per moved key; an encoder that declares such a key itself keeps it.
+    per moved key; an encoder that declares such a key itself keeps it. A key of
+    :data:`DROPPED_KEYS` is left out, with a one-line note.
 
     Parameters
     ----------
@@ -490,6 +451,12 @@ def move_keys(items: list[tuple[str, Any]], encoder_keys: Mapping[str, Any]
     """
     out, noted = [], set()
     for key, value in items:
+        if key in DROPPED_KEYS:
+            if key not in noted:
+                warnings.warn(f"grprune: {key} is gone ({DROPPED_KEYS[key]}); it was left out",
+                              stacklevel=3)
+                noted.add(key)
+            continue
         new = MOVED_KEYS.get(key)
         if new is not None and key.split(".", 1)[1] not in encoder_keys:
             if key not in noted:

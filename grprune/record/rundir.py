@@ -18,6 +18,8 @@ States (:data:`STATES`), checked in this order:
 ``corrupt``
     ``config.json`` that is not readable JSON, or a ``summary.json`` that is not readable
     or does not belong to the configuration.
+``outdated``
+    A run older than grprune reads (:data:`~grprune.record.runconfig.MIN_VERSION`).
 ``other-config``
     A run of another configuration than the one asked about (config hash differs).
 ``running``
@@ -49,18 +51,8 @@ from grprune.errors import GrpruneError
 from grprune.record.epoch import EpochRecord
 from grprune.record.error import ErrorRecord
 from grprune.record.files import (
-    CALIBRATION,
-    CHECKPOINT,
-    CONFIG,
-    EDGE_PROBS,
-    ERROR,
-    PRUNED,
-    TRACKERS,
-    LAST_CHECKPOINT,
-    LOG,
-    RESULTS,
-    STATE,
-    SUMMARY,
+    CALIBRATION, CHECKPOINT, CONFIG, EDGE_PROBS, ERROR, PRUNED, TRACKERS, LAST_CHECKPOINT, LOG,
+    RESULTS, STATE, SUMMARY,
     append_record,
     atomic_save,
     atomic_write_json,
@@ -68,10 +60,10 @@ from grprune.record.files import (
     file_sha256,
     keep_records,
     read_json,
-    read_records,
+    read_records, read_run_file,
 )
 from grprune.record.locks import hold_lock
-from grprune.record.runconfig import RunConfig, check_config
+from grprune.record.runconfig import RunConfig, check_config, format_problem
 from grprune.record.settings import config_hash
 from grprune.record.summary import RunSummary, check_summary
 
@@ -84,8 +76,8 @@ LOCK = ".lock"
 HOUSEKEEPING = (LOG, LOCK)
 #: the reason given for a run directory whose lock another process holds
 RUNNING_ELSEWHERE = "another process is running it (its lock is held)"
-STATES = ("empty", "foreign", "corrupt", "other-config", "running", "finished", "pruned",
-          "failed", "interrupted")
+STATES = ("empty", "foreign", "corrupt", "outdated", "other-config", "running", "finished",
+          "pruned", "failed", "interrupted")
 #: what a run writes as it trains: removed when a run starts over
 RUN_FILES = (RESULTS, STATE, CHECKPOINT, LAST_CHECKPOINT, EDGE_PROBS, SUMMARY, CALIBRATION,
              PRUNED, TRACKERS)
@@ -118,10 +110,10 @@ def one_line(text: Any, limit: int = 200) -> str:
 def load_json(path: Path) -> tuple[Any, str | None]:
     """Parsed JSON, or ``(None, reason)`` when the file cannot be read or parsed."""
     try:
-        return json.loads(path.read_text()), None
+        return json.loads(read_run_file(path)), None  # regular, bounded
     except OSError as exc:
         return None, f"cannot read {path.name}: {exc.strerror or exc}"
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (ValueError, RecursionError) as exc:  # JSON, UTF-8, an integer's digits, depth
         return None, f"{path.name} is not valid JSON ({one_line(exc, 80)})"
 
 
@@ -191,13 +183,15 @@ class RunDir:
         why = check_config(old)
         if why is not None:
             return Status("foreign", why)
+        why = format_problem(old)  # below the oldest version read: re-made, not read
+        if why is not None:
+            return Status("outdated", f"{why}; {self.rerun_hint()}")
         old = RunConfig.from_dict(old)  # older layouts read in the current one
         if cfg is not None and config_hash(old) != config_hash(cfg):
             return Status("other-config", f"holds another configuration (hash {old.hash})",
                           config=old)
         if not held and self.locked():
-            return Status("running", RUNNING_ELSEWHERE,
-                          config=old)
+            return Status("running", RUNNING_ELSEWHERE, config=old)
         if SUMMARY in names:
             summary, why = load_json(p / SUMMARY)
             why = why or check_summary(summary, old)
@@ -328,8 +322,8 @@ class RunDir:
         by :func:`grprune.record.trainstate.state_problem`: every key and its type, ``epoch``
         in ``[0, epochs - 1]``, the record count, the selected epoch, the random streams
         (the model's shapes are checked against the model by the trainer,
-        :func:`grprune.record.trainstate.model_problem`, through :meth:`reject_state`).
-        It is returned typed (:class:`~grprune.record.trainstate.TrainState`).
+        :func:`grprune.resume.model_problem`, through :meth:`reject_state`), and it is
+        returned typed (:class:`~grprune.record.trainstate.TrainState`).
 
         Parameters
         ----------
@@ -447,7 +441,7 @@ class RunDir:
         append_record(self.path / RESULTS, record.to_dict())
 
     def save_state(self, state: TrainState) -> None:
-        """Write ``state.pt`` (:func:`grprune.record.trainstate.state_of`;
+        """Write ``state.pt`` (:func:`grprune.resume.state_of`;
         :meth:`~grprune.record.trainstate.TrainState.to_dict` on disk)."""
         self._torch_save(STATE, state.to_dict())
 
@@ -565,7 +559,6 @@ class RunDir:
         return hold_lock(self.path / LOCK, f"{self.path} is being run by another process "
                                            f"(its lock {self.path / LOCK} is held); wait for "
                                            f"it, or choose another --out")
-
 
 
 def _plain(obj: Any) -> Any:

@@ -15,7 +15,7 @@ import re
 from typing import Any, Iterator, Mapping
 
 from grprune.errors import GrpruneError
-from grprune.hparams import Configurable, Param, short_repr
+from grprune.hparams import MAX_KEY_CHARS, Configurable, Param, short_repr
 from grprune.record.files import plain
 
 SECTIONS = ("data", "selector", "encoder", "model", "reg", "train")
@@ -23,7 +23,8 @@ SECTIONS = ("data", "selector", "encoder", "model", "reg", "train")
 RECORDS = ("version", "hash", "preset", "features")
 #: keys that do not change results and so are left out of the config hash
 #: (``data.id_column`` only labels molecules in explain's outputs; ``train.fast_path`` and
-#: ``train.eval_batch_size``, like ``train.device``, change how a run is computed, not which)
+#: ``train.eval_batch_size``, like ``train.device``, change how a run is computed, not which;
+#: ``train.loader_workers``, gone, is still in the stored configurations that set it)
 VOLATILE_KEYS = {("data", "root"), ("data", "download"), ("data", "id_column"),
                  ("train", "device"), ("train", "progress"), ("train", "loader_workers"),
                  ("train", "fast_path"), ("train", "eval_batch_size"), ("train", "pad_buckets"),
@@ -141,9 +142,6 @@ class TrainSettings(Configurable):
         "eval_train": Param(True, "also evaluate the training split every epoch"),
         "progress": Param("auto", "auto (rich on a terminal, plain lines otherwise), rich, "
                                   "plain or none", choices=("auto", "rich", "plain", "none")),
-        "loader_workers": Param(0, "no effect (kept so that older configurations load): "
-                                   "batches are gathered from the dataset's tensors", low=0,
-                                high=64),
         "deterministic": Param(True, "same seed, same numbers on a busy machine: one CPU "
                                      "thread, deterministic CUDA kernels; see "
                                      "grprune.determinism"),
@@ -252,15 +250,21 @@ def parse_override(text: str) -> tuple[str, str]:
     Raises
     ------
     GrpruneError
-        If there is no ``=`` or no section.
+        If there is no ``=`` or no section, or the key is longer than
+        :data:`~grprune.hparams.MAX_KEY_CHARS` characters (the message shows at most
+        :data:`~grprune.hparams.MAX_SHOWN` of the text).
     """
     key, sep, value = text.partition("=")
     key = key.strip()
+    shown = short_repr(text)
+    if len(key) > MAX_KEY_CHARS:
+        raise GrpruneError(f"bad override {short_repr(text, 80)}: its key has {len(key):,} "
+                           f"characters; a key is at most {MAX_KEY_CHARS}")
     if not sep or "." not in key:
-        raise GrpruneError(f"bad override {text!r}: expected section.key=value, "
+        raise GrpruneError(f"bad override {shown}: expected section.key=value, "
                            f"e.g. reg.size.eta=0.75 or selector.tau=0.5")
     section = key.split(".", 1)[0]
     if section not in SECTIONS:
-        raise GrpruneError(f"bad override {text!r}: unknown section {section!r}. "
+        raise GrpruneError(f"bad override {shown}: unknown section {section!r}. "
                            f"Sections: {', '.join(SECTIONS)}")
     return key, value.strip()

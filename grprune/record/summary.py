@@ -22,7 +22,6 @@ What the selected model is, in words, has its one owner here: :meth:`RunSummary.
 from __future__ import annotations
 
 import copy
-import warnings
 from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
 
@@ -152,7 +151,7 @@ class RunSummary:
     selected : str
         ``best-valid`` or ``last-epoch`` (no post-warm-up epoch, or validation always NaN).
     use_selector : bool or None
-        Whether evaluation used the selector (None: a run written before it was recorded).
+        Whether evaluation used the selector (None: not recorded, read as True).
     epochs_run : int
     early_stop : EarlyStop or None
         How early stopping ended the run; None when it trained every epoch (and in a
@@ -175,9 +174,9 @@ class RunSummary:
         Software and hardware (:func:`grprune.provenance.environment`), the determinism
         settings in force, and the dataset's own record (sizes, skipped rows).
     features : FeatureSpec or None
-        The data's feature and class sizes, written under the key ``model`` in its older
-        ``feature_kind`` / ``num_classes`` form (``config.json``'s ``features`` is the
-        newer record); :attr:`model` is a deprecated alias.
+        The data's feature and class sizes, written under the key ``model`` in the
+        ``feature_kind`` / ``num_classes`` form (:meth:`FeatureSpec.summary_record`;
+        ``config.json``'s ``features`` is the record readers rebuild a model from).
     extra : mapping
         Keys of a summary read from a file that this version does not know (the file's
         ``non_finite`` among them), written back after the known ones.
@@ -290,13 +289,8 @@ class RunSummary:
     @property
     def warmup_model(self) -> bool:
         """Whether a run with a selector reports an ERM warm-up epoch's model, which is
-        evaluated without the selector (every bond kept): ``use_selector`` false, or for a
-        summary written before that field, ``selected_phase`` ``warmup``."""
-        if self.selector == "none":
-            return False
-        if isinstance(self.use_selector, bool):
-            return not self.use_selector
-        return self.selected_phase == "warmup"
+        evaluated without the selector (every bond kept): ``use_selector`` false."""
+        return self.selector != "none" and self.use_selector is False
 
     def model_notes(self) -> list[str]:
         """What the reported model is, in words, where a user could take it for another:
@@ -317,14 +311,6 @@ class RunSummary:
         """Whether the run has in-distribution hold-out scores (``id_valid``, ``id_test``:
         GOOD's ID splits), beside the OOD ones (``valid``, ``test``)."""
         return not {"id_valid", "id_test"} <= self.absent
-
-    @property
-    def model(self) -> FeatureSpec | None:
-        """Deprecated: :attr:`features` (the field's name up to issue 53, after its key in
-        ``summary.json``)."""
-        warnings.warn("RunSummary.model is deprecated; use summary.features",
-                      DeprecationWarning, stacklevel=2)
-        return self.features
 
 
 def check_summary(summary: Any, cfg: Mapping[str, Any]) -> str | None:

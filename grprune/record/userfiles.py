@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from grprune.errors import GrpruneError
-from grprune.hparams import short_repr
+from grprune.hparams import MAX_INT_CHARS, MAX_KEY_CHARS, short_repr, short_text
 
 #: the largest config file, preset or sweep spec read, in bytes (1 MiB; grprune's own
 #: presets are about 2 KB)
@@ -90,7 +90,9 @@ def load_yaml(text: str, what: str) -> Any:
     Raises
     ------
     GrpruneError
-        On a YAML syntax error (its first line) or an alias.
+        On a YAML syntax error (its first line), an alias, or an integer of more than
+        :data:`~grprune.hparams.MAX_INT_CHARS` characters (Python converts at most 4,300
+        digits; no setting is near so large).
 
     Examples
     --------
@@ -104,15 +106,32 @@ def load_yaml(text: str, what: str) -> Any:
     except _AliasFound as exc:
         raise GrpruneError(f"{what}: line {exc.line} uses a YAML alias (*name); write the "
                            f"value out instead") from None
+    except _HugeInteger as exc:
+        raise GrpruneError(f"{what}: line {exc.line} holds an integer of {exc.size:,} "
+                           f"characters; no setting takes one over {MAX_INT_CHARS:,}") from None
     except yaml.YAMLError as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise GrpruneError(f"cannot parse {what}: {short_repr(first)[1:-1]}") from None
+        raise GrpruneError(f"cannot parse {what}: {short_text(first)}") from None
 
 
 class _AliasFound(Exception):
     def __init__(self, line: int) -> None:
         super().__init__(line)
         self.line = line
+
+
+class _HugeInteger(Exception):
+    def __init__(self, line: int, size: int) -> None:
+        super().__init__(line, size)
+        self.line, self.size = line, size
+
+
+def _bounded_int(text: str) -> int:
+    """``int(text)`` for a JSON number, refused past :data:`MAX_INT_CHARS` characters."""
+    if len(text) > MAX_INT_CHARS:
+        raise ValueError(f"an integer of {len(text):,} characters; no setting takes one "
+                         f"over {MAX_INT_CHARS:,}")
+    return int(text)
 
 
 @functools.lru_cache(maxsize=32)
@@ -126,6 +145,12 @@ def _parse_yaml(text: str) -> Any:
                 raise _AliasFound(self.peek_event().start_mark.line + 1)
             return super().compose_node(parent, index)
 
+        def construct_yaml_int(self, node):  # type: ignore[no-untyped-def]
+            if len(node.value) > MAX_INT_CHARS:  # int() refuses 4,300 digits with a traceback
+                raise _HugeInteger(node.start_mark.line + 1, len(node.value))
+            return super().construct_yaml_int(node)
+
+    NoAliasLoader.add_constructor("tag:yaml.org,2002:int", NoAliasLoader.construct_yaml_int)
     return yaml.load(text, Loader=NoAliasLoader)  # noqa: S506 - a SafeLoader
 
 
@@ -135,7 +160,9 @@ def load_config_file(path: str | Path) -> dict:
     Raises
     ------
     GrpruneError
-        If the file is missing or not a mapping.
+        If the file is missing or not a mapping, or holds a key of more than
+        :data:`~grprune.hparams.MAX_KEY_CHARS` characters or an integer of more than
+        :data:`~grprune.hparams.MAX_INT_CHARS`.
     """
     p = expand_user(path, "--config")
     if not p.is_file():
@@ -145,9 +172,34 @@ def load_config_file(path: str | Path) -> dict:
         data = load_yaml(text, f"config file {p}")  # aliases refused
     else:
         try:
-            data = json.loads(text)
-        except ValueError as exc:
-            raise GrpruneError(f"cannot parse config file {p}: {exc}") from None
+            data = json.loads(text, parse_int=_bounded_int)
+        except (ValueError, RecursionError) as exc:
+            raise GrpruneError(f"cannot parse config file {p}: "
+                               f"{short_text(exc)}") from None
     if not isinstance(data, dict):
         raise GrpruneError(f"config file {p} must hold a mapping of sections")
+    check_keys(data, f"config file {p}")
     return data
+
+
+def check_keys(data: Any, what: str, depth: int = 3) -> None:
+    """Refuse a key of a config mapping (sections, settings, a regularizer's settings:
+    ``depth`` levels) longer than :data:`~grprune.hparams.MAX_KEY_CHARS` characters,
+    before any message quotes it.
+
+    Raises
+    ------
+    GrpruneError
+        One line that shows the key's head and tail and its length.
+
+    Examples
+    --------
+    >>> check_keys({"train": {"epochs": 3}}, "config file c.yaml")
+    """
+    if depth <= 0 or not isinstance(data, dict):
+        return
+    for key, value in data.items():
+        if len(str(key)) > MAX_KEY_CHARS:
+            raise GrpruneError(f"{what} holds the key {short_repr(str(key), 80)}; a key "
+                               f"is at most {MAX_KEY_CHARS} characters")
+        check_keys(value, what, depth - 1)

@@ -42,7 +42,8 @@ def run_status(cfg: Mapping[str, Any], run_dir: Path) -> tuple[str, str]:
     From :meth:`grprune.record.rundir.RunDir.status`: ``empty`` is ``"pending"``; ``finished``,
     ``failed``, ``interrupted`` and ``running`` (another process holds the run's lock) are
     themselves; ``pruned`` (a tune's pruner stopped it) is ``"interrupted"``: resumed to
-    its end; ``foreign``, ``corrupt`` and ``other-config`` are ``"foreign"``: left alone.
+    its end; ``foreign``, ``corrupt``, ``outdated`` and ``other-config`` are ``"foreign"``:
+    left alone.
 
     Returns
     -------
@@ -52,7 +53,7 @@ def run_status(cfg: Mapping[str, Any], run_dir: Path) -> tuple[str, str]:
     st = RunDir(run_dir).status(cfg)
     if st.state == "empty":
         return "pending", ""
-    if st.state in ("foreign", "corrupt", "other-config"):
+    if st.state in ("foreign", "corrupt", "outdated", "other-config"):
         return "foreign", st.reason
     if st.state == "pruned":  # a tune's pruner stopped it: a sweep runs it to its end
         return "interrupted", st.reason

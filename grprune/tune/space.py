@@ -88,16 +88,12 @@ class Space:
         GrpruneError
             If the file is missing, not YAML, or not a space.
         """
-        import yaml
+        from grprune.record.userfiles import load_yaml, read_config_text
         p = Path(path)
         if not p.is_file():
             raise GrpruneError(f"--space {path}: no such file")
-        try:
-            data = yaml.safe_load(p.read_text())
-        except (yaml.YAMLError, UnicodeDecodeError) as exc:
-            raise GrpruneError(f"--space {path}: not YAML ({str(exc).splitlines()[0]})") \
-                from None
-        return cls.from_mapping(data, f"--space {path}")
+        what = f"--space {path}"
+        return cls.from_mapping(load_yaml(read_config_text(p, what), what), what)
 
     def grid(self) -> dict[str, list[str]] | None:
         """The exhaustive grid (``--sampler grid``); None when a key is a float range."""

@@ -271,13 +271,47 @@ def good_line(who: str, side: dict) -> str:
             f"{side['split_hash']}")
 
 
-def read_results(path: Path = RESULTS) -> list[dict]:
-    """The runs in a results file (one JSON object per line; blank lines skipped).
+#: the keys (and their types) of a run's record that every reader of a results file uses
+CORE_KEYS: Mapping[str, type | tuple[type, ...]] = {
+    "dataset": str, "split": str, "seed": int, "test": (int, float)}
+
+
+def record_problem(row: Mapping, required: Mapping[str, type | tuple[type, ...]]) -> str:
+    """What a record lacks, or ``""``: each key of ``required`` present with a value of its
+    type (a bool is no number).
+
+    >>> record_problem({"dataset": "d", "split": "s", "seed": "0", "test": 1.0}, CORE_KEYS)
+    "its seed is '0', not int"
+    """
+    for key, kind in required.items():
+        if key not in row:
+            return f"the record has no {key!r}"
+        value = row[key]
+        if not isinstance(value, kind) or isinstance(value, bool):
+            names = "/".join(k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,)))
+            return f"its {key} is {repr(value)[:60]}, not {names}"
+    return ""
+
+
+def read_results(path: Path = RESULTS, required: Mapping[str, type | tuple[type, ...]]
+                 = CORE_KEYS) -> list[dict]:
+    """The runs in a results file (one JSON object per line; blank lines skipped); no file:
+    none.
+
+    Parameters
+    ----------
+    path : Path
+    required : mapping of str to type
+        The keys each record must hold, with the type of their values
+        (:data:`CORE_KEYS`; :func:`record_problem`).
 
     Raises
     ------
     ValueError
-        If a line is not a JSON object, naming the file and line.
+        If a line is not a JSON object, or a record lacks a required key or holds a value
+        of another type, naming the file and line.
+    OSError
+        If the file cannot be read.
     """
     rows: list[dict] = []
     if not Path(path).exists():
@@ -289,8 +323,13 @@ def read_results(path: Path = RESULTS) -> list[dict]:
             row = json.loads(line)
         except json.JSONDecodeError as err:
             raise ValueError(f"{path}:{n}: not JSON ({err.msg})") from None
+        except (ValueError, RecursionError) as err:  # 4,300 digits, deep nesting
+            raise ValueError(f"{path}:{n}: not JSON ({type(err).__name__})") from None
         if not isinstance(row, dict):
             raise ValueError(f"{path}:{n}: not a JSON object")
+        problem = record_problem(row, required)
+        if problem:
+            raise ValueError(f"{path}:{n}: {problem}")
         rows.append(row)
     return rows
 

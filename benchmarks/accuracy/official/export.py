@@ -129,16 +129,42 @@ def main(argv: list[str] | None = None) -> int:
                    help="dataset to export (repeatable; default all)")
     a = p.parse_args(argv)
     wanted = a.dataset or choices
-    if "ogbg-molbbbp" in wanted:
-        for name, side in export(a.root).items():
-            print(f"grprune   {name}: {side['n_graphs']} graphs, graphs {side['graphs_hash']}")
-            for split, s in side["splits"].items():
-                print(f"grprune   {name} {split}: {s['sizes']} split {s['hash']}")
-    for name, splits in GOOD_DATASETS:
-        if name in wanted:
-            for side in export_good(a.root, name, splits).values():
-                print(common.good_line("grprune ", side))
+    problem = unwritable(a.root)
+    if problem:  # before any dataset is loaded
+        print(f"export.py: {problem}", file=sys.stderr)
+        return 2
+    try:
+        if "ogbg-molbbbp" in wanted:
+            for name, side in export(a.root).items():
+                print(f"grprune   {name}: {side['n_graphs']} graphs, graphs "
+                      f"{side['graphs_hash']}")
+                for split, s in side["splits"].items():
+                    print(f"grprune   {name} {split}: {s['sizes']} split {s['hash']}")
+        for name, splits in GOOD_DATASETS:
+            if name in wanted:
+                for side in export_good(a.root, name, splits).values():
+                    print(common.good_line("grprune ", side))
+    except OSError as err:  # a full disk, a folder made read-only meanwhile
+        print(f"export.py: cannot write {err.filename or a.root}: {err.strerror or err}",
+              file=sys.stderr)
+        return 2
     return 0
+
+
+def unwritable(root: Path) -> str:
+    """Why the export cannot be written under ``root`` (``""``: it can): a file in its
+    place, or a folder that cannot be made or written to (tried with a temporary file)."""
+    import tempfile
+    if root.exists() and not root.is_dir():
+        return f"{root} is not a folder; name a folder to export into"
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=root):
+            pass
+    except OSError as err:
+        return (f"cannot write to {err.filename or root}: {err.strerror or err}; name a "
+                f"folder you can write to")
+    return ""
 
 
 if __name__ == "__main__":

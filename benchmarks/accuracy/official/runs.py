@@ -76,20 +76,36 @@ def export_dir(data: Path, dataset: str, split: str) -> Path:
     return data / (base if dataset == "ogbg-molbbbp" else f"{base}_{split}")
 
 
+#: the most seeds one call runs (each run takes minutes to hours)
+MAX_SEEDS = 1000
+
+
 def parse_seeds(text: str) -> list[int]:
-    """``"0-3"`` -> ``[0, 1, 2, 3]``; ``"0,2"`` -> ``[0, 2]``.
+    """``"0-3"`` -> ``[0, 1, 2, 3]``; ``"0,2"`` -> ``[0, 2]``; at most :data:`MAX_SEEDS`
+    seeds, counted before any list is built.
 
     Raises
     ------
     ValueError
-        If a part is not an integer or a range ``a-b`` with ``a <= b``.
+        If a part is not an integer or a range ``a-b`` with ``0 <= a <= b``, or the seeds
+        are more than :data:`MAX_SEEDS` (the message quotes at most 60 characters).
     """
     seeds: list[int] = []
     for part in text.split(","):
         lo, _, hi = part.strip().partition("-")
-        a, b = int(lo), int(hi) if hi else int(lo)
+        shown = repr(part if len(part) <= 60 else part[:57] + "...")
+        if len(lo) > 18 or len(hi) > 18:  # int() of 4,300 digits fails; 10**18 seeds anyway
+            raise ValueError(f"bad seed range {shown}: more than {MAX_SEEDS:,} seeds" if hi
+                             else f"bad seed {shown}: a seed has at most 18 digits")
+        try:
+            a, b = int(lo), int(hi) if hi else int(lo)
+        except ValueError:
+            raise ValueError(f"bad seed range {shown}: expected N or A-B") from None
         if a > b or a < 0:
-            raise ValueError(f"bad seed range {part!r}")
+            raise ValueError(f"bad seed range {shown}")
+        if len(seeds) + (b - a + 1) > MAX_SEEDS:
+            raise ValueError(f"--seeds {text[:60]!r} names more than {MAX_SEEDS:,} seeds; "
+                             f"run at most {MAX_SEEDS:,} at a time")
         seeds.extend(range(a, b + 1))
     return seeds
 
@@ -213,26 +229,54 @@ def main(argv: list[str] | None = None) -> int:
             print(f"runs.py: no export of {a.dataset} {split} under {data}; run export.py "
                   f"--dataset {a.dataset} first", file=sys.stderr)
             return 2
-    extra = a.extra.split()
-    # seed after seed, both splits each: an interrupted session leaves both columns at n
+    try:
+        return _run_seeds(a.dataset, splits, seeds, src, data, work, a.results,
+                          a.extra.split())
+    except ValueError as err:  # a malformed results file: its line and what it lacks
+        print(f"runs.py: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:  # an unwritable results file, work folder or log
+        why = ("it is a file, where a folder is needed" if isinstance(err, FileExistsError)
+               else err.strerror or str(err))
+        print(f"runs.py: cannot write {err.filename or a.results}: {why}", file=sys.stderr)
+        return 2
+
+
+def _run_seeds(dataset: str, splits: list[str], seeds: list[int], src: Path, data: Path,
+               work: Path, results: Path, extra: list[str]) -> int:
+    """The runs of :func:`main`, seed after seed, both splits each (an interrupted session
+    leaves both columns at n); exit status 1 when a run fails.
+
+    Raises
+    ------
+    ValueError
+        A malformed results file (:func:`common.read_results`).
+    OSError
+        A file that cannot be written.
+    """
+    if not extra:
+        common.read_results(results)  # malformed: refused before any run
+        results.parent.mkdir(parents=True, exist_ok=True)
+        with open(str(results) + ".lock", "a"):  # unwritable: refused before any run
+            pass
     for seed in seeds:
         for split in splits:
-            done = {(r["dataset"], r["split"], r["seed"]) for r in common.read_results(a.results)}
-            if not extra and (a.dataset, split, seed) in done:
-                print(f"skip {a.dataset} {split} seed {seed}: in {a.results.name}")
+            done = {(r["dataset"], r["split"], r["seed"]) for r in common.read_results(results)}
+            if not extra and (dataset, split, seed) in done:
+                print(f"skip {dataset} {split} seed {seed}: in {results.name}")
                 continue
             try:
-                row = run_one(a.dataset, split, seed, src, data, work, extra)
+                row = run_one(dataset, split, seed, src, data, work, extra)
             except RuntimeError as err:
                 print(f"runs.py: {err}", file=sys.stderr)
                 return 1
-            print(f"{a.dataset} {split} seed {seed}: test {row['test']:.2f} at epoch "
+            print(f"{dataset} {split} seed {seed}: test {row['test']:.2f} at epoch "
                   f"{row['best_epoch']} (valid {row['valid']:.2f}), {row['seconds']:.0f} s",
                   flush=True)
             if not extra:
-                common.append_result(row, a.results)
+                common.append_result(row, results)
             # recorded (or a smoke run, finished): its checkpoint is no longer needed
-            ckpt = checkpoint_path(work, a.dataset, split, seed, extra)
+            ckpt = checkpoint_path(work, dataset, split, seed, extra)
             for f in (ckpt, ckpt.with_name(ckpt.name + ".tmp")):
                 f.unlink(missing_ok=True)
     return 0

@@ -58,6 +58,9 @@ STUDY_LABELS = {"official": ("PrunE", "official"), "paper": ("PrunE", "paper"),
 PAPER = {("good-motif", "basis"): (91.48, 0.40), ("good-motif", "size"): (66.53, 8.55),
          ("ogbg-molbbbp", "scaffold"): (70.32, 1.73), ("ogbg-molbbbp", "size"): (81.59, 5.35)}
 BEGIN = "<!-- official-table: written by official/table.py --readme; edit that, not this -->"
+#: the keys (and types) of a record the table reads
+TABLE_KEYS = {**common.CORE_KEYS, "best_epoch": int, "official_commit": str,
+              "grprune_commit": str, "hardware": str}
 END = "<!-- /official-table -->"
 
 
@@ -118,7 +121,7 @@ def grprune_cells(path: Path, kind: str = "collect", commit: str = "", hardware:
 def rows(results: Path = common.RESULTS, root: Path = HERE.parent) -> list[dict]:
     """One dict per column: the official code, grprune's presets, ERM, the paper, Welch."""
     from grprune.presets import default_for
-    runs = common.read_results(results)
+    runs = common.read_results(results, TABLE_KEYS)
     none = (math.nan, math.nan, 0, "", "")
     out = []
     for dataset, split, name in COLUMNS:
@@ -192,6 +195,10 @@ def main(argv: list[str] | None = None) -> int:
                     "rewritten")
     ap.add_argument("--results", type=Path, default=common.RESULTS)
     a = ap.parse_args(argv)
+    if not a.results.is_file():
+        print(f"table.py: no results file {a.results}; run runs.py first, or name one with "
+              f"--results FILE", file=sys.stderr)
+        return 2
     try:
         table = markdown(rows(a.results))
     except (OSError, ValueError) as err:
@@ -206,8 +213,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"table.py: {a.readme}: {err}", file=sys.stderr)
         return 2
     tmp = a.readme.with_name(a.readme.name + ".tmp")
-    tmp.write_text(new, encoding="utf-8")
-    tmp.replace(a.readme)
+    try:
+        tmp.write_text(new, encoding="utf-8")
+        tmp.replace(a.readme)
+    except OSError as err:
+        try:
+            tmp.unlink(missing_ok=True)  # what a failed write left
+        except OSError:
+            pass
+        print(f"table.py: cannot write {err.filename or a.readme}: {err.strerror or err}",
+              file=sys.stderr)
+        return 2
     print(f"wrote {a.readme}'s comparison table")
     return 0
 

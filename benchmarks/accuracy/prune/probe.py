@@ -45,7 +45,7 @@ from grprune.record import files as R
 from grprune.data.store import GraphStore
 from grprune.run import load_config_dataset
 from grprune.record.runconfig import RunConfig
-from grprune.trainer import build_model_from_features
+from grprune.build import build_model_from_features
 
 MASKS = ("selector", "all edges", "motif only", "no motif", "selector + motif",
          "selector - motif")
