@@ -204,3 +204,21 @@ def progress_option(command: str) -> Callable:
 def log_option(command: str) -> Callable:
     """``--log`` of ``command``."""
     return _apply(("log",), command)
+
+
+def launcher_options(func: Callable) -> Callable:
+    """``--launcher --address --cpus-per-run`` of the commands that start runs as children
+    (sweep, tune); not shared with ``run``, so not in :data:`SHARED`."""
+    func = option("--cpus-per-run", type=click.FloatRange(min=0, min_open=True), default=1.0,
+                  show_default=True,
+                  help="Ray: num_cpus of each run's task (and its torch threads)")(func)
+    func = option("--address", default=None,
+                  help="Ray cluster address (auto, ray://host:10001, ...) [default: start a "
+                       "local Ray instance with --workers CPUs and shut it down at the "
+                       "end]")(func)
+    return option("--launcher", type=click.Choice(["local", "ray"]), default="local",
+                  show_default=True,
+                  help="local: child processes on this machine. ray: one Ray task per run (a "
+                       "tune trial is a run), each running the same child command; needs pip "
+                       "install 'grprune[ray]', and --out, the data root and a tune's "
+                       "--storage reachable from every Ray worker")(func)

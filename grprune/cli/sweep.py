@@ -13,8 +13,8 @@ from typing import Sequence
 import click
 
 from grprune.record.rundir import RunDir
-from grprune.cli.options import (log_option, model_options, option, progress_option,
-                                 training_options)
+from grprune.cli.options import (launcher_options, log_option, model_options, option,
+                                 progress_option, training_options)
 from grprune.cli.plugins import child_env, loaded_plugins
 from grprune.errors import GrpruneError
 
@@ -280,15 +280,7 @@ def _summary(outcome, root: Path, n: int) -> None:
         help="runs at once [default: 1]: local child processes, or the CPUs of the local "
              "Ray instance (with --cpus-per-run); with --address, tasks in flight "
              "[default: all]")
-@option("--launcher", type=click.Choice(["local", "ray"]), default="local", show_default=True,
-        help="local: child processes on this machine. ray: one Ray task per run, each "
-             "running the same child command; needs pip install 'grprune[ray]' and a run "
-             "root and data root on a file system shared by all Ray workers")
-@option("--address", default=None,
-        help="Ray cluster address (auto, ray://host:10001, ...) [default: start a local "
-             "Ray instance with --workers CPUs and shut it down at the end]")
-@option("--cpus-per-run", type=click.FloatRange(min=0, min_open=True), default=1.0,
-        show_default=True, help="Ray: num_cpus of each run's task (and its torch threads)")
+@launcher_options
 @option("--search", type=click.Choice(["none", "default"]), default="none", show_default=True,
         help="default: add each part's declared search space (the paper's grids: "
              "reg.size.eta 0.5,0.75,0.85, reg.eps-align.k 50,70,90, ...; `grprune ls "

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from grprune.cli.options import (log_option, model_options, option, progress_option,
-                                 training_options)
+from grprune.cli.options import (launcher_options, log_option, model_options, option,
+                                 progress_option, training_options)
 from grprune.errors import GrpruneError
 
 
@@ -83,15 +83,7 @@ def print_table(rows, best, metric: str) -> None:
 @option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
         help="trials at once: local child processes, or the CPUs of the local Ray instance "
              "(with --cpus-per-run); with --address, Ray tasks in flight")
-@option("--launcher", type=click.Choice(["local", "ray"]), default="local", show_default=True,
-        help="local: child processes on this machine. ray: one Ray task per trial, against "
-             "the same study; needs pip install 'grprune[ray]', and with --address a "
-             "--storage and --out that every Ray worker reaches")
-@option("--address", default=None,
-        help="Ray cluster address (auto, ray://host:10001, ...) [default: start a local "
-             "Ray instance with --workers CPUs and shut it down at the end]")
-@option("--cpus-per-run", type=click.FloatRange(min=0, min_open=True), default=1.0,
-        show_default=True, help="Ray: num_cpus of each trial's task (and its torch threads)")
+@launcher_options
 @option("--out", type=click.Path(path_type=Path), default=Path("runs/tune"),
         show_default=True, metavar="DIR",
         help="tune directory: one run directory per trial (<out>/<dataset>/<method>-seed"

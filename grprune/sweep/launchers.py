@@ -55,6 +55,28 @@ def _prepared(job: Job, on_done: OnDone) -> bool:
     return False
 
 
+class _Feed:
+    """A launcher's jobs, read lazily: :meth:`take` returns the next prepared ones for the
+    free slots; a ``None`` in the iterable means "nothing to start now"."""
+
+    def __init__(self, jobs: Iterable["Job | None"]) -> None:
+        self.queue, self.exhausted = iter(jobs), False
+
+    def take(self, free: int, on_done: OnDone) -> list[Job]:
+        """Up to ``free`` jobs, each prepared (:func:`_prepared`; one another process runs
+        is reported to ``on_done`` and replaced by the next)."""
+        out: list[Job] = []
+        while not self.exhausted and len(out) < free:
+            job = next(self.queue, _END)
+            if job is _END:
+                self.exhausted = True
+            elif job is None:  # nothing to start now
+                break
+            elif _prepared(job, on_done):
+                out.append(job)
+        return out
+
+
 def launch_local(jobs: Iterable["Job | None"], on_start: OnStart, on_done: OnDone, *,
                  workers: int = 1, poll_s: float = 0.2) -> None:
     """Run the jobs as local child processes, at most ``workers`` at a time.
@@ -79,20 +101,11 @@ def launch_local(jobs: Iterable["Job | None"], on_start: OnStart, on_done: OnDon
     KeyboardInterrupt
         After terminating the running children.
     """
-    queue = iter(jobs)
-    exhausted = False
+    feed = _Feed(jobs)
     running: dict = {}  # Popen -> Job
     try:
-        while not exhausted or running:
-            while not exhausted and len(running) < max(1, workers):
-                job = next(queue, _END)
-                if job is _END:
-                    exhausted = True
-                    break
-                if job is None:  # nothing to start now
-                    break
-                if not _prepared(job, on_done):
-                    continue
+        while not feed.exhausted or running:
+            for job in feed.take(max(1, workers) - len(running), on_done):
                 running[start_child(job.args, job.env, job.log, job.cwd)] = job
                 on_start(job)
             time.sleep(poll_s)
@@ -206,20 +219,11 @@ def launch_ray(jobs: Iterable["Job | None"], on_start: OnStart, on_done: OnDone,
         max_in_flight = (len(jobs) if address and isinstance(jobs, Sequence)
                          else max(1, workers))
     task = ray.remote(num_cpus=cpus_per_run, max_retries=0)(run_child)
-    queue = iter(jobs)
-    exhausted = False
+    feed = _Feed(jobs)
     pending: dict = {}  # ObjectRef -> Job
     try:
-        while not exhausted or pending:
-            while not exhausted and len(pending) < max(1, max_in_flight):
-                job = next(queue, _END)
-                if job is _END:
-                    exhausted = True
-                    break
-                if job is None:  # nothing to submit now
-                    break
-                if not _prepared(job, on_done):
-                    continue
+        while not feed.exhausted or pending:
+            for job in feed.take(max(1, max_in_flight) - len(pending), on_done):
                 pending[task.remote(job.args, job.env, str(job.log), job.cwd)] = job
                 on_start(job)
             if not pending:
