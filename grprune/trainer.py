@@ -248,6 +248,10 @@ class Trainer:
         mode = str(self.tc.compile)
         if compile_refusal(mode, bool(self.buckets)):
             raise GrpruneError(compile_refusal(mode, False))
+        if mode not in ("none", "cuda-graph"):  # said before the silence, not after it
+            warnings.warn(f"grprune: train.compile={mode} compiles the step for each batch "
+                          f"shape during the first epoch, which takes minutes before its "
+                          f"first progress", stacklevel=2)
         return TrainStep(mode)
 
     def prepare_batch(self, batch: GraphBatch) -> GraphBatch:

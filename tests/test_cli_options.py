@@ -195,3 +195,12 @@ def test_an_unknown_plugin_is_one_line_and_exit_2(plugin_dir, monkeypatch):
                                                  f"{here / 'nowhere/my_regs.py'}: no such file")):
         res = CliRunner().invoke(main, [*args, "ls", "regularizers"])
         assert res.exit_code == 2 and res.output.strip() == message
+
+
+@pytest.mark.parametrize("args", [["run", "--epochs"], ["run", "--seed"], ["tune", "--trials"],
+                                  ["sweep", "--workers"], ["calibrate", "--bins"]])
+def test_a_number_of_100000_digits_is_one_short_usage_error(args):
+    res = CliRunner().invoke(main, [*args, "9" * 100_000])
+    assert res.exit_code == 2
+    last = res.output.strip().splitlines()[-1]
+    assert len(last) < 220 and "100,000 characters" in last, last

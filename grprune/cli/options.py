@@ -59,6 +59,21 @@ class Option(click.Option):
     def help(self, value: str | None) -> None:
         self._help = value
 
+    def type_cast_value(self, ctx: click.Context, value: Any) -> Any:
+        """A number given as more than :data:`MAX_NUMBER_CHARS` characters is refused with
+        the value shortened (click would quote all of it, and ``int()`` refuses over 4,300
+        digits); everything else is click's."""
+        if (isinstance(self.type, (click.types.IntParamType, click.types.FloatParamType))
+                and isinstance(value, str) and len(value) > MAX_NUMBER_CHARS):
+            from grprune.hparams import short_repr
+            raise click.BadParameter(f"{short_repr(value, 100)} is not a number it takes "
+                                     f"(at most {MAX_NUMBER_CHARS} characters)", ctx, self)
+        return super().type_cast_value(ctx, value)
+
+
+#: the most characters of a number given to an option (the largest seed, 2**64, has 20)
+MAX_NUMBER_CHARS = 40
+
 
 #: ``@option(...)``: a click option with help text (possibly lazy) and its environment
 #: variable shown in ``--help``
