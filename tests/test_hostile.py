@@ -223,6 +223,24 @@ def test_a_symlinked_lock_and_a_dangling_out_say_what_to_do(tmp_path):
     assert "which does not exist; create that folder, remove the link" in line
 
 
+def test_a_dangling_out_link_is_explained_by_every_command_that_writes(tmp_path):
+    """explain --out, predict --draw and sweep --out meet a link to nothing as run does:
+    one line that names the link and its target, exit 2."""
+    from conftest import tiny_molbbbp_run
+    run = tiny_molbbbp_run(tmp_path / "run", 40)
+    dangling = tmp_path / "out"
+    dangling.symlink_to(tmp_path / "missing")
+    for args in (["explain", str(run), "--no-fidelity", "--out", str(dangling)],
+                 ["predict", str(run), "--smiles", "CCO", "--draw", str(dangling)],
+                 ["sweep", "--epochs", "1", "-H", "data.limit=20", "--out", str(dangling)]):
+        res = CliRunner().invoke(main, args)
+        assert res.exit_code == 2, (args, res.output)
+        line = res.output.strip().splitlines()[-1]  # after explain's progress line
+        assert line.startswith("grprune: error: ") and f"{dangling} is a symbolic link to {tmp_path / 'missing'}, which does not " \
+               f"exist" in line, (args, line)
+        assert not (tmp_path / "missing").exists()
+
+
 # ------------------------------------------------------------------ row 15
 
 def test_a_valid_split_of_one_class_stops_selection_unless_another_metric_is_chosen(tmp_path):

@@ -17,6 +17,7 @@ table are :mod:`grprune.progress`, shared with the Python API.
 
 from __future__ import annotations
 
+import os
 import warnings
 
 import click
@@ -41,8 +42,15 @@ class GrpruneGroup(click.Group):
             ctx.exit(2)
         except OSError as exc:  # a path that cannot be created, read or written; a full disk
             where = " -> ".join(str(f) for f in (exc.filename, exc.filename2) if f)
-            click.echo(f"grprune: error: {exc.strerror or exc}" + (f": {where}" if where else ""),
-                       err=True)
+            link = str(exc.filename or "")
+            if isinstance(exc, FileExistsError) and os.path.islink(link) \
+                    and not os.path.exists(link):  # mkdir met a link to nothing
+                click.echo(f"grprune: error: {link} is a symbolic link to "
+                           f"{os.readlink(link)}, which does not exist; create that folder, "
+                           f"remove the link, or choose another path", err=True)
+            else:
+                click.echo(f"grprune: error: {exc.strerror or exc}"
+                           + (f": {where}" if where else ""), err=True)
             ctx.exit(2)
         except UnicodeDecodeError as exc:  # a file named on the command line is not UTF-8
             click.echo(f"grprune: error: a file is not UTF-8 text (byte "
