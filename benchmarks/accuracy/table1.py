@@ -93,9 +93,10 @@ NOTES = {
         "PrunE 56.31, a warm-up model, against ERM 66.42 with the same model (seed 0, "
         "prune/good-hiv-full.csv): prune/README.md, GOOD-HIV",
     ("good-hiv", "size"): "shortened protocol, as scaffold",
-    ("drugood-ec50", "scaffold"): "`official` selected an ERM warm-up epoch at all 4 seeds "
-        "(no PrunE epoch validated higher), so the cell is ERM with the official model at a "
-        "warm-up epoch; grprune's ERM is 3.2 points above the paper's ERM, the PrunE gap 1.0; "
+    ("drugood-ec50", "scaffold"): "`official` selects an ERM warm-up epoch at 3 of 4 seeds "
+        "(no PrunE epoch validated higher; at HEAD seed 1 selects a PrunE epoch that keeps "
+        "75 % of the test bonds, at 669ca8b all 4 were warm-up), so the cell is mostly ERM "
+        "with the official model; grprune's ERM is 3.2 points above the paper's ERM; "
         "the official code gives no EC50 settings (official.yaml says where each value comes "
         "from): prune/README.md, DrugOOD EC50",
     ("drugood-ec50", "size"): "`official` prunes at seeds 0-2 (63 %, 86 % and 84 % of test "
