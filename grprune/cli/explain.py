@@ -82,7 +82,7 @@ def explain(run_dir, graphs, part, top_k, fmt, out, device, fidelity) -> None:
       grprune explain RUN --graphs 3,17,40-45 --top-k 10 --format svg --out figs
       grprune explain RUN --graphs id:CMPD-0042,row:204 --part train
     """
-    from grprune.explain import explain_run, format_value, metrics_rows
+    from grprune.explain import explain_run, metrics_rows
     from grprune.explain_graphs import parse_graph_ids
     from grprune.inference import load_run
 
@@ -93,48 +93,44 @@ def explain(run_dir, graphs, part, top_k, fmt, out, device, fidelity) -> None:
     for note in res.notes:
         _note(note)
     if res.metrics is not None:
-        from rich.markup import escape
-        from rich.table import Table
         m = res.metrics
         acc = m.get("accuracy")
-        table = Table(title=escape(f"{m['dataset']} ({m['part']}): explanation metrics over "
-                                   f"undirected bonds" + (f", accuracy {acc:.4f}"
-                                                          if acc is not None else "")))
-        table.add_column("metric")
-        table.add_column("all graphs", justify="right")
-        table.add_column("correctly predicted", justify="right")
-        for name, a, c in metrics_rows(m):
-            table.add_row(name, format_value(a), format_value(c))
-        _console().print(table)
-        click.echo("Recall/Precision@K: per graph the floor(K% of its bonds) with the lowest "
-                   "probability are called spurious; counts summed over graphs. "
-                   "Ties: lower bond id ranks higher.")
+        _print_table(f"{m['dataset']} ({m['part']}): explanation metrics over undirected bonds"
+                     + (f", accuracy {acc:.4f}" if acc is not None else ""),
+                     ("metric", "all graphs", "correctly predicted"), metrics_rows(m),
+                     "Recall/Precision@K: per graph the floor(K% of its bonds) with the lowest "
+                     "probability are called spurious; counts summed over graphs. "
+                     "Ties: lower bond id ranks higher.")
     if res.fidelity is not None:
-        _print_fidelity(res.fidelity)
+        from grprune.explain_fidelity import fidelity_rows
+        fid = res.fidelity
+        _print_table(f"explanations without ground truth, {fid['part']} ({fid['graphs']} "
+                     f"graphs); S = {fid['explanation']}",
+                     ("score", "target = label", "target = prediction"), fidelity_rows(fid),
+                     "fidelity+: the change when S is removed; fidelity-: the change when "
+                     "only S is kept (GraphFramEx, as torch_geometric.explain.metric); "
+                     "characterization: their weighted harmonic mean (of fid+ and 1 - fid-).")
     pictures = [f for f in res.files if f.startswith("graph-")]
     click.echo(f"wrote {_count(len(pictures), 'picture')}, edges.csv"
                + "".join(f", {f}" for f in ("metrics.json", "fidelity.json") if f in res.files)
                + f" to {res.out_dir}")
 
 
-def _print_fidelity(fid: dict) -> None:
-    """``grprune explain``'s table of fidelity.json: one row per score, one column per target."""
+def _print_table(title: str, columns: tuple[str, str, str], rows, note: str) -> None:
+    """One of ``grprune explain``'s tables: a name column and two value columns, then a
+    line that says how to read it."""
     from rich.markup import escape
     from rich.table import Table
 
     from grprune.explain import format_value
-    from grprune.explain_fidelity import fidelity_rows
-    table = Table(title=escape(f"explanations without ground truth, {fid['part']} "
-                               f"({fid['graphs']} graphs); S = {fid['explanation']}"))
-    table.add_column("score")
-    table.add_column("target = label", justify="right")
-    table.add_column("target = prediction", justify="right")
-    for name, p, m in fidelity_rows(fid):
-        table.add_row(name, format_value(p), format_value(m))
+    table = Table(title=escape(title))
+    table.add_column(columns[0])
+    for col in columns[1:]:
+        table.add_column(col, justify="right")
+    for name, a, b in rows:
+        table.add_row(name, format_value(a), format_value(b))
     _console().print(table)
-    click.echo("fidelity+: the change when S is removed; fidelity-: the change when only S "
-               "is kept (GraphFramEx, as torch_geometric.explain.metric); characterization: "
-               "their weighted harmonic mean (of fid+ and 1 - fid-).")
+    click.echo(note)
 
 
 def _count(n: int, noun: str) -> str:
