@@ -137,3 +137,18 @@ def force_valid_scores(mp, scores) -> None:
     mp.setattr(T.Trainer, "evaluate", evaluate)
     mp.setattr(T.Trainer, "train_epoch", train_epoch)
     mp.setattr(T.Trainer, "_finish", finish)
+
+
+def interrupt_screen_at_chunk(mp, n: int = 4) -> None:
+    """Make ``grprune.screen.score_chunk`` raise ``KeyboardInterrupt`` (Ctrl-C) at its
+    ``n``-th call, through the MonkeyPatch ``mp``; the chunks before it are scored."""
+    import grprune.screen
+    real, calls = grprune.screen.score_chunk, []
+
+    def score_chunk(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == n:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    mp.setattr(grprune.screen, "score_chunk", score_chunk)

@@ -9,7 +9,7 @@ import os
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-from conftest import tiny_molbbbp_run
+from conftest import interrupt_screen_at_chunk, tiny_molbbbp_run
 
 from grprune.cli import main
 
@@ -163,20 +163,11 @@ def test_a_second_screen_to_the_same_out_refuses_and_the_first_is_whole(
 def interrupted(bbbp_run, library, tmp_path, monkeypatch):
     """A screen of 60 rows stopped (Ctrl-C) in its fourth chunk of 10, and the reference
     output of an uninterrupted one; returns (csv, out, ref)."""
-    import grprune.screen
     lib = _write(tmp_path / "lib.csv", library[:60])
     ref, out = tmp_path / "ref.csv", tmp_path / "preds.csv"
     assert _cli(*_screen_args(bbbp_run, lib, ref)).exit_code == 0
-    real, calls = grprune.screen.score_chunk, []
-
-    def score_chunk(*args, **kwargs):
-        calls.append(1)
-        if len(calls) == 4:
-            raise KeyboardInterrupt
-        return real(*args, **kwargs)
-
     with monkeypatch.context() as m:
-        m.setattr(grprune.screen, "score_chunk", score_chunk)
+        interrupt_screen_at_chunk(m)
         assert _cli(*_screen_args(bbbp_run, lib, out)).exit_code == 130
     return lib, out, ref
 
@@ -283,23 +274,14 @@ def test_a_resumed_screen_reports_the_repeated_ids_an_uninterrupted_one_does(
         bbbp_run, library, tmp_path, monkeypatch):
     """IDs repeat before and after the row the screen was stopped at (30): the resumed
     run reads the earlier rows' IDs again, and says what an uninterrupted one says."""
-    import grprune.screen
     lib = tmp_path / "lib.csv"
     pd.DataFrame({"ID": [f"M{i % 25}" for i in range(60)], "smiles": library[:60]}).to_csv(
         lib, index=False)
     ref, out = tmp_path / "ref.csv", tmp_path / "preds.csv"
     whole = _cli(*_screen_args(bbbp_run, lib, ref), "--id-column", "ID")
     assert whole.exit_code == 0, whole.output
-    real, calls = grprune.screen.score_chunk, []
-
-    def score_chunk(*args, **kwargs):
-        calls.append(1)
-        if len(calls) == 4:
-            raise KeyboardInterrupt
-        return real(*args, **kwargs)
-
     with monkeypatch.context() as m:
-        m.setattr(grprune.screen, "score_chunk", score_chunk)
+        interrupt_screen_at_chunk(m)
         assert _cli(*_screen_args(bbbp_run, lib, out), "--id-column", "ID").exit_code == 130
     args = [*_screen_args(bbbp_run, lib, out), "--id-column", "ID"]
     args[args.index("--progress") + 1] = "plain"

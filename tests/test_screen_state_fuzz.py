@@ -19,7 +19,7 @@ import shutil
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-from conftest import tiny_molbbbp_run
+from conftest import interrupt_screen_at_chunk, tiny_molbbbp_run
 from test_fuzz import mutations
 
 from grprune.cli import main
@@ -33,7 +33,6 @@ def _cli(*args):
 def stopped(tmp_path_factory, data_root):
     """(args of the screen, the folder, the sound files of the stopped screen by name, the
     uninterrupted screen's output bytes by name)."""
-    import grprune.screen
     from grprune.data.molecules import read_molecule_csv
     from grprune.data.ogbg import FILES
     root = tmp_path_factory.mktemp("state-fuzz")
@@ -53,16 +52,8 @@ def stopped(tmp_path_factory, data_root):
     ref = root / "ref" / "preds.csv"
     assert _cli(*args(ref)).exit_code == 0
     want = {p.name: p.read_bytes() for p in ref.parent.iterdir() if not p.name.endswith(".lock")}
-    real, calls = grprune.screen.score_chunk, []
-
-    def score_chunk(*a, **kw):
-        calls.append(1)
-        if len(calls) == 4:
-            raise KeyboardInterrupt
-        return real(*a, **kw)
-
     mp = pytest.MonkeyPatch()
-    mp.setattr(grprune.screen, "score_chunk", score_chunk)
+    interrupt_screen_at_chunk(mp)
     try:
         assert _cli(*args(out)).exit_code == 130
     finally:
