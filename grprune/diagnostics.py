@@ -92,15 +92,16 @@ class SelectorStats:
             gt = np.concatenate(self.gt).astype(np.int64)
             score = ranking_score(logits)
             ptr = np.concatenate([[0], np.cumsum(np.concatenate(self.sizes))]).astype(np.int64)
-            at = spurious_at_k(ptr, score, gt, ks=(PRECISION_K,))[str(PRECISION_K)]
+            rank = rank_within_graphs(ptr, score)  # shared by Precision@K and Figure 5a
+            at = spurious_at_k(ptr, score, gt, ks=(PRECISION_K,), rank=rank)[str(PRECISION_K)]
             out["motif_rocauc"] = edge_rocauc(score, gt)
             out[f"precision@{PRECISION_K}"] = at["precision"]
             out[f"recall@{PRECISION_K}"] = at["recall"]
             inv = gt == 1
             if inv.any():  # Figure 5a: where the invariant bonds stand
-                rank = rank_within_graphs(ptr, score) / np.diff(ptr)[graph_of_bonds(ptr)]
+                frac = rank / np.diff(ptr)[graph_of_bonds(ptr)]
                 out["gc_p_mean"] = float(p[inv].mean())
-                out["gc_rank_mean"] = float(rank[inv].mean())
+                out["gc_rank_mean"] = float(frac[inv].mean())
             if len(self.correct) == len(self.gt):
                 right = np.concatenate(self.correct).astype(bool)
                 out["motif_rocauc_correct"] = edge_rocauc(score[right], gt[right])

@@ -108,15 +108,11 @@ def part_fidelity(run, dataset, part: str, part_idx: np.ndarray, scores: dict,
     dict or None
         ``fidelity.json``'s content: ``graphs``, ``explanation`` (which bonds form
         :math:`S`), ``phenomenon`` and ``model``
-        (:meth:`grprune.fidelity.Fidelity.to_dict`); None, with a note, for a run
-        without a selector in use (ERM, or a reported warm-up model: the explanation
-        would be the whole graph), a task other than single-label classification, or a
-        graph whose edges are not the scores' edges (:func:`fidelity_skip_reason`).
+        (:meth:`grprune.fidelity.Fidelity.to_dict`); None, with a note, for a graph
+        whose edges are not the scores' edges. The caller checks
+        :func:`fidelity_skip_reason` first (a run without a selector in use, a task other
+        than single-label classification).
     """
-    why = fidelity_skip_reason(run, dataset)
-    if why:
-        notes.append(f"fidelity skipped: {why}")
-        return None
     idx = [int(i) for i in part_idx]
     ss = [scores[i] for i in idx]
     graphs = [dataset.graphs[i] for i in idx]

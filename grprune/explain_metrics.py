@@ -150,7 +150,8 @@ def edge_rocauc(score: np.ndarray, gt: np.ndarray) -> float | None:
 
 
 def spurious_at_k(ptr: np.ndarray, score: np.ndarray, gt: np.ndarray,
-                  ks: Sequence[float] = RECALL_KS) -> dict[str, dict[str, Any]]:
+                  ks: Sequence[float] = RECALL_KS,
+                  rank: np.ndarray | None = None) -> dict[str, dict[str, Any]]:
     """Recall@K and Precision@K of "the K% lowest bonds are spurious" (paper appendix).
 
     Per graph, the :math:`n_g = \\lfloor K \\cdot U_g / 100 \\rfloor` bonds of
@@ -174,6 +175,8 @@ def spurious_at_k(ptr: np.ndarray, score: np.ndarray, gt: np.ndarray,
     gt : np.ndarray of int, shape (U,)
     ks : sequence of numbers in [0, 100]
         K in percent.
+    rank : np.ndarray of int, shape (U,), optional
+        :func:`rank_within_graphs` of ``ptr`` and ``score``, when the caller has it.
 
     Returns
     -------
@@ -193,7 +196,7 @@ def spurious_at_k(ptr: np.ndarray, score: np.ndarray, gt: np.ndarray,
     score = np.asarray(score, dtype=np.float64).reshape(-1)
     gt = np.asarray(gt).reshape(-1)
     ptr = _check(ptr, score, gt)
-    rank = rank_within_graphs(ptr, score)
+    rank = rank_within_graphs(ptr, score) if rank is None else rank
     g = graph_of_bonds(ptr)
     size = np.diff(ptr)
     spurious = gt == 0

@@ -341,7 +341,7 @@ class Run:
 
     def explain(self, part: str = "test", graphs: int | str | Sequence[int | str] | None = None,
                 *, top_k: int | None = None, fmt: str = "png", out: str | Path | None = None,
-                log=lambda msg: None) -> Explanation:
+                fidelity: bool = True, log=lambda msg: None) -> Explanation:
         """``grprune explain``: kept edges, pictures and explanation metrics
         (:func:`grprune.explain.explain_run`).
 
@@ -359,6 +359,9 @@ class Run:
         out : path, optional
             Folder for ``edges.csv``, the pictures and ``metrics.json``; default
             ``RUN_DIR/explain``.
+        fidelity : bool
+            Also score the explanations without ground truth (``fidelity.json``: two more
+            passes of the model over every graph of ``part``; ``--no-fidelity`` skips it).
         log : callable
             Receives progress notes.
 
@@ -381,7 +384,7 @@ class Run:
         if isinstance(graphs, (str, int, np.integer)):  # one selector, not its characters
             graphs = [graphs]
         res = explain_run(self, part=part, graph_ids=graphs, top_k=top_k, fmt=fmt,
-                          out_dir=out, log=log)
+                          out_dir=out, log=log, fidelity=fidelity)
         fields = {f.name: getattr(res, f.name) for f in dataclasses.fields(res)}
         return Explanation(**fields, edges=pd.read_csv(res.out_dir / "edges.csv"))
 

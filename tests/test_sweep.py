@@ -520,3 +520,15 @@ def test_sigint_stops_the_sweep_and_its_children(tmp_path):
     statuses = {run_status(c.cfg, run_dir_of(c, root))[0] for c in ex.configs}
     assert "interrupted" in statuses and "failed" not in statuses
     assert len(json.loads((root / PLAN).read_text())["configs"]) == 2
+
+
+def test_make_launcher_keeps_every_job_in_flight_on_a_cluster_without_workers():
+    """``--launcher ray --address X`` without ``--workers`` submits every run at once
+    (the help's "[default: all]"); with ``--workers N``, N; locally ``None`` is 1."""
+    from grprune.sweep.launchers import launch_local, launch_ray, make_launcher
+    launch, _ = make_launcher("ray", None, "auto")
+    assert launch.func is launch_ray and launch.keywords["max_in_flight"] is None
+    assert make_launcher("ray", 4, "auto")[0].keywords["max_in_flight"] == 4
+    assert make_launcher("ray", None, None)[0].keywords["max_in_flight"] is None
+    local, env = make_launcher("local", None)
+    assert local.func is launch_local and local.keywords["workers"] == 1

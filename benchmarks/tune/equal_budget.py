@@ -100,6 +100,7 @@ def seed_stage(spec: dict, split: str, method: str, kind: str, runs: Path,
                best: Path | None) -> None:
     """The method's runs at the spec's seeds (``kind`` tuned: ``best``'s configuration;
     default: its defaults), appended to the committed ``runs.csv``."""
+    from benchmarks.accuracy.table1 import hardware_of
     from grprune.collect import scan_runs
     table = spec["dir"] / "runs.csv"
     have = [r for r in read_rows(table) if (r["split"], r["method"], r["kind"])
@@ -120,9 +121,7 @@ def seed_stage(spec: dict, split: str, method: str, kind: str, runs: Path,
         rows.append({"dataset": run.dataset, "split": run.split, "method": method,
                      "kind": kind, "seed": run.seed, "valid": s.valid, "test": s.test,
                      "best_epoch": s.best_epoch, "config_hash": s.config_hash,
-                     "commit": env.get("commit", ""),
-                     "hardware": env.get("gpu") or f"{env.get('cpu_count', '?')} cores of "
-                                                   f"an {env.get('cpu', '?')} (CPU)"})
+                     "commit": env.get("commit", ""), "hardware": hardware_of(env)})
     rows.sort(key=lambda r: (r["split"], r["method"], r["kind"], int(r["seed"])))
     table.parent.mkdir(parents=True, exist_ok=True)
     tmp = table.with_suffix(".tmp")

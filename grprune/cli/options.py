@@ -237,3 +237,21 @@ def launcher_options(func: Callable) -> Callable:
                        "tune trial is a run), each running the same child command; needs pip "
                        "install 'grprune[ray]', and --out, the data root and a tune's "
                        "--storage reachable from every Ray worker")(func)
+
+
+def check_launcher_options(params: dict, dry_run: bool = False) -> None:
+    """Refuse ``--address`` without ``--launcher ray``; check that ray is installed when
+    it is asked for (not for a ``--dry-run``, which starts nothing).
+
+    Raises
+    ------
+    click.UsageError
+        ``--address`` without ``--launcher ray``.
+    GrpruneError
+        ``--launcher ray`` without the ray package.
+    """
+    if params["address"] and params["launcher"] != "ray":
+        raise click.UsageError("--address goes with --launcher ray")
+    if params["launcher"] == "ray" and not dry_run:
+        from grprune.sweep.launchers import require_ray
+        require_ray()

@@ -13,8 +13,8 @@ from typing import Sequence
 import click
 
 from grprune.record.rundir import RunDir
-from grprune.cli.options import (launcher_options, log_option, model_options, option,
-                                 progress_option, training_options)
+from grprune.cli.options import (check_launcher_options, launcher_options, log_option,
+                                 model_options, option, progress_option, training_options)
 from grprune.cli.plugins import child_env, loaded_plugins
 from grprune.errors import GrpruneError
 
@@ -363,13 +363,9 @@ def sweep(ctx, **params) -> None:
 
 def _check_options(params: dict) -> None:
     """Refuse options that do not go together; check that ray is there when asked for."""
-    from grprune.sweep.launchers import require_ray
     if params["show_commands"] and not params["dry_run"]:
         raise click.UsageError("--show-commands goes with --dry-run")
-    if params["launcher"] == "ray" and not params["dry_run"]:
-        require_ray()
-    elif params["address"] and params["launcher"] != "ray":
-        raise click.UsageError("--address goes with --launcher ray")
+    check_launcher_options(params, dry_run=params["dry_run"])
 
 
 def _announce(expansion, root: Path, params: dict) -> int:
@@ -402,7 +398,7 @@ def _launcher(params: dict, plugins: list[str]):
     """The launcher (``launch(jobs, on_start, on_done)``) and the environment variables
     of every child: thread counts, and the plugins to import (``GRPRUNE_PLUGINS``)."""
     from grprune.sweep.launchers import make_launcher
-    launch, env = make_launcher(params["launcher"], params["workers"] or 1,
-                                params["address"], params["cpus_per_run"])
+    launch, env = make_launcher(params["launcher"], params["workers"], params["address"],
+                                params["cpus_per_run"])
     env.update(child_env(plugins))
     return launch, env

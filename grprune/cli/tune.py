@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from grprune.cli.options import (launcher_options, log_option, model_options, option,
-                                 progress_option, training_options)
+from grprune.cli.options import (check_launcher_options, launcher_options, log_option,
+                                 model_options, option, progress_option, training_options)
 from grprune.errors import GrpruneError
 
 
@@ -122,11 +122,7 @@ def tune(ctx, **params) -> None:
         raise GrpruneError("grprune tune needs the optuna package: "
                            "pip install 'grprune[tune]'") from None
     from grprune.cli.plugins import child_env, loaded_plugins
-    from grprune.sweep.launchers import require_ray
-    if params["address"] and params["launcher"] != "ray":
-        raise click.UsageError("--address goes with --launcher ray")
-    if params["launcher"] == "ray":
-        require_ray()
+    check_launcher_options(params)
     logs = parse_logs(params["logs"])
     root = Path(params["out"]).absolute()
     if root.exists() and not root.is_dir():

@@ -265,8 +265,8 @@ def featurize_ogb(smiles: Sequence[str], *, workers: int | None = None,
     task = (featurize_chunk if max_atoms is None
             else functools.partial(featurize_chunk, max_atoms=max_atoms))
     results = (map(task, chunks) if pool is None else
-               ordered_map(task, chunks, workers, pool,
-                           rescue=lambda rows, k: _without_killers(task, rows)))
+               ordered_map(task, chunks, workers, pool,  # rescue: the chunk died alone
+                           rescue=lambda rows, k: _without_killers(task, rows, died=True)))
     try:
         for k, (part, failed) in enumerate(results):
             parts.append(part)
@@ -289,20 +289,23 @@ def featurize_ogb(smiles: Sequence[str], *, workers: int | None = None,
     return flat, kept, failed
 
 
-def _without_killers(task, rows: list[str]) -> tuple[FlatGraphs, dict[int, str]]:
+def _without_killers(task, rows: list[str], died: bool = False
+                     ) -> tuple[FlatGraphs, dict[int, str]]:
     """``task(rows)`` (:func:`featurize_chunk`) in a worker of its own, each row that kills
     it skipped with the reason :data:`~grprune.data.workers.WORKER_DIED` (found by
-    halving, :func:`~grprune.data.workers.find_killer`) and the rest featurized again.
+    halving, :func:`~grprune.data.workers.find_killer`) and the rest featurized again;
+    ``died``: ``rows`` already killed a worker of their own (not tried again).
 
     Raises
     ------
     DataError
         When the rows die together but none alone (the memory ran out).
     """
-    try:
-        return run_alone(task, rows)
-    except WorkerDied:
-        pass
+    if not died:
+        try:
+            return run_alone(task, rows)
+        except WorkerDied:
+            pass
     bad = find_killer(task, rows)
     if bad is None:
         raise DataError(f"featurizing: a worker process died on the {len(rows):,} molecules "

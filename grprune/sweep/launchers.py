@@ -248,36 +248,28 @@ def launch_ray(jobs: Iterable["Job | None"], on_start: OnStart, on_done: OnDone,
             ray.shutdown()
 
 
-#: what ``--launcher`` accepts
-LAUNCHERS = ("local", "ray")
-
-
-def make_launcher(kind: str, workers: int = 1, address: str | None = None,
+def make_launcher(kind: str, workers: int | None = 1, address: str | None = None,
                   cpus_per_run: float = 1.0) -> tuple[Callable[..., None], dict[str, str]]:
     """The launcher of ``--launcher kind`` (``launch(jobs, on_start, on_done)``) and the
     environment variables every child needs (its thread counts), as ``grprune sweep`` and
     ``grprune tune`` use them.
 
-    ``local``: :func:`launch_local` with ``workers`` children, each with
+    ``local``: :func:`launch_local` with ``workers`` (None: 1) children, each with
     :func:`~grprune.sweep.plan.thread_env` threads. ``ray``: :func:`launch_ray`, each task
     with ``cpus_per_run`` CPUs and as many threads (unless ``OMP_NUM_THREADS`` is set), the
     ``GRPRUNE_*`` settings of this process passed on (a Ray worker does not inherit this
-    environment); with ``address``, ``workers`` tasks in flight.
-
-    Raises
-    ------
-    GrpruneError
-        If ``kind`` is ``ray`` and ray is not installed.
+    environment); with ``address``, ``workers`` tasks in flight (None: all of a sequence
+    of jobs). Whether ray is installed is checked when the launcher starts Ray.
     """
+    n = workers or 1
     if kind == "ray":
-        require_ray()
         cpus = str(max(1, int(cpus_per_run)))
         env = thread_env(1) if "OMP_NUM_THREADS" in os.environ else {
             "OMP_NUM_THREADS": cpus, "MKL_NUM_THREADS": cpus}
         env.update({k: v for k, v in os.environ.items() if k.startswith("GRPRUNE_")
                     and not k.startswith(("GRPRUNE_RUN_", "GRPRUNE_SWEEP_",
                                           "GRPRUNE_TUNE_"))})
-        return functools.partial(launch_ray, workers=workers, address=address,
+        return functools.partial(launch_ray, workers=n, address=address,
                                  cpus_per_run=cpus_per_run,
                                  max_in_flight=workers if address else None), env
-    return functools.partial(launch_local, workers=workers), thread_env(workers)
+    return functools.partial(launch_local, workers=n), thread_env(n)

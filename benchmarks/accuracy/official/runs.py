@@ -254,8 +254,7 @@ def _run_seeds(dataset: str, splits: list[str], seeds: list[int], src: Path, dat
     OSError
         A file that cannot be written.
     """
-    if not extra:
-        common.read_results(results)  # malformed: refused before any run
+    if not extra:  # a malformed file is refused by the loop's first read, before any run
         results.parent.mkdir(parents=True, exist_ok=True)
         with open(str(results) + ".lock", "a"):  # unwritable: refused before any run
             pass
