@@ -249,7 +249,7 @@ def launch_ray(jobs: Iterable["Job | None"], on_start: OnStart, on_done: OnDone,
 
 
 def make_launcher(kind: str, workers: int | None = 1, address: str | None = None,
-                  cpus_per_run: float = 1.0) -> tuple[Callable[..., None], dict[str, str]]:
+                  cpus_per_run: float = 1.0) -> tuple["functools.partial[None]", dict[str, str]]:
     """The launcher of ``--launcher kind`` (``launch(jobs, on_start, on_done)``) and the
     environment variables every child needs (its thread counts), as ``grprune sweep`` and
     ``grprune tune`` use them.
