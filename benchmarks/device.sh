@@ -42,7 +42,7 @@
 #       # OFFICIAL_NO_WHEELS=1 let the mode be tried on a CPU with the official venv
 # GRPRUNE_SPEC names the sweep: a name under benchmarks/accuracy (default good-motif:
 # benchmarks/accuracy/good-motif.yaml; good-hiv is the other one that needs a GPU) or the path
-# of a spec file (e.g. benchmarks/accuracy/prune/motif-paper-gpu.yaml). Results land in $OUT:
+# of a spec file (e.g. benchmarks/accuracy/prune/motif-paper/motif-paper-gpu.yaml). Results land in $OUT:
 # acc-<spec name>.tgz (run folders without checkpoints; edge_probs.npz kept), sweep.out,
 # speed-cuda.jsonl; speed: cuda-targets.jsonl (padding A/B rows labelled pad-false/pad-true),
 # profile-*.txt, targets-runs*.tgz, opcount-cuda.jsonl, drift.jsonl, speed.log, cuda-tests*.txt
@@ -137,7 +137,7 @@ resolve_config; resolve_config(overrides=['train.compile=default'])" >/dev/null 
   left=$(( budget - ($(date +%s) - t0) - ${GRPRUNE_TESTS_RESERVE:-120} - comp ))
   main=$(( pad ? left * 2 / 3 : left ))
   # shellcheck disable=SC2086  # GRPRUNE_TARGETS_ARGS: more flags, e.g. --only motif
-  $PY benchmarks/speed/targets.py --device "$DEVICE" --out "$OUT" --budget "$main" $quick \
+  $PY -m benchmarks.speed.targets --device "$DEVICE" --out "$OUT" --budget "$main" $quick \
     ${GRPRUNE_TARGETS_ARGS:-}
   echo "targets done after $(( $(date +%s) - t0 )) s"
   if [ -n "$pad" ]; then
@@ -146,7 +146,7 @@ resolve_config; resolve_config(overrides=['train.compile=default'])" >/dev/null 
       [ "$setting" = "$pad_on" ] && left=$(( left * 2 ))
       [ "$left" -gt 20 ] || { echo "padding: no time left for $setting"; break; }
       # shellcheck disable=SC2086
-      $PY benchmarks/speed/targets.py --device "$DEVICE" --out "$OUT" --budget "$left" $quick \
+      $PY -m benchmarks.speed.targets --device "$DEVICE" --out "$OUT" --budget "$left" $quick \
         --only molbbbp-prune-run-100:fast,motif-prune-epoch:fast -H "$setting" \
         --label "pad-${setting##*=}"
     done
@@ -157,16 +157,16 @@ resolve_config; resolve_config(overrides=['train.compile=default'])" >/dev/null 
     # only within the budget, and one that overruns it is cut 45 s after (a CPU try overran
     # by 120 s with reduce-overhead and left no time for the device tests)
     # shellcheck disable=SC2086  # GRPRUNE_COMPILE_ARGS: more flags, e.g. --only motif
-    timeout $(( comp + 45 )) $PY benchmarks/speed/compile.py --device "$DEVICE" --out "$OUT" \
+    timeout $(( comp + 45 )) $PY -m benchmarks.speed.compile --device "$DEVICE" --out "$OUT" \
       --budget "$comp" $quick ${GRPRUNE_COMPILE_ARGS:-} 2>&1 | grep -v '^USDT'
     echo "compile A/B done after $(( $(date +%s) - t0 )) s"
   fi
   # ATen ops per training step (the launches' proxy; on CUDA the profiler's launches too)
-  timeout 120 $PY benchmarks/speed/opcount.py --device "$DEVICE" --steps "$steps" \
+  timeout 120 $PY -m benchmarks.speed.opcount --device "$DEVICE" --steps "$steps" \
     --out "$OUT/opcount-${DEVICE%%:*}.jsonl" 2>&1 | grep -v '^USDT'
   if [ -n "$pad" ]; then
     for setting in "$pad_off" "$pad_on"; do
-      timeout 60 $PY benchmarks/speed/opcount.py --device "$DEVICE" --steps "$steps" \
+      timeout 60 $PY -m benchmarks.speed.opcount --device "$DEVICE" --steps "$steps" \
         --only molbbbp-prune,motif-prune -H "$setting" --label "pad-${setting##*=}" \
         --out "$OUT/opcount-${DEVICE%%:*}.jsonl" 2>&1 | grep -v '^USDT'
     done
@@ -181,7 +181,7 @@ resolve_config; resolve_config(overrides=['train.compile=default'])" >/dev/null 
   # with the time left: two runs of one seed, deterministic kernels off (drift.jsonl)
   left=$(( budget - ($(date +%s) - t0) - 5 ))
   if [ "$left" -ge "${GRPRUNE_DRIFT_MIN:-60}" ]; then
-    $PY benchmarks/speed/drift.py --device "$DEVICE" --budget "$left" $quick \
+    $PY -m benchmarks.speed.drift --device "$DEVICE" --budget "$left" $quick \
       --out "$OUT/drift.jsonl"
   else
     echo "drift: ${left} s left, under ${GRPRUNE_DRIFT_MIN:-60} s: not run"
@@ -248,17 +248,17 @@ torch.__version__, 'cuda', torch.cuda.is_available(), 'pyg', torch_geometric.__v
   cp "$stage"/checkpoints/*.pt "$OM/work/checkpoints/" 2>/dev/null \
     && echo "official-motif: carried checkpoints: $(cd "$OM/work/checkpoints" && ls -- *.pt | tr '\n' ' ')"
   for split in ${OFFICIAL_MOTIF_SPLITS:-basis size}; do
-    for seed in $("$py" -c "import sys; sys.path.insert(0, 'benchmarks/accuracy/official')
-import runs; print(*runs.parse_seeds('${OFFICIAL_MOTIF_SEEDS:-0-3}'))"); do
+    for seed in $("$py" -c "from benchmarks.accuracy.official import runs
+print(*runs.parse_seeds('${OFFICIAL_MOTIF_SEEDS:-0-3}'))"); do
       # recorded by an earlier session (official/results.jsonl): not run again
       if [ -z "${OFFICIAL_MOTIF_EXTRA:-}" ] && "$py" -c "import sys
-sys.path.insert(0, 'benchmarks/accuracy/official'); import common
+from benchmarks.accuracy.official import common
 done = {(r['dataset'], r['split'], r['seed']) for r in common.read_results(common.RESULTS)}
 sys.exit(0 if ('good-motif', '$split', $seed) in done else 1)"; then
         echo "official-motif: good-motif $split seed $seed is in results.jsonl: not started"
         continue
       fi
-      setsid nohup "$py" benchmarks/accuracy/official/runs.py --dataset good-motif \
+      setsid nohup "$py" -m benchmarks.accuracy.official.runs --dataset good-motif \
         --split "$split" --seeds "$seed" --results "$OM/results-$split-$seed.jsonl" \
         ${OFFICIAL_MOTIF_EXTRA:+--extra "$OFFICIAL_MOTIF_EXTRA"} \
         >"$OM/run-$split-$seed.out" 2>&1 &
@@ -310,7 +310,7 @@ case ${1:-start} in
   bench)
     echo quit | nvidia-cuda-mps-control 2>/dev/null; sleep 2
     python3 -m grprune data info ogbg-molbbbp >/dev/null
-    python3 benchmarks/speed/bench.py --device cuda --epochs 3 --out "$OUT/speed-cuda.jsonl"
+    python3 -m benchmarks.speed.bench --device cuda --epochs 3 --out "$OUT/speed-cuda.jsonl"
     echo "bench done after $(( $(date +%s) - t0 )) s"
     exit 0
     ;;

@@ -165,7 +165,8 @@ def _in_memory(dataset, hparams: dict[str, Any], split: str | None,
         If ``dataset`` is no dataset, or ``split``, ``data.path`` or ``data.split`` is
         given too.
     """
-    if not all(hasattr(dataset, a) for a in ("graphs", "labels", "envs", "splits")):
+    from grprune.data.dataset import GraphDataset
+    if not isinstance(dataset, GraphDataset):
         raise GrpruneError(f"data must be a dataset name or a dataset built by "
                            f"grprune.from_graphs(...), not {type(dataset).__name__}")
     clash = [k for k in ("data.path", "data.split") if k in hparams]
@@ -174,7 +175,7 @@ def _in_memory(dataset, hparams: dict[str, Any], split: str | None,
                            f"memory: its split is from_graphs(split=...)")
     out = {"data.path": str(store_graphs(dataset, root or hparams.get("data.root"))),
            "data.split": "file"}
-    if getattr(dataset, "metric", None) in ("rocauc", "accuracy"):
+    if dataset.metric in ("rocauc", "accuracy"):
         out["data.metric"] = dataset.metric
     return out
 
@@ -368,7 +369,7 @@ def predict_ensemble(runs: Sequence[str | Path], molecules, *, calibrated: bool 
 
     Returns
     -------
-    pandas.DataFrame or grprune.screen.ScreenSummary
+    pandas.DataFrame or grprune.predict_stream.ScreenSummary
         As :meth:`~grprune.inference.Run.predict`; for two or more runs the score columns
         are ``score_mean``, ``score_sd`` (sample standard deviation over the members) and
         ``ensemble_size`` (``prob_k_mean``, ``prob_k_sd`` per class for more classes).
@@ -383,7 +384,7 @@ def predict_ensemble(runs: Sequence[str | Path], molecules, *, calibrated: bool 
     --------
     >>> grprune.api.predict_ensemble(["runs/a", "runs/b"], "library.csv")  # doctest: +SKIP
     """
-    from grprune.screen import predict_molecules
+    from grprune.predict import predict_molecules
     model = load_model(runs, device, calibrated=calibrated)
     return predict_molecules(model, molecules, batch_size, bonds, smiles_column=smiles_column,
                              id_column=id_column, out=out, chunk_rows=chunk_rows, log=log)

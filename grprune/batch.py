@@ -29,9 +29,9 @@ import torch
 from torch import Tensor
 
 from grprune.compat import dgl
+from grprune.csr import Segments, csr_gather, csr_segment_mean, csr_segment_sum
 # the segment, bond and ranking helpers live in grprune.ops; importable from here too
-from grprune.ops import (Segments, bond_ids, csr_gather, csr_segment_mean,  # noqa: F401
-                         csr_segment_sum, rank_in_segment, segment_mean, segment_sum)
+from grprune.ops import bond_ids, rank_in_segment, segment_mean, segment_sum  # noqa: F401
 
 #: the segment indices of a batch (:meth:`GraphBatch.segments`)
 SEGMENT_NAMES = ("src", "dst", "bond", "node_graph", "edge_graph")
@@ -189,7 +189,7 @@ class GraphBatch:
         return mask, count
 
     def segments(self, name: str) -> Segments:
-        """The CSR layout (:class:`~grprune.ops.Segments`) of the index ``name``, one of
+        """The CSR layout (:class:`~grprune.csr.Segments`) of the index ``name``, one of
         :data:`SEGMENT_NAMES`: computed once per batch and kept (a stable sort for ``src``,
         ``dst`` and ``bond``; the per-graph counts for ``node_graph`` and ``edge_graph``,
         which are sorted).
@@ -222,7 +222,7 @@ class GraphBatch:
 
     def segment_sum(self, values: Tensor, by: str) -> Tensor:
         """Sum of the rows of ``values`` per segment of the index ``by``
-        (:func:`~grprune.ops.csr_segment_sum` over :meth:`segments`): shape (M, ...) ->
+        (:func:`~grprune.csr.csr_segment_sum` over :meth:`segments`): shape (M, ...) ->
         (S, ...), e.g. ``by="dst"`` sums edge messages into their destination nodes."""
         return csr_segment_sum(values, self.segments(by))
 
@@ -232,7 +232,7 @@ class GraphBatch:
 
     def gather(self, x: Tensor, by: str) -> Tensor:
         """``x[index]`` for the index ``by`` (e.g. ``x[src]``), shape (S, ...) -> (M, ...),
-        whose gradient is a CSR segment sum (:func:`~grprune.ops.csr_gather`)."""
+        whose gradient is a CSR segment sum (:func:`~grprune.csr.csr_gather`)."""
         return csr_gather(x, self.segments(by))
 
     def real_edge_sum(self, values: Tensor) -> Tensor:

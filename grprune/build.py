@@ -50,8 +50,8 @@ def build_model_from_features(cfg: RunConfig, features: FeatureSpec
     Parameters
     ----------
     cfg : RunConfig
-        A resolved configuration; a plain mapping (a stored ``config.json``) is read once
-        here, with :meth:`RunConfig.from_dict`.
+        A resolved configuration (a stored ``config.json`` through
+        :meth:`RunConfig.from_dict`).
     features : FeatureSpec
         The training data's feature sizes and classes; a ``features`` record (a dict) is
         read with :meth:`FeatureSpec.from_dict`.
@@ -60,7 +60,6 @@ def build_model_from_features(cfg: RunConfig, features: FeatureSpec
     from grprune.model import GraphClassifier
     from grprune.regularizers.base import REGULARIZERS
     from grprune.selectors.base import SELECTORS
-    cfg = RunConfig.from_dict(cfg)  # the public boundary: a stored config.json, upgraded
     if not isinstance(features, FeatureSpec):
         features = FeatureSpec.from_dict(features)
     feat, enc, sel, head = features.model_kwargs(), cfg.encoder, cfg.selector, cfg.model
@@ -74,8 +73,8 @@ def build_model_from_features(cfg: RunConfig, features: FeatureSpec
 
 
 def build_model(cfg: RunConfig, dataset) -> tuple[GraphClassifier, dict[str, Regularizer]]:
-    """Instantiate selector, encoder, head and regularizers from a resolved config (a
-    plain mapping is read once here, with :meth:`RunConfig.from_dict`) and the data.
+    """Instantiate selector, encoder, head and regularizers from a resolved config and the
+    data.
 
     Raises
     ------
@@ -85,7 +84,6 @@ def build_model(cfg: RunConfig, dataset) -> tuple[GraphClassifier, dict[str, Reg
         before anything is built.
     """
     from grprune.regularizers.base import REGULARIZERS, check_supports
-    cfg = RunConfig.from_dict(cfg)  # the public boundary: a stored config.json, upgraded
     check_supports({name: REGULARIZERS.get(name) for name in cfg.reg},
                    cfg.selector.name, dataset)
     return build_model_from_features(cfg, FeatureSpec.of(dataset))

@@ -27,7 +27,7 @@ from torch import Tensor
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from grprune.batch import GraphBatch
-from grprune.ops import Segments
+from grprune.csr import Segments
 
 #: ops whose output size depends on tensor values (the host reads it back)
 _SIZED_BY_VALUES = frozenset({"nonzero", "nonzero_static", "masked_select", "_unique",

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from grprune.record import files as R
+from grprune.record.files import atomic_write_bytes
 from grprune.record.epoch import EpochRecord
 from grprune.record.rundir import RunDir
 from grprune.errors import GrpruneError
@@ -192,5 +192,5 @@ def plot(groups: Sequence[Series], path: str | Path) -> Path:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110)
     plt.close(fig)
-    R.atomic_write_bytes(path, buf.getvalue())
+    atomic_write_bytes(path, buf.getvalue())
     return path

@@ -25,7 +25,7 @@ torch 2.13.0+cpu with MKL 2024.2 and GNU OpenMP; ``benchmarks/speed/README.md``)
   that sort their index on every call (PyTorch's documented list includes both). The
   model's sums and gathers (message passing, readout, bond scores, the regularizers'
   per-graph sums) therefore go through CSR layouts instead
-  (:class:`grprune.ops.Segments`, :meth:`grprune.batch.GraphBatch.segment_sum` and
+  (:class:`grprune.csr.Segments`, :meth:`grprune.batch.GraphBatch.segment_sum` and
   :meth:`~grprune.batch.GraphBatch.gather`): the edges sorted by destination (and source,
   and bond) once per batch, where batches are formed, then ``segment_reduce`` forward and a
   gather backward, deterministic without atomics or a sort per step. On the CPU they add

@@ -3,7 +3,7 @@ compound, and a run's fitted calibration applied to its scores (``grprune predic
 several ``--run``, a sweep directory, or ``--calibrated``).
 
 Each member scores every molecule exactly as ``grprune predict`` scores it with that run
-alone (its own evaluation seed and noise keys, :func:`grprune.predict.prediction_seed`),
+alone (its own evaluation seed and noise keys, :func:`grprune.predict_memory.prediction_seed`),
 calibrated first with its own ``calibration.json`` when asked
 (:func:`grprune.calibration.calibrator_of`). Over the ``M`` members' scores
 :math:`s_1 .. s_M` of a molecule, the table has
@@ -24,7 +24,7 @@ The members must be compatible (:func:`check_compatible`): one dataset, task, me
 featurizer. Members are named by run directory, or by a directory holding several finished
 runs (a sweep's output; :func:`grprune.collect.reading.scan_runs`).
 
-:meth:`Ensemble.chunk_table` is what the streamed screen (:func:`grprune.screen.screen_csv`)
+:meth:`Ensemble.chunk_table` is what the streamed screen (:func:`grprune.predict_stream.screen_csv`)
 scores a chunk with, :func:`score_smiles` what the in-memory path scores with, for a single
 run or an ensemble.
 """
@@ -39,7 +39,7 @@ import numpy as np
 
 from grprune.calibration import Calibrator, calibrator_of, check_binary
 from grprune.errors import GrpruneError
-from grprune.predict import Prediction, predict_smiles, prediction_seed
+from grprune.predict_memory import Prediction, predict_smiles, prediction_seed
 from grprune.predict_chunk import ChunkGraphs, chunk_table, score_chunk
 from grprune.predict_columns import has_label, shown_score_columns
 
@@ -141,7 +141,7 @@ class Ensemble:
         return combine(tables, label=has_label(self.members[0])), None
 
     def predict_smiles(self, smiles: Sequence[str], batch_size: int = 256) -> Prediction:
-        """:func:`grprune.predict.predict_smiles` per member, calibrated and combined; for
+        """:func:`grprune.predict_memory.predict_smiles` per member, calibrated and combined; for
         several members, ``bonds`` is empty and ``scores`` the first member's."""
         preds = [_calibrated(predict_smiles(r, smiles, batch_size=batch_size), cal)
                  for r, cal in zip(self.members, self.calibrators)]
@@ -259,7 +259,7 @@ def model_stamp(model: Any) -> Any:
 
 def score_smiles(model: Any, smiles: Sequence[str], batch_size: int = 256
                  ) -> Prediction:
-    """:func:`grprune.predict.predict_smiles` of a run, or :meth:`Ensemble.predict_smiles`."""
+    """:func:`grprune.predict_memory.predict_smiles` of a run, or :meth:`Ensemble.predict_smiles`."""
     if isinstance(model, Ensemble):
         return model.predict_smiles(smiles, batch_size=batch_size)
     return predict_smiles(model, smiles, batch_size=batch_size)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 import numpy as np
 import torch
@@ -37,6 +37,9 @@ from grprune.metrics import evaluate
 from grprune.ops import bond_max_np, bonds_by_first_edge
 from grprune.capture import (CudaGraphs, EagerGraphs, mark_eager, watch_capture_hazards,
                              watch_replaced_tensors)
+
+if TYPE_CHECKING:
+    from grprune.model import GraphClassifier
 
 #: arrays of ``edge_probs.npz`` that :func:`edge_scores_from_arrays` needs to rebuild every
 #: :class:`GraphScore` (a file that lacks one is incomplete: the graphs are scored again)
@@ -261,7 +264,7 @@ class Evaluation:
 def _graph_keyed_noise(selector, seed: int):
     """Give a selector its evaluation seed (:attr:`~grprune.selectors.base.Selector.eval_seed`)
     for one evaluation, and forget its draw counter after it."""
-    if selector is None or not hasattr(selector, "reset_eval_draws"):
+    if selector is None:
         yield
         return
     before = selector.eval_seed
@@ -357,7 +360,7 @@ class GraphedForward:
 
 
 @torch.no_grad()
-def evaluate_batches(model, batches: Iterable[GraphBatch], *, num_classes: int = 0,
+def evaluate_batches(model: GraphClassifier, batches: Iterable[GraphBatch], *, num_classes: int = 0,
                      use_selector: bool = True, metric: str | None = None,
                      diagnostics: bool = True, collect_edges: bool = False,
                      seed: int = 0, forward: GraphedForward | None = None) -> Evaluation:
@@ -399,14 +402,14 @@ def evaluate_batches(model, batches: Iterable[GraphBatch], *, num_classes: int =
     """
     model.eval()
     device = next(model.parameters()).device
-    selector = getattr(model, "selector", None)
+    selector = model.selector
     with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []), \
             _graph_keyed_noise(selector, seed):
         torch.manual_seed(seed)
         probs, labels, edges = [], [], 0
         kept = torch.zeros((), device=device)
         stats = (SelectorStats() if diagnostics and use_selector
-                 and getattr(model.selector, "learned", False) else None)
+                 and selector is not None and selector.learned else None)
         collector = _EdgeCollector() if collect_edges else None
         for batch in batches:
             moved = batch.device != device  # (a moved batch is new each call: not graphed)
@@ -419,7 +422,7 @@ def evaluate_batches(model, batches: Iterable[GraphBatch], *, num_classes: int =
             edges += batch.src.numel()
             s = out.selection
             kept += s.edge_weight.sum() if s is not None else batch.src.numel()
-            if stats is not None:
+            if stats is not None and s is not None:  # (stats: a selector that selected)
                 correct = p.argmax(-1) == batch.y.view(-1) if batch.edge_gt is not None else None
                 stats.add(batch, s.edge_logits, correct)
             if collector is not None:

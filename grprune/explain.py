@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
@@ -40,6 +40,9 @@ from grprune.explain_metrics import (RANK_DECIMALS, RECALL_KS, TOPK_FACTORS,  # 
                                      rank_within_graphs, ranking_score, select_graphs,
                                      spurious_at_k, top_k_counts)
 from grprune.ops import rank_in_segment_np
+
+if TYPE_CHECKING:
+    from grprune.data.dataset import GraphDataset
 
 #: graphs drawn when --graphs is not given
 DEFAULT_GRAPHS = 8
@@ -133,7 +136,7 @@ def explain_run(run, *, part: str = "test", graph_ids: Sequence[int | str] | Non
         Unknown part, graph outside the dataset or the part, unknown source
         row or ID, bad ``top_k``.
     """
-    from grprune.record import files as R
+    from grprune.record.files import atomic_write_bytes, atomic_write_json
 
     out = _check_options(run, fmt, top_k, out_dir)
     dataset = run.load_dataset()
@@ -151,20 +154,20 @@ def explain_run(run, *, part: str = "test", graph_ids: Sequence[int | str] | Non
     scores = _scores(run, dataset, part, todo, log)
     labels = dataset.labels.numpy()
     molecules = _molecules(dataset, ids, scores, res.notes)
-    R.atomic_write_bytes(out / "edges.csv", _csv_bytes(
+    atomic_write_bytes(out / "edges.csv", _csv_bytes(
         _edges_table(run, dataset, part, ids, scores, labels, molecules)))
     res.files.append("edges.csv")
     res.files.extend(_draw_pictures(out, dataset, part, ids, scores, labels, molecules, top_k,
                                     fmt, res.notes))
     if metrics_wanted:
         res.metrics = _part_metrics(run, dataset, part, part_idx, scores, labels)
-        R.atomic_write_json(out / "metrics.json", res.metrics)
+        atomic_write_json(out / "metrics.json", res.metrics)
         res.files.append("metrics.json")
     if fidelity_wanted:
         from grprune.explain_fidelity import part_fidelity
         res.fidelity = part_fidelity(run, dataset, part, part_idx, scores, top_k, res.notes)
     if res.fidelity is not None:
-        R.atomic_write_json(out / "fidelity.json", res.fidelity)
+        atomic_write_json(out / "fidelity.json", res.fidelity)
         res.files.append("fidelity.json")
     _write_manifest(run, dataset, part, top_k, fmt, res)
     return res
@@ -182,15 +185,15 @@ def _check_options(run, fmt: str, top_k: int | None, out_dir: str | Path | None)
     return out
 
 
-def _metrics_wanted(run, dataset, notes: list[str]) -> bool:
+def _metrics_wanted(run, dataset: GraphDataset, notes: list[str]) -> bool:
     """Whether the explanation metrics are defined for this run (else say why in ``notes``)."""
-    has_gt = bool(getattr(dataset, "has_edge_gt", False))
+    has_gt = dataset.has_edge_gt
     if not has_gt:
         notes.append(f"{dataset.name} has no ground-truth motif edges: explanation "
                      f"metrics skipped (no metrics.json)")
     elif not run.learned_selector:
         why = ("the run has no learned selector" if run.model.selector is None
-               or not getattr(run.model.selector, "learned", False)
+               or not run.model.selector.learned
                else "the reported model is a warm-up epoch, evaluated without its selector")
         notes.append(f"explanation metrics skipped: {why} (every keep probability is 1)")
     return has_gt and run.learned_selector
@@ -232,12 +235,12 @@ def _finite_score(s) -> bool:
                 and np.isfinite(s.edge_weight).all() and not np.isnan(s.edge_logits).any())
 
 
-def _molecules(dataset, ids: list[int], scores: dict, notes: list[str]) -> dict:
+def _molecules(dataset: GraphDataset, ids: list[int], scores: dict, notes: list[str]) -> dict:
     """Graph -> ``(mol, RDKit bond id of each graph bond)`` for molecules, None where the
     SMILES does not match the graph; empty without SMILES."""
     from grprune.draw import parse_molecule, rdkit_bond_ids
 
-    smiles = getattr(dataset, "smiles", None)
+    smiles = dataset.smiles
     out: dict[int, tuple[Any, np.ndarray] | None] = {}
     if smiles is None:
         return out
@@ -261,13 +264,13 @@ def _label_cell(label: Any) -> Any:
     return ";".join("" if np.isnan(v) else f"{v:g}" for v in np.asarray(label, dtype=float))
 
 
-def _edges_table(run, dataset, part: str, ids: list[int], scores: dict, labels: np.ndarray,
+def _edges_table(run, dataset: GraphDataset, part: str, ids: list[int], scores: dict,
+                 labels: np.ndarray,
                  molecules: dict):
     """``edges.csv`` as a DataFrame: one row per undirected bond of the chosen graphs."""
     import pandas as pd
 
-    smiles = getattr(dataset, "smiles", None)
-    has_gt = bool(getattr(dataset, "has_edge_gt", False))
+    smiles, has_gt = dataset.smiles, dataset.has_edge_gt
     num_classes = run.num_classes
     rows = []
     for i in ids:
@@ -306,7 +309,7 @@ def _draw_pictures(out: Path, dataset, part: str, ids: list[int], scores: dict,
                    labels: np.ndarray, molecules: dict, top_k: int | None, fmt: str,
                    notes: list[str]) -> list[str]:
     """One picture per chosen graph; returns the file names written."""
-    from grprune.record import files as R
+    from grprune.record.files import atomic_write_bytes
     from grprune.draw import (draw_graph, draw_molecule, highlight_caption, highlighted_bonds,
                               rdkit_drawing_error)
 
@@ -331,7 +334,7 @@ def _draw_pictures(out: Path, dataset, part: str, ids: list[int], scores: dict,
             data = draw_graph(s.num_nodes, s.bond_src, s.bond_dst, s.bond_prob, marked,
                               s.bond_gt, title=head, caption=highlight_caption(top_k, False),
                               top_k=top_k, fmt=fmt)
-        R.atomic_write_bytes(out / name, data)
+        atomic_write_bytes(out / name, data)
         files.append(name)
     return files
 
@@ -339,15 +342,15 @@ def _draw_pictures(out: Path, dataset, part: str, ids: list[int], scores: dict,
 def _write_manifest(run, dataset, part: str, top_k: int | None, fmt: str,
                     res: ExplainResult) -> None:
     """Remove what an earlier explanation wrote there and this one did not; write ``explain.json``."""
-    from grprune.record import files as R
+    from grprune.record.files import atomic_write_json, read_json
 
     out = res.out_dir
-    old = R.read_json(out / MANIFEST)
+    old = read_json(out / MANIFEST)
     if isinstance(old, dict):
         for name in old.get("files", []):
             if name not in res.files and "/" not in name and name != MANIFEST:
                 (out / name).unlink(missing_ok=True)
-    R.atomic_write_json(out / MANIFEST, {
+    atomic_write_json(out / MANIFEST, {
         "run_dir": str(run.run_dir), "dataset": dataset.name, "part": part, "graphs": res.graphs,
         "top_k": top_k, "format": fmt, "use_selector": run.use_selector,
         "files": res.files, "notes": res.notes})

@@ -162,7 +162,7 @@ def skipped_id_reason(dataset, key: str, skipped: dict | None = None) -> str:
                    if isinstance(r, dict) and "row" in r}
     if not skipped or not info.get("source") or not info.get("id_column"):
         return ""
-    from grprune.data.molecules import match_columns, read_text_csv
+    from grprune.data.csv_tables import match_columns, read_text_csv
     try:
         df = read_text_csv(info["source"], "data file")
         col = match_columns(df.columns, {"id": info["id_column"]}, "data file")["id"]

@@ -36,7 +36,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from grprune.ops import csr_segment_np, rank_in_segment_np
+from grprune.csr import csr_segment_np
+from grprune.ops import rank_in_segment_np
 
 #: K (percent of each graph's bonds) of Recall@K / Precision@K (paper Table, appendix)
 RECALL_KS = (10, 20, 30, 40, 50)

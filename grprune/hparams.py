@@ -1,22 +1,33 @@
 """Hyperparameters declared next to the code that uses them.
 
 Every part (selector, encoder, regularizer, dataset, the trainer) is a
-:class:`Configurable`: its class attribute ``params`` maps each hyperparameter to one
-:class:`Param` (default, help, domain). Values given as text (``-H reg.size.eta=0.75``,
-config files) are coerced to the type of the default by :func:`coerce` and checked
-against the domain, so a bad value is refused before anything runs, with one message
-that names the key, the value and the domain.
+:class:`Configurable`. A part declares its hyperparameters once, as the fields of its
+nested ``Hparams`` class (a :class:`Hyperparameters`: a frozen dataclass), each with
+:func:`hparam` (default, help, domain); the part reads them as typed attributes of that
+frozen view, ``self.hp.eta``, which a type checker checks. The class attribute ``params``
+(name -> :class:`Param`) is derived from the fields, for ``grprune ls``, the sweeps'
+search spaces and the config files. Values given as text (``-H reg.size.eta=0.75``,
+config files) are coerced to the type of the default by :func:`~grprune.coerce.coerce`
+and checked against the domain, so a bad value is refused before anything runs, with one
+message that names the key, the value and the domain.
 
-The older form, ``defaults`` / ``help`` / ``choices`` / ``parsers`` dicts, still works
-(plugins written for it load unchanged): each form is derived from the other.
+The older forms, a ``params`` dict of :class:`Param` or ``defaults`` / ``help`` /
+``choices`` / ``parsers`` dicts, still load: ``Hparams`` is then derived from them (its
+fields are untyped for a type checker).
 
 Example
 -------
 >>> class Part(Configurable):
-...     params = {"eta": Param(0.85, "edge budget", low=0.0, high=1.0),
-...               "form": Param("paper", "which loss", choices=("paper", "official"))}
+...     class Hparams(Configurable.Hparams):
+...         eta: float = hparam(0.85, "edge budget", low=0.0, high=1.0)
+...         form: str = hparam("paper", "which loss", choices=("paper", "official"))
+...     hp: Hparams
 >>> Part.resolve_hparams({"eta": "0.5"})
 {'eta': 0.5, 'form': 'paper'}
+>>> Part.build_hparams({"eta": "0.5"}).eta
+0.5
+>>> Part.params["eta"].domain()
+'a number in [0, 1]'
 >>> Part.resolve_hparams({"eta": "1.5"})
 Traceback (most recent call last):
 grprune.errors.GrpruneError: bad value '1.5' for eta: expected a number in [0, 1]
@@ -24,16 +35,25 @@ grprune.errors.GrpruneError: bad value '1.5' for eta: expected a number in [0, 1
 
 from __future__ import annotations
 
+import keyword
 import math
-from dataclasses import dataclass, replace
-from typing import Any, Callable, ClassVar, Mapping
+import sys
+import types
+from dataclasses import MISSING, dataclass, field, fields, replace
+from typing import Any, Callable, ClassVar, Mapping, TypeVar, cast
 
+from grprune.coerce import coerce
 from grprune.errors import GrpruneError
+from grprune.messages import short_repr, short_text
 
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off"}
-#: the most characters of a given value that a message shows (:func:`short_repr`)
-MAX_SHOWN = 200
+if sys.version_info >= (3, 11):
+    from typing import dataclass_transform
+else:  # Python 3.10: the decorator only informs type checkers
+    def dataclass_transform(**_: Any) -> Callable[[Any], Any]:
+        return lambda cls: cls
+
+T = TypeVar("T")
+
 #: the largest integer a hyperparameter without its own upper bound takes: counts and
 #: sizes beyond it (2**31 - 1) fit no machine's memory or time
 INT_CEILING = 2**31 - 1
@@ -43,121 +63,6 @@ MAX_KEY_CHARS = 100
 #: the most characters of an integer's text read from a config file or ``-H`` (Python
 #: refuses to convert more than 4,300 digits; no setting is near 1,000)
 MAX_INT_CHARS = 1000
-
-
-def short_text(text: Any, limit: int = MAX_SHOWN) -> str:
-    """``str(text)`` for messages, unquoted: itself when at most ``limit`` characters,
-    else its head and tail and how long it is (at most ``limit`` characters in all).
-
-    For a name or value a message shows without quotes (a column, a path); quoted
-    values go through :func:`short_repr`.
-
-    Examples
-    --------
-    >>> short_text("smiles")
-    'smiles'
-    >>> short_text("k" * 100_000, 40)
-    'kkkkkk...kkkkkk (100,000 characters)'
-    """
-    text = str(text)
-    if len(text) <= limit:
-        return text
-    tail = f" ({len(text):,} characters)"
-    half = max((limit - len(tail) - 3) // 2, 1)
-    return f"{text[:half]}...{text[-half:]}{tail}"
-
-
-def short_repr(value: Any, limit: int = MAX_SHOWN) -> str:
-    """``repr(value)`` for messages, at most ``limit`` characters, without expanding it.
-
-    Nested containers are walked only a few levels and items deep (:mod:`reprlib`), so a
-    YAML alias bomb (a 1 KB file that names a billion-element list) costs microseconds;
-    a long string keeps its head and tail and says how long it is.
-
-    Examples
-    --------
-    >>> short_repr("C" * 20000)[:24], len(short_repr("C" * 20000)) <= 200
-    ("'CCCCCCCCCCCCCCCCCCCCCCC", True)
-    >>> short_repr([[1] * 9] * 9)
-    '[[1, 1, 1, 1, 1, 1, ...], [1, 1, 1, 1, 1, 1, ...], ...] (a list of 9 items)'
-    """
-    import reprlib
-    r = reprlib.Repr()
-    r.maxlevel, r.maxlist, r.maxtuple, r.maxdict, r.maxset = 3, 6, 6, 4, 6
-    r.maxstring, r.maxother, r.maxlong = limit, limit, 40
-    if isinstance(value, str) and len(value) > limit:
-        half = (limit - 40) // 2
-        return f"{value[:half]!r}...{value[-half:]!r} ({len(value):,} characters)"
-    text = r.repr(value)
-    tail = (f" (a {type(value).__name__} of {len(value):,} items)"
-            if isinstance(value, (list, tuple, dict, set, frozenset)) and len(value) > 2 else "")
-    room = max(limit - len(tail), 20)
-    return (text if len(text) <= room else text[:room - 3] + "...") + tail
-
-
-def coerce(key: str, value: Any, default: Any, choices: tuple | None = None,
-           parser: Callable[[str], Any] | None = None) -> Any:
-    """Convert ``value`` to the type of ``default`` and check ``choices``.
-
-    Parameters
-    ----------
-    key : str
-        Full key for messages (``reg.size.eta``).
-    value : Any
-        The given value; strings are parsed.
-    default : Any
-        The declared default; its type decides the conversion.
-    choices : tuple, optional
-        Allowed values.
-    parser : callable, optional
-        Custom parser for string values (overrides type inference).
-
-    Raises
-    ------
-    GrpruneError
-        If the value cannot be converted or is not among ``choices`` (a list or a
-        mapping given for a scalar is refused before anything converts it).
-    """
-    if isinstance(value, (list, tuple, dict, set, frozenset)) and not isinstance(
-            default, (list, tuple, dict, set, frozenset)):
-        raise GrpruneError(f"bad value {short_repr(value)} for {key}: expected "
-                           f"{type(default).__name__} like the default {default!r}, not a "
-                           f"{type(value).__name__}")
-    try:
-        if parser is not None and isinstance(value, str):
-            out = parser(value)
-        elif isinstance(default, bool):
-            if isinstance(value, bool):
-                out = value
-            elif str(value).strip().lower() in _TRUE:
-                out = True
-            elif str(value).strip().lower() in _FALSE:
-                out = False
-            else:
-                raise ValueError("expected true/false")
-        elif isinstance(default, int):
-            if isinstance(value, float) and not value.is_integer():
-                raise ValueError("expected an integer")
-            text = value.strip() if isinstance(value, str) else value
-            if isinstance(text, str) and len(text) > 40:  # int() of 10**6 digits is slow
-                raise ValueError("more than 40 digits")
-            out = int(text)
-        elif isinstance(default, float):
-            out = float(value)
-        elif isinstance(default, str):
-            out = str(value)
-        else:
-            out = value
-    except (TypeError, ValueError, OverflowError) as exc:  # float(10**400) overflows
-        raise GrpruneError(
-            f"bad value {short_repr(value)} for {key}: expected {type(default).__name__} "
-            f"like the default {default!r} ({short_text(exc)})"
-        ) from None
-    if choices is not None and out not in choices:
-        raise GrpruneError(
-            f"bad value {short_repr(value)} for {key}. Choices: {', '.join(map(str, choices))}"
-        )
-    return out
 
 
 def _num(x: float) -> str:
@@ -235,7 +140,8 @@ class Param:
 
     def contains(self, value: Any) -> bool:
         """Whether a coerced ``value`` lies in the domain: numbers must be finite and within
-        the bounds; ``choices`` are checked by :func:`coerce`; other values have none."""
+        the bounds; ``choices`` are checked by :func:`~grprune.coerce.coerce`; other values
+        have none."""
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             return True
         if not math.isfinite(value):  # no hyperparameter here is NaN or infinite
@@ -248,18 +154,124 @@ class Param:
         return True
 
 
+def hparam(default: T, help: str = "", *, choices: tuple | None = None,
+           low: float | None = None, high: float | None = None, low_open: bool = False,
+           high_open: bool = False, parser: Callable[[str], Any] | None = None,
+           search: tuple = ()) -> T:
+    """Declare one field of a :class:`Hyperparameters` view: its default and its :class:`Param`.
+
+    ``name: type = hparam(default, help, ...)`` in a part's ``Hparams`` class declares the
+    hyperparameter ``name`` once: the part reads its value as ``self.hp.name``, and the
+    class's ``params["name"]`` is ``Param(default, help, ...)`` (the arguments are
+    :class:`Param`'s).
+
+    Returns
+    -------
+    dataclasses.Field
+        Carrying the :class:`Param` in its metadata; typed as ``default`` for a type
+        checker, which so checks the default against the annotation.
+    """
+    param = Param(default, help, choices, low, high, low_open, high_open, parser, search)
+    return cast(T, field(default=default, metadata={"param": param}))
+
+
+@dataclass_transform(frozen_default=True, kw_only_default=True)
+class Hyperparameters:
+    """The typed, frozen view of a part's hyperparameters: one field per hyperparameter.
+
+    A subclass is made a frozen, keyword-only dataclass when it is defined (no decorator
+    needed); its fields are declared with :func:`hparam` (or with a plain default, which
+    keeps the help and domain an overridden field had in a base class). Assigning to a
+    field raises :class:`dataclasses.FrozenInstanceError`; a changed copy comes from
+    :meth:`Configurable.replace_hparams` (checked) or :func:`dataclasses.replace`.
+
+    Raises
+    ------
+    TypeError
+        When a subclass declares a field without a default.
+
+    Examples
+    --------
+    >>> class Hp(Hyperparameters):
+    ...     tau: float = hparam(1.0, "temperature", low=0.0, low_open=True)
+    ...     hard: bool = True
+    >>> Hp(tau=0.5), Hp._params["tau"].domain(), Hp._params["hard"].default
+    (Hp(tau=0.5, hard=True), 'a number > 0', True)
+    """
+
+    #: name -> :class:`Param` of every field (inherited ones included), in field order
+    _params: ClassVar[dict[str, Param]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        inherited: dict[str, Param] = {}
+        for base in reversed(cls.__mro__[1:]):
+            if issubclass(base, Hyperparameters):
+                inherited.update(base._params)
+        dataclass(frozen=True, kw_only=True)(cls)
+        params: dict[str, Param] = {}
+        for f in fields(cls):  # type: ignore[arg-type]  # a dataclass from the line above
+            if f.default is MISSING:
+                raise TypeError(f"{cls.__qualname__}.{f.name}: a hyperparameter needs a "
+                                f"default (declare it with hparam(default, help, ...))")
+            declared = f.metadata.get("param")
+            if declared is None:  # a plain default: the base's help and domain, if any
+                base_param = inherited.get(f.name)
+                declared = (Param(f.default) if base_param is None
+                            else replace(base_param, default=f.default))
+            params[f.name] = declared
+        cls._params = params
+
+
+def _derived_view(owner: type, params: Mapping[str, Param]) -> type[Hyperparameters]:
+    """The ``Hparams`` class of a part that declares a ``params`` dict (the older form): one
+    field per key that is a Python identifier (others are not attributes of the view)."""
+    names = [k for k in params if k.isidentifier() and not keyword.iskeyword(k)]
+
+    def body(ns: dict[str, Any]) -> None:
+        ns["__annotations__"] = {k: "Any" for k in names}
+        ns.update({k: field(default=params[k].default, metadata={"param": params[k]})
+                   for k in names})
+        ns["__module__"] = owner.__module__
+        ns["__qualname__"] = f"{owner.__qualname__}.Hparams"
+
+    return cast(type[Hyperparameters], types.new_class("Hparams", (Hyperparameters,),
+                                                       exec_body=body))
+
+
 class Configurable:
     """Mixin for parts whose hyperparameters are declared on the class.
 
+    A part declares its hyperparameters as the fields of a nested ``Hparams`` class that
+    subclasses its base class's ``Hparams`` (:class:`Hyperparameters`; fields declared
+    with :func:`hparam`) and annotates ``hp: Hparams``; its ``__init__`` calls
+    :meth:`init_hparams`, and its code reads ``self.hp.name``.
+
     Attributes
     ----------
+    Hparams : type
+        The frozen view's class (:class:`Hyperparameters`); derived from ``params`` for a
+        class that declares the older forms.
+    hp : Hparams
+        The part's values (set by :meth:`init_hparams`).
     params : dict
-        Hyperparameter name -> :class:`Param` (the declaration).
+        Hyperparameter name -> :class:`Param`, derived from ``Hparams`` (a class may
+        declare this dict instead, the older form).
     defaults, help, choices, parsers : dict
         Views of ``params`` (name -> default, description, allowed values, text parser);
-        a class may declare these instead of ``params`` (the older form).
+        a class may declare these instead (the oldest form).
+
+    Raises
+    ------
+    TypeError
+        When a class declares both ``Hparams`` and one of the dicts, or an ``Hparams``
+        that does not subclass its base class's.
     """
 
+    class Hparams(Hyperparameters):
+        """No hyperparameters."""
+
+    hp: Hparams
     params: ClassVar[dict[str, Param]] = {}
     defaults: ClassVar[dict[str, Any]] = {}
     help: ClassVar[dict[str, str]] = {}
@@ -269,11 +281,22 @@ class Configurable:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         own = cls.__dict__
-        if "params" in own:
+        older = [n for n in ("params", "defaults", "help", "choices", "parsers") if n in own]
+        if "Hparams" in own:
+            view, parent = own["Hparams"], _inherited(cls).Hparams
+            if older:
+                raise TypeError(f"{cls.__qualname__} declares its hyperparameters twice "
+                                f"(Hparams and {', '.join(older)}); keep Hparams")
+            if not (isinstance(view, type) and issubclass(view, parent)):
+                raise TypeError(f"{cls.__qualname__}.Hparams must subclass "
+                                f"{parent.__qualname__} (the base class's Hparams)")
+            cls.params = dict(cast(type[Hyperparameters], view)._params)
+        elif "params" in own:
             cls.params = dict(own["params"])
-        elif any(n in own for n in ("defaults", "help", "choices", "parsers")):
-            # the older form: build the Params, keeping the domains a base class declared
-            inherited = getattr(super(cls, cls), "params", {})
+            cls.Hparams = _derived_view(cls, cls.params)  # type: ignore[misc, assignment]
+        elif older:
+            # the oldest form: build the Params, keeping the domains a base class declared
+            inherited = _inherited(cls).params
             cls.params = {}
             for key, default in cls.defaults.items():
                 base = inherited.get(key) or Param(default)
@@ -281,6 +304,7 @@ class Configurable:
                                           help=cls.help.get(key, base.help),
                                           choices=cls.choices.get(key, base.choices),
                                           parser=cls.parsers.get(key, base.parser))
+            cls.Hparams = _derived_view(cls, cls.params)  # type: ignore[misc, assignment]
         else:
             return
         cls.defaults = {k: p.default for k, p in cls.params.items()}
@@ -289,9 +313,33 @@ class Configurable:
         cls.parsers = {k: p.parser for k, p in cls.params.items() if p.parser}
 
     @classmethod
+    def check_hparam(cls, key: str, value: Any, prefix: str = "") -> Any:
+        """``value`` for the hyperparameter ``key``, coerced (:func:`~grprune.coerce.coerce`)
+        and checked against its domain.
+
+        Raises
+        ------
+        GrpruneError
+            On an unknown key (listing the known ones) or a bad value.
+        """
+        param = cls.params.get(key)
+        if param is None:
+            known = ", ".join(sorted(cls.defaults)) or "none"
+            raise GrpruneError(
+                f"unknown hyperparameter {short_text(prefix + str(key))}. Known for "
+                f"{prefix.rstrip('.') or cls.__name__}: {known}"
+            )
+        out = coerce(prefix + key, value, param.default, param.choices, param.parser)
+        if not param.contains(out):
+            raise GrpruneError(f"bad value {short_repr(value)} for {prefix}{key}: "
+                               f"expected {param.domain()}")
+        return out
+
+    @classmethod
     def resolve_hparams(cls, given: Mapping[str, Any] | None = None,
                         prefix: str = "") -> dict[str, Any]:
-        """Defaults updated with ``given``, each value coerced and checked.
+        """Defaults updated with ``given``, each value coerced and checked
+        (:meth:`check_hparam`): the values a config file records.
 
         Raises
         ------
@@ -300,20 +348,74 @@ class Configurable:
         """
         out = dict(cls.defaults)
         for key, value in (given or {}).items():
-            if key not in cls.defaults:
-                known = ", ".join(sorted(cls.defaults)) or "none"
-                raise GrpruneError(
-                    f"unknown hyperparameter {short_text(prefix + str(key))}. Known for "
-                    f"{prefix.rstrip('.') or cls.__name__}: {known}"
-                )
-            param = cls.params[key]
-            out[key] = coerce(prefix + key, value, param.default, param.choices, param.parser)
-            if not param.contains(out[key]):
-                raise GrpruneError(f"bad value {short_repr(value)} for {prefix}{key}: "
-                                   f"expected {param.domain()}")
+            out[key] = cls.check_hparam(key, value, prefix)
         return out
+
+    @classmethod
+    def build_hparams(cls, given: Mapping[str, Any] | None = None,
+                      prefix: str = "") -> Any:
+        """The frozen view (an ``Hparams`` instance) of :meth:`resolve_hparams`' values.
+
+        Raises
+        ------
+        GrpruneError
+            As :meth:`resolve_hparams`.
+        """
+        values = cls.resolve_hparams(given, prefix)
+        names = {f.name for f in fields(cls.Hparams)}
+        return cls.Hparams(**{k: v for k, v in values.items() if k in names})
+
+    @property
+    def hparam_prefix(self) -> str:
+        """The prefix of this part's keys in messages (``selector.``; a part base class
+        overrides it)."""
+        return ""
+
+    def init_hparams(self, given: Mapping[str, Any] | None = None) -> None:
+        """Set ``self.hp`` to :meth:`build_hparams` of ``given`` (a part's ``__init__``
+        calls this with its keyword arguments).
+
+        Raises
+        ------
+        GrpruneError
+            As :meth:`resolve_hparams`, the keys named with :attr:`hparam_prefix`.
+        """
+        self.hp = self.build_hparams(given, self.hparam_prefix)
+
+    def replace_hparams(self, changes: Mapping[str, Any]) -> Hparams:
+        """Set ``self.hp`` to a copy with ``changes`` (each checked as
+        :meth:`resolve_hparams` checks it) and return the previous view, so that a caller
+        that changes a value for a while restores it with ``part.hp = previous``.
+
+        Raises
+        ------
+        GrpruneError
+            On an unknown key or a bad value; ``self.hp`` is then unchanged.
+
+        Examples
+        --------
+        >>> class Part(Configurable):
+        ...     class Hparams(Configurable.Hparams):
+        ...         draws: int = hparam(1, "draws averaged", low=1)
+        ...     hp: Hparams
+        >>> part = Part()
+        >>> part.init_hparams()
+        >>> before = part.replace_hparams({"draws": "4"})
+        >>> part.hp.draws, before.draws
+        (4, 1)
+        """
+        checked = {k: self.check_hparam(k, v, self.hparam_prefix) for k, v in changes.items()}
+        before = self.hp
+        self.hp = replace(before, **checked)
+        return before
 
     @classmethod
     def describe_hparams(cls) -> list[tuple[str, Any, str, str]]:
         """``(name, default, help, domain)`` for each hyperparameter, for ``grprune ls``."""
         return [(key, p.default, p.help, p.domain()) for key, p in cls.params.items()]
+
+
+def _inherited(cls: type) -> type[Configurable]:
+    """The nearest :class:`Configurable` base class of ``cls`` (``Configurable`` itself at
+    the latest): whose declarations a subclass's extend."""
+    return next(b for b in cls.__mro__[1:] if issubclass(b, Configurable))

@@ -5,9 +5,10 @@ and rebuilds the model with :func:`grprune.build.build_model_from_features` (the
 feature and class sizes are ``config.json``'s ``features`` record, a
 :class:`~grprune.record.runconfig.FeatureSpec`), importing nothing of training. It reads run
 directories of :data:`~grprune.record.runconfig.MIN_VERSION` and later; an older one is
-refused with the command that re-makes it. :func:`score_graphs` scores
-DGL graphs with it and returns, per graph, the class probabilities and every
-edge's keep probability :math:`p_{ij} = \\sigma(w_{ij})` and evaluation mask
+refused with the command that re-makes it. :meth:`Run.score`
+(:func:`grprune.scoring.score_graphs`) scores DGL graphs with it and returns, per graph,
+the class probabilities and every edge's keep probability
+:math:`p_{ij} = \\sigma(w_{ij})` and evaluation mask
 (:class:`~grprune.evaluation.GraphScore`). :meth:`Run.stored_scores` returns the
 same for the run's test graphs from its ``edge_probs.npz``, without the model.
 :class:`Run` is also what :func:`grprune.train` returns and ``grprune.load_run``
@@ -30,106 +31,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import torch
 
 from grprune.record.rundir import RunDir
 from grprune.record.rundir import error_detail
-from grprune.batch import GraphBatch, collate
+from grprune.batch import GraphBatch
 from grprune.build import build_model_from_features, load_config_dataset
 from grprune.compat import dgl  # noqa: F401  (DGL import order)
 from grprune.errors import GrpruneError
-from grprune.evaluation import (GraphScore, EdgeScores, evaluate_batches,  # noqa: F401
-                                edge_scores_from_arrays)
+from grprune.evaluation import GraphScore, edge_scores_from_arrays
 from grprune.explain import ExplainResult
 from grprune.model import GraphClassifier
 from grprune.record.runconfig import FeatureSpec, RunConfig
 from grprune.record.summary import RunSummary, warmup_model_text
-
-#: graphs per batch when scoring
-BATCH_SIZE = 256
-
-
-def score_batches(model: GraphClassifier, batches: Iterable[GraphBatch], *,
-                  use_selector: bool = True, seed: int = 0) -> list[GraphScore]:
-    """Score batches with :func:`grprune.evaluation.evaluate_batches`, the trainer's evaluation.
-
-    A selector that samples its mask at evaluation (``selector.eval_mode=sample``) draws
-    from a stream seeded with ``seed`` (:func:`~grprune.evaluation.evaluate_batches`), so
-    the same graphs score the same on every call and the caller's RNG is left as it was.
-
-    Returns
-    -------
-    list of GraphScore
-        One per graph, in batch order.
-    """
-    ev = evaluate_batches(model, batches, use_selector=use_selector, diagnostics=False,
-                          collect_edges=True, seed=seed)
-    assert ev.edges is not None  # collect_edges=True always collects
-    return ev.edges.graph_scores()
-
-
-def score_batch(model: GraphClassifier, batch: GraphBatch, *, use_selector: bool = True
-                ) -> list[GraphScore]:
-    """Score one batch exactly as :meth:`grprune.trainer.Trainer.evaluate` does.
-
-    Parameters
-    ----------
-    model : GraphClassifier
-        Put in eval mode here; scoring happens on the model's device.
-    batch : GraphBatch
-        ``B`` graphs (moved to the model's device here).
-    use_selector : bool
-        False evaluates the full graphs (ERM warm-up; all edges kept).
-
-    Returns
-    -------
-    list of GraphScore, length B
-    """
-    return score_batches(model, [batch], use_selector=use_selector)
-
-
-def score_graphs(model: GraphClassifier, graphs: Sequence | GraphBatch, *,
-                 use_selector: bool = True, batch_size: int = BATCH_SIZE,
-                 keys: Sequence[int] | None = None, seed: int = 0) -> list[GraphScore]:
-    """Score graphs with a model, as the trainer evaluates it.
-
-    Parameters
-    ----------
-    model : GraphClassifier
-        Scoring runs on the model's device (CPU or CUDA); graphs are batched on
-        the CPU with :func:`grprune.batch.collate` and their tensors moved.
-    graphs : sequence of dgl.DGLGraph, or GraphBatch
-        Graphs with the features the model was trained on (``ndata['feat']``,
-        ``edata['feat']``; ``edata['edge_gt']`` is passed through).
-    use_selector : bool
-        False evaluates the full graphs (ERM warm-up).
-    batch_size : int
-        Graphs per batch. In eval mode the result does not depend on it (batch
-        norm uses its running statistics) up to float rounding.
-    keys : sequence of int, optional
-        Each graph's identity (its dataset index, or :func:`grprune.predict.smiles_key`):
-        the key of its evaluation noise (``batch.index``,
-        :func:`grprune.selectors.base.graph_noise`); default its position in ``graphs``.
-    seed : int
-        The evaluation seed (:func:`grprune.evaluation.evaluate_batches`).
-
-    Returns
-    -------
-    list of GraphScore
-        One per graph, in input order.
-    """
-    if isinstance(graphs, GraphBatch):
-        return score_batches(model, [graphs], use_selector=use_selector, seed=seed)
-    graphs = list(graphs)
-    key = list(range(len(graphs))) if keys is None else [int(k) for k in keys]
-    batches = (collate([(g, 0, 0, key[start + i])
-                        for i, g in enumerate(graphs[start:start + batch_size])])
-               for start in range(0, len(graphs), batch_size))
-    return score_batches(model, batches, use_selector=use_selector, seed=seed)
-
+from grprune.scoring import BATCH_SIZE, score_graphs
 
 class Run:
     """A finished run: its configuration, summary, results and model.
@@ -140,9 +58,9 @@ class Run:
     Parameters
     ----------
     run_dir : str or Path
-    cfg : RunConfig
-        The resolved configuration (``config.json``; a plain mapping is read once here,
-        with :meth:`RunConfig.from_dict`).
+    cfg : RunConfig or mapping
+        The resolved configuration (``config.json``; a plain mapping, as a user may pass
+        to this public class, is read once here, with :meth:`RunConfig.from_dict`).
     summary : RunSummary or dict
         ``summary.json`` (kept as a :class:`~grprune.record.summary.RunSummary`).
     device : torch.device
@@ -176,7 +94,8 @@ class Run:
     >>> run.predict(["CCO", "c1ccccc1O"])                                    # doctest: +SKIP
     """
 
-    def __init__(self, run_dir: str | Path, cfg: RunConfig, summary: RunSummary | dict,
+    def __init__(self, run_dir: str | Path, cfg: RunConfig | Mapping[str, Any],
+                 summary: RunSummary | dict,
                  device: torch.device | str = "cpu", *,
                  features: FeatureSpec | None = None,
                  model: GraphClassifier | None = None, dataset: Any = None) -> None:
@@ -272,7 +191,7 @@ class Run:
         probabilities are all 1 and explain nothing.
         """
         sel = self.model.selector
-        return sel is not None and self.use_selector and bool(getattr(sel, "learned", False))
+        return sel is not None and self.use_selector and sel.learned
 
     def load_dataset(self):
         """The run's dataset, loaded with its data configuration (cached per run).
@@ -397,10 +316,10 @@ class Run:
         Parameters
         ----------
         molecules : str, sequence of str, pandas.DataFrame or path
-            One SMILES or a list, scored in memory (:func:`grprune.predict.predict_smiles`);
+            One SMILES or a list, scored in memory (:func:`grprune.predict_memory.predict_smiles`);
             or a table with a SMILES column and any others (IDs): a DataFrame or a CSV file
-            (:func:`grprune.screen.is_table`), scored in chunks as ``--csv`` is
-            (:func:`grprune.screen.predict_table`).
+            (:func:`grprune.predict.is_table`), scored in chunks as ``--csv`` is
+            (:func:`grprune.predict.predict_table`).
         batch_size : int
             Molecules per batch (scores do not depend on it).
         bonds : bool
@@ -418,14 +337,14 @@ class Run:
 
         Returns
         -------
-        pandas.DataFrame or grprune.screen.ScreenSummary
+        pandas.DataFrame or grprune.predict_stream.ScreenSummary
             One row per input, in order: a table's own columns (but its SMILES column),
             then ``row``, ``smiles``, ``canonical_smiles``, ``status`` (``ok`` or why it
             could not be scored), ``reason`` (training's words for a skipped row),
             ``prob_1`` (binary; ``prob_0`` .. ``prob_{C-1}`` otherwise), ``pred_label``,
             ``num_bonds``, ``bonds_kept``. With ``bonds=True``, one row per RDKit bond of
             each scored molecule, with its ``edge_prob`` and ``kept``. With ``out``, the
-            :class:`~grprune.screen.ScreenSummary` (rows, scored, skipped by status, files).
+            :class:`~grprune.predict_stream.ScreenSummary` (rows, scored, skipped by status, files).
 
         Raises
         ------
@@ -434,7 +353,7 @@ class Run:
             with SMILES; for a table, a missing file or column, a bad ``chunk_rows``,
             Parquet without pyarrow.
         """
-        from grprune.screen import predict_molecules
+        from grprune.predict import predict_molecules
         return predict_molecules(self, molecules, batch_size, bonds, smiles_column=smiles_column,
                                  id_column=id_column, out=out, chunk_rows=chunk_rows, log=log)
 

@@ -7,7 +7,11 @@ summary, ``sweep`` and ``collect`` name a configuration the same way.
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+
+if TYPE_CHECKING:
+    from grprune.regularizers.base import Regularizer
+    from grprune.selectors.base import Selector
 
 #: labels of combinations of parts; a single part's label is its class's ``display_name``
 _COMBINED_LABELS = {("gumbel-gin", ("size", "eps-align")): "PrunE", ("none", ()): "ERM"}
@@ -15,7 +19,7 @@ _COMBINED_LABELS = {("gumbel-gin", ("size", "eps-align")): "PrunE", ("none", ())
 ABLATION_ROWS = ("size,eps-align", "size", "eps-align", "none")
 
 
-def _reg_class(name: str):
+def _reg_class(name: str) -> type[Regularizer] | None:
     try:
         from grprune.regularizers.base import REGULARIZERS
         return REGULARIZERS.get(name)
@@ -23,7 +27,7 @@ def _reg_class(name: str):
         return None
 
 
-def _selector_class(name: str):
+def _selector_class(name: str) -> type[Selector] | None:
     if name == "none":
         return None
     try:
@@ -41,8 +45,8 @@ def canonical_reg(reg: Iterable[str]) -> tuple[str, ...]:
     ('size', 'eps-align')
     """
     def key(name: str) -> tuple:
-        order = getattr(_reg_class(name), "name_order", math.inf)
-        return (order, name)
+        cls = _reg_class(name)
+        return (math.inf if cls is None else cls.name_order, name)
     return tuple(sorted(reg, key=key))
 
 
@@ -75,9 +79,10 @@ def _single_label(selector: str, reg: tuple[str, ...]) -> str | None:
     if len(reg) == 1:
         cls = _reg_class(reg[0])
         auto = "gumbel-gin" if _needs_selector(reg[0]) else "none"
-        return getattr(cls, "display_name", None) if selector == auto else None
+        return cls.display_name if cls is not None and selector == auto else None
     if not reg:
-        return getattr(_selector_class(selector), "display_name", None)
+        selector_cls = _selector_class(selector)
+        return None if selector_cls is None else selector_cls.display_name
     return None
 
 
@@ -134,8 +139,8 @@ def _table_orders() -> dict[str, float]:
     for registry in (REGULARIZERS, SELECTORS):
         for name in registry.names():
             cls = registry.get(name)
-            if getattr(cls, "display_name", None):
-                out[cls.display_name] = getattr(cls, "table_order", math.inf)
+            if cls.display_name:
+                out[cls.display_name] = cls.table_order
     return out
 
 

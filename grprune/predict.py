@@ -1,438 +1,480 @@
-"""Predictions of a molecule run on new SMILES: class probabilities and kept bonds.
+"""The prediction flow: score molecules with a run (or an ensemble), streamed or in memory.
 
-:func:`predict_smiles` is ``grprune predict``. Each SMILES is featurized with
-the run's featurizer (:func:`grprune.data.molecules.smiles_to_graph`, OGB's
-features, or dgllife's canonical ones for a ``molecule-csv`` run trained with
-``data.featurizer=dgllife-canonical``) under RDKit's full sanitization, as
-``molecule-csv`` parses its training rows: a molecule training would skip (a valence
-error such as ``N#N#N``) is not scored, and its ``reason`` is the one training gives.
-The molecules are batched with :func:`grprune.batch.collate` (256 per batch)
-and scored with the run's model under the trainer's evaluation rule
-(:mod:`grprune.inference`). An empty or unparsable SMILES gets a status, not
-an exception.
+:func:`predict_request` is ``grprune predict`` once its options are parsed: it checks the run,
+chooses how to score (:func:`streams`: a ``--csv`` library through
+:func:`grprune.predict_stream.screen_csv`, in chunks; SMILES, ``--draw`` and runs with other
+featurizers in memory, :func:`grprune.ensemble.score_smiles`), writes the files, and hands
+the command a :class:`PredictResult` and its printed table (:class:`PrintedTable`); the
+command only prints. :func:`check_request` refuses option combinations that cannot work,
+before a run is loaded.
 
-Outputs are two tables:
-
-* molecules, one row per input: ``row`` (0-based position in the input),
-  ``smiles``, ``canonical_smiles``, ``status`` (``ok``, ``empty SMILES``,
-  ``unparsable SMILES`` or ``too large``), ``reason`` (why a row is not scored, in
-  the words of training's skip reasons; ``""`` when scored), ``prob_1``
-  (binary tasks) or ``prob_0 .. prob_{C-1}``, ``pred_label``, ``num_bonds``,
-  ``bonds_kept``;
-* bonds, one row per RDKit bond of each scored molecule: ``row``, ``bond``
-  (RDKit bond index), ``begin_atom``, ``end_atom``, ``begin_symbol``,
-  ``end_symbol``, ``bond_type``, ``edge_prob`` (:math:`\\sigma(w)`),
-  ``edge_weight`` (evaluation mask), ``kept``.
+:func:`predict_molecules` is :meth:`grprune.inference.Run.predict` (and
+:func:`grprune.api.predict_ensemble`'s): SMILES go to :func:`grprune.ensemble.score_smiles`,
+a table (:func:`is_table`) to :func:`predict_table`, which chooses as :func:`predict_request` does
+(:func:`streams`), streams it through :func:`grprune.predict_stream.screen_csv` (or scores
+it in memory for a run whose featurizer is not OGB's) and reads the written rows back with
+their dtypes (:func:`read_table`).
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Callable
 
-import numpy as np
-
-from grprune.data.molecules import MAX_ATOMS, TOO_LARGE, too_large_reason
-from grprune.errors import GrpruneError
-
-EMPTY, UNPARSABLE, OK = "empty SMILES", "unparsable SMILES", "ok"
-MISMATCH = "RDKit molecule does not match the featurized graph"
-#: the per-molecule columns of predict's output, after the input's own
-MOLECULE_COLUMNS = ("row", "smiles", "canonical_smiles", "status", "reason")
-#: the reason of an empty row, as training words it
-MISSING = "missing SMILES"
+from grprune.errors import DataError, GrpruneError
+from grprune.ensemble import Ensemble, score_smiles
+from grprune.predict_columns import shown_score_columns
+from grprune.predict_printed import PrintedTable, printed_table
+from grprune.predict_memory import (OK, Prediction, draw_prediction, molecule_featurizer,
+                                    read_smiles_csv, with_input_columns, write_prediction)
+from grprune.predict_stream import CHUNK_ROWS, ScreenOptions, ScreenSummary, screen_csv
+from grprune.predict_stream_files import check_output, check_target
 
 
-def smiles_key(text: str) -> int:
-    """A molecule's identity for its evaluation noise: the first 8 bytes of the BLAKE2b
-    hash of its canonical SMILES, as a non-negative int64 (the same in every process).
+@dataclass(frozen=True)
+class PredictRequest:
+    """What to score and where to write it: ``grprune predict``'s options, parsed.
 
-    >>> smiles_key("CCO") == smiles_key("CCO"), 0 <= smiles_key("CCO") < 2**63
-    (True, True)
+    ``chunk_rows`` is the option's text until :func:`check_request` makes it a number;
+    ``keep_columns`` is ``"A,B"``.
     """
-    import hashlib
-    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(),
-                          "little") >> 1
 
-
-def row_problem(smiles: str) -> tuple[str, str] | None:
-    """The status and reason of a row that is not parsed at all: an empty SMILES, or one
-    over :data:`~grprune.data.molecules.MAX_ATOMS` atoms, wildcards included, or
-    :data:`~grprune.data.molecules.MAX_SMILES_BYTES` bytes (decided from its text before
-    RDKit sees it, :func:`grprune.data.molecules.too_large_reason`); None for a row to
-    parse.
-
-    >>> row_problem("*" * 20000)
-    ('too large', 'too large: 20,000 atoms (the limit is 500, data.max_atoms)')
-
-    >>> row_problem(""), row_problem("CCO")
-    (('empty SMILES', 'missing SMILES'), None)
-    """
-    if not smiles:
-        return EMPTY, MISSING
-    large = too_large_reason(smiles, MAX_ATOMS)
-    return (TOO_LARGE, large) if large else None
-
-
-def read_smiles_csv(path: str | Path, column: str | None = None) -> list[str]:
-    """The SMILES column of a CSV file (plain or compressed, read with pandas).
-
-    Parameters
-    ----------
-    path : str or Path
-    column : str, optional
-        Column name, matched as everywhere else
-        (:func:`grprune.data.molecules.match_columns`: exact, else up to case).
-        Default ``smiles``.
-
-    Returns
-    -------
-    list of str
-        One per data row; a missing value is ``""``.
-
-    Raises
-    ------
-    DataError
-        If the file is missing or unreadable, or has no such column (the
-        message lists the columns).
-    """
-    from grprune.data.molecules import match_columns, read_text_csv
-    path = Path(path)
-    df = read_text_csv(path, "--csv")
-    col = match_columns(df.columns, {"--smiles-column": column or "smiles"}, f"--csv {path}")
-    return [str(s) for s in df[col["--smiles-column"]].tolist()]
-
-
-def with_input_columns(molecules, inputs, keep: Sequence[str] | None = None,
-                       smiles_column: str | None = None):
-    """The molecule table with the input CSV's own columns in front, row by row.
-
-    The input's SMILES column is not carried: its text is the table's ``smiles``.
-
-    Parameters
-    ----------
-    molecules : pandas.DataFrame
-        :attr:`Prediction.molecules` (its ``row`` is the 0-based data row of the CSV).
-    inputs : pandas.DataFrame
-        The CSV as read (one row per data row, in order).
-    keep : sequence of str, optional
-        The input columns to carry (matched as
-        :func:`grprune.data.molecules.match_columns` does); default every one.
-    smiles_column : str, optional
-        The input's SMILES column (matched the same way); default ``smiles``.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Input columns first (one whose name the table already uses is prefixed
-        ``input_``), then the prediction's columns; one row per input row.
-
-    Raises
-    ------
-    DataError
-        If ``keep`` names columns the CSV lacks (all of them in one message).
-    """
-    from grprune.data.molecules import match_columns
-    cols = [str(c) for c in inputs.columns]
-    smiles = match_columns(cols, {"--smiles-column": smiles_column or "smiles"},
-                           "--csv")["--smiles-column"]
-    if keep:
-        found = match_columns(cols, {k: k for k in keep}, "--csv (--keep-columns)")
-        cols = list(dict.fromkeys(found[k] for k in keep))
-    cols = [c for c in cols if c != smiles]
-    carried = inputs[cols].reset_index(drop=True)
-    carried.columns = [f"input_{c}" if c in molecules.columns else c for c in cols]
-    return carried.join(molecules.set_index("row"), how="left").rename_axis(
-        "row").reset_index()
+    smiles: tuple = ()
+    csv_file: Path | None = None
+    smiles_column: str | None = None
+    id_column: str | None = None
+    keep_columns: str | None = None
+    out: Path | None = None
+    bonds: bool = False
+    draw_dir: Path | None = None
+    top_k: int | None = None
+    fmt: str = "png"
+    batch_size: int = 2048
+    progress: str = "auto"
+    chunk_rows: int | str | None = None
 
 
 @dataclass
-class Molecule:
-    """One input SMILES, featurized (or not).
+class PredictResult:
+    """What :func:`predict_request` did: molecules ``scored`` and ``too_large`` (not scored: over
+    the atom or size limit), the streamed screen's summary or the in-memory prediction."""
 
-    Attributes
-    ----------
-    row : int
-        0-based position in the input.
-    smiles : str
-    status : str
-        ``ok``, ``empty SMILES``, ``unparsable SMILES`` or ``too large``.
-    mol : rdkit.Chem.Mol or None
-    graph : dgl.DGLGraph or None
-    reason : str
-        Why the row is not scored, as training words its skip reasons (``""`` if scored).
-    canonical : str
-        RDKit canonical SMILES (``""`` if it cannot be written).
+    scored: int = 0
+    too_large: int = 0
+    summary: ScreenSummary | None = None
+    prediction: Prediction | None = None
+
+
+def _quiet(msg) -> None:
+    """A ``log`` or ``show`` that drops what it is given."""
+
+
+def check_request(request: PredictRequest) -> PredictRequest:
+    """Refuse option combinations that cannot work (one line each), before a run is
+    loaded; the request with its rows per chunk a number.
+
+    Raises
+    ------
+    GrpruneError
+        One line naming the option.
     """
+    r = request
+    if bool(r.smiles) == (r.csv_file is not None):
+        raise GrpruneError("give either --smiles (repeatable) or --csv FILE")
+    for name, given in (("--smiles-column", r.smiles_column), ("--keep-columns", r.keep_columns),
+                        ("--id-column", r.id_column), ("--chunk-rows", r.chunk_rows)):
+        if given is not None and r.csv_file is None:
+            raise GrpruneError(f"{name} applies to --csv only")
+    if r.top_k is not None and r.top_k < 1:
+        raise GrpruneError(f"--top-k must be at least 1, got {r.top_k}")
+    if r.batch_size < 1:
+        raise GrpruneError(f"--batch-size must be at least 1, got {r.batch_size}")
+    if r.bonds and r.out is None:
+        raise GrpruneError("--bonds needs --out FILE")
+    if r.out is not None and r.out.suffix.lower() == ".parquet" and r.csv_file is None:
+        raise GrpruneError("--out .parquet applies to --csv; write --smiles results to a .csv")
+    rows_per_chunk = _positive_int("--chunk-rows", r.chunk_rows, CHUNK_ROWS)
+    if r.out is not None:
+        check_output(r.out)  # Parquet without pyarrow: one line, before anything is read
+    if r.csv_file is not None and not r.csv_file.is_file():
+        raise GrpruneError(f"--csv not found: {r.csv_file}")
+    if r.out is not None:  # a directory, or the input itself: before the run is loaded
+        check_target(r.out, r.csv_file, r.bonds)
+    return replace(r, chunk_rows=rows_per_chunk)
 
-    row: int
-    smiles: str
-    status: str
-    mol: Any = None
-    graph: Any = None
-    reason: str = ""
-    canonical: str = ""
 
+def _positive_int(name: str, text, default: int) -> int:
+    """An option's positive integer (``default`` when not given).
 
-def featurize(smiles: Sequence[str], to_graph=None) -> list[Molecule]:
-    """Featurize SMILES as training does: the run's featurizer under RDKit's full
-    sanitization; a row it rejects gets the featurizer's message as its ``reason``.
-
-    Parameters
-    ----------
-    smiles : sequence of str, length S
-    to_graph : callable, optional
-        ``to_graph(smiles, lenient=False) -> DGLGraph``, the run's featurizer
-        (:func:`molecule_featurizer`); default OGB's.
-
-    Returns
-    -------
-    list of Molecule, length S
-        ``graph`` has ``2 * mol.GetNumBonds()`` directed edges, RDKit bond
-        ``k`` as edges ``2k`` and ``2k + 1``.
+    Raises
+    ------
+    GrpruneError
+        One line, for text that is no integer or one below 1.
     """
-    from rdkit import Chem, rdBase
+    if text is None:
+        return default
+    from grprune.messages import short_repr
+    digits = str(text).replace("_", "").replace(",", "")
+    try:
+        if len(digits) > 40:  # int() refuses 4,300 digits (and no chunk is near 40)
+            raise ValueError(digits)
+        value = int(digits)
+    except ValueError:
+        raise GrpruneError(f"{name} must be a whole number of rows, got "
+                           f"{short_repr(text)}") from None
+    if value < 1:
+        raise GrpruneError(f"{name} must be at least 1, got {value}")
+    return value
 
+
+def _keep(keep_columns: str | None) -> list[str] | None:
+    """``--keep-columns A,B`` as a list (None: every column)."""
+    return [c.strip() for c in keep_columns.split(",") if c.strip()] if keep_columns else None
+
+
+def streams(run, request: PredictRequest) -> bool:
+    """Whether :func:`predict_request` streams: a ``--csv`` library, nothing drawn, and a
+    run whose featurizer (:func:`grprune.predict_memory.molecule_featurizer`) is OGB's, the
+    one the chunks are featurized with (:func:`grprune.predict_stream.can_stream`).
+
+    Raises
+    ------
+    GrpruneError
+        A run without molecule features (:func:`~grprune.predict_memory.molecule_featurizer`).
+    """
     from grprune.data.molecules import smiles_to_graph
-    from grprune.draw import parse_molecule
-    from grprune.errors import DataError
-
-    to_graph = to_graph or smiles_to_graph
-    out = []
-    for row, s in enumerate(smiles):
-        s = "" if s is None else str(s).strip()
-        problem = row_problem(s)
-        if problem is not None:
-            out.append(Molecule(row, s, problem[0], reason=problem[1]))
-            continue
-        try:
-            graph = to_graph(s)
-        except DataError as exc:
-            out.append(Molecule(row, s, UNPARSABLE, reason=str(exc)))
-            continue
-        mol = parse_molecule(s)
-        if (mol is None or mol.GetNumAtoms() != graph.num_nodes()
-                or 2 * mol.GetNumBonds() != graph.num_edges()):
-            out.append(Molecule(row, s, MISMATCH, reason=MISMATCH))
-            continue
-        canonical = ""
-        try:
-            with rdBase.BlockLogs():
-                canonical = Chem.MolToSmiles(mol)
-        except Exception:
-            pass
-        out.append(Molecule(row, s, OK, mol=mol, graph=graph, canonical=canonical))
-    return out
+    featurizer = molecule_featurizer(run)  # refuses a run without molecule features
+    return (request.csv_file is not None and request.draw_dir is None
+            and featurizer is smiles_to_graph)
 
 
-@dataclass
-class Prediction:
-    """What :func:`predict_smiles` returns.
+def predict_request(run, request: PredictRequest, log: Callable[[str], None] = _quiet,
+            show: Callable[[PrintedTable], None] = _quiet) -> PredictResult:
+    """Score ``request``'s molecules with ``run``: ``grprune predict``.
 
-    Attributes
+    Parameters
     ----------
-    molecules : pandas.DataFrame
-        One row per input (module docstring).
-    bonds : pandas.DataFrame
-        One row per RDKit bond of each scored molecule.
-    items : list of Molecule
-    scores : dict of int to GraphScore
-        Row -> the model's output for the scored molecules.
-    bond_ids : dict of int to np.ndarray
-        Row -> RDKit bond index of each graph bond (shape (U,)).
-    """
+    run : grprune.inference.Run or grprune.ensemble.Ensemble
+        A molecule run, or runs (:func:`grprune.api.load_model`).
+    request : PredictRequest
+        Checked by :func:`check_request`.
+    log : callable
+        Receives the notes (stderr of the command), one line each.
+    show : callable
+        Receives the table of the first rows, when it is ready.
 
-    molecules: Any
-    bonds: Any
-    items: list[Molecule]
-    scores: dict = field(default_factory=dict)
-    bond_ids: dict = field(default_factory=dict)
-
-    @property
-    def n_ok(self) -> int:
-        return sum(m.status == OK for m in self.items)
-
-
-def molecule_featurizer(run):
-    """The featurizer of a molecule run (:func:`grprune.data.molecule_csv.run_featurizer`):
-    OGB's, or dgllife's canonical features for a ``molecule-csv`` run trained with them.
+    Returns
+    -------
+    PredictResult
 
     Raises
     ------
     GrpruneError
-        If the run's features come from no SMILES featurizer (synthetic graphs).
+        Not a molecule run; ``--bonds`` or ``--draw`` with an ensemble; as
+        :func:`~grprune.predict_stream.screen_csv`.
     """
-    from grprune.data.molecule_csv import run_featurizer
-    to_graph = run_featurizer(run.cfg, run.features)
-    if to_graph is None:
-        raise GrpruneError(f"predict works on molecule models; this run was trained on "
-                           f"{run.dataset_name} (synthetic features)")
-    return to_graph
+    streamed = streams(run, request)
+    if isinstance(run, Ensemble) and len(run) > 1:
+        if request.bonds or request.draw_dir is not None:
+            raise GrpruneError(f"{'--bonds' if request.bonds else '--draw'} shows one model's "
+                               f"kept bonds; it does not apply to an ensemble of several runs")
+        log(f"scoring with an ensemble of {len(run)} runs: "
+            + ", ".join(str(r.run_dir) for r in run.members))
+    if isinstance(run, Ensemble) and run.calibrated:
+        log("probabilities calibrated: " + "; ".join(
+            f"{r.run_dir.name} {c.describe()}" for r, c in zip(run.members, run.calibrators)
+            if c is not None))
+    if run.warmup_note:  # an ERM warm-up model: every bond is kept
+        log(run.warmup_note)
+    result = (_stream(run, request, log, show) if streamed
+              else _in_memory(run, request, log, show))
+    if result.scored == 0:  # the command's exit status 1, too large ones included
+        log("no molecule could be scored" + (
+            f" ({result.too_large:,} too large: over the atom or size limit)"
+            if result.too_large else ""))
+    return result
 
 
-def check_molecule_run(run) -> None:
-    """Refuse runs whose model does not read molecule features (:func:`molecule_featurizer`).
+def _stream(run, request: PredictRequest, log, show) -> PredictResult:
+    """:func:`predict_request` of a ``--csv`` library through
+    :func:`~grprune.predict_stream.screen_csv`."""
+    from grprune.data.molecules import TOO_LARGE
+    r = request
+    opts = ScreenOptions(smiles_column=r.smiles_column, id_column=r.id_column,
+                         keep_columns=_keep(r.keep_columns), batch_size=r.batch_size,
+                         bonds=r.bonds, progress=r.progress, chunk_rows=int(r.chunk_rows or CHUNK_ROWS))
+    assert r.csv_file is not None  # streams() streams a --csv library only
+    summary = screen_csv(run, r.csv_file, r.out, opts, log=log)
+    df, shown, id_col = summary.head, 50, summary.id_column
+    table = printed_table(
+        f"{run.dataset_name} model {_model_name(run)}: "
+        f"{summary.scored:,}/{summary.rows:,} molecules scored", df.head(shown), id_col is not None,
+        [str(v) for v in df[id_col].head(shown)] if id_col else None)
+    if summary.rows > shown:
+        table.more = (f"... {summary.rows - shown:,} more rows"
+                      + ("" if r.out else "; use --out FILE for all of them"))
+    show(table)
+    log_duplicates(summary.duplicate_ids, summary.duplicate_rows, log)
+    log(summary.line())
+    if r.out is not None:
+        log("wrote " + " and ".join(str(f) for f in summary.files))
+    return PredictResult(scored=summary.scored, too_large=summary.skipped.get(TOO_LARGE, 0),
+                         summary=summary)
 
-    Raises
-    ------
-    GrpruneError
-        If the run was not trained on SMILES featurized by grprune.
+
+def _in_memory(run, request: PredictRequest, log, show) -> PredictResult:
+    """:func:`predict_request` of ``--smiles``, ``--draw`` and runs with other featurizers: every
+    molecule in memory (:func:`grprune.ensemble.score_smiles`)."""
+    from grprune.data.csv_tables import read_text_csv
+    from grprune.data.molecules import TOO_LARGE
+    r = request
+    inputs = (list(r.smiles) if r.csv_file is None
+              else read_smiles_csv(r.csv_file, r.smiles_column))
+    ids = _csv_ids(run, r.csv_file, r.id_column) if r.csv_file is not None else None
+    pred = score_smiles(run, inputs, batch_size=r.batch_size)
+    if r.csv_file is not None:  # the input's own columns (IDs, names) go beside the scores
+        pred.molecules = with_input_columns(pred.molecules, read_text_csv(r.csv_file, "--csv"),
+                                            _keep(r.keep_columns), r.smiles_column)
+    if ids is not None:
+        dups = _duplicate_ids(ids)
+        log_duplicates(len(dups), dups[:10], log)
+        pred.bonds.insert(1, "id", [ids[row] for row in pred.bonds["row"]])
+    df, shown = pred.molecules, 50
+    table = printed_table(f"{run.dataset_name} model {_model_name(run)}: "
+                           f"{pred.n_ok}/{len(df)} molecules scored", df.head(shown),
+                           ids is not None, [ids[row] for row in df["row"].head(shown)]
+                           if ids is not None else None)
+    if len(df) > shown:
+        table.more = (f"... {len(df) - shown} more rows"
+                      + ("" if r.out else "; use --out FILE for all of them"))
+    show(table)
+    if r.out is not None:
+        log("wrote " + " and ".join(str(f) for f in write_prediction(pred, r.out, bonds=r.bonds)))
+    if r.draw_dir is not None:
+        _draw(pred, r.draw_dir, r, ids, log)
+    _log_failed(df, log)
+    return PredictResult(scored=pred.n_ok, too_large=int((df["status"] == TOO_LARGE).sum()),
+                         prediction=pred)
+
+
+def _model_name(run) -> str:
+    """A run's directory name, or an ensemble's :attr:`grprune.ensemble.Ensemble.name`."""
+    return run.name if isinstance(run, Ensemble) else run.run_dir.name
+
+
+def _csv_ids(run, csv_file: Path, id_column: str | None) -> list[str] | None:
+    """The ``--csv`` file's compound IDs: ``--id-column``, else the run's
+    ``data.id_column`` where the CSV has that column; None for neither."""
+    from grprune.data.csv_tables import match_columns, read_text_csv
+    df = read_text_csv(csv_file, "--csv")
+    name = id_column or run.cfg.data.id_column
+    if not name:
+        return None
+    if id_column is None and name.casefold() not in {str(c).casefold() for c in df.columns}:
+        return None  # the run's ID column is not in this file: rows identify molecules
+    col = match_columns(df.columns, {"--id-column": name}, f"--csv {csv_file}")["--id-column"]
+    return [str(x) for x in df[col].tolist()]
+
+
+def _duplicate_ids(ids: list[str]) -> list[tuple[int, str, int]]:
+    """(row, ID, the first row with that ID) of each row that repeats an earlier ID."""
+    seen: dict[str, int] = {}
+    dups = []
+    for r, i in enumerate(ids):
+        if i != "" and i in seen:
+            dups.append((r, i, seen[i]))
+        seen.setdefault(i, r)
+    return dups
+
+
+def log_duplicates(count: int, first: list, log: Callable[[str], None]) -> None:
+    """One note on repeated compound IDs: how many rows, and the first ones."""
+    if count:
+        shown = "; ".join(f"row {r} has ID {i!r} of row {f}" for r, i, f in first[:5])
+        log(f"{count} row{'s' if count > 1 else ''} repeat{'' if count > 1 else 's'} an "
+            f"earlier row's ID ({shown}{' ...' if count > 5 else ''}); scores are per "
+            f"row, but lookups by ID are ambiguous")
+
+
+def _draw(pred: Prediction, draw_dir: Path, request: PredictRequest, ids, log) -> None:
+    """``--draw``: one picture per scored molecule, and a note."""
+    from grprune.draw import rdkit_drawing_error
+    if rdkit_drawing_error():
+        log(f"RDKit cannot draw molecules here ({rdkit_drawing_error()}); "
+            f"drawing plain graphs (node = atom index)")
+    drawn = draw_prediction(pred, draw_dir, fmt=request.fmt, top_k=request.top_k,
+                            ids=ids)
+    n = len(drawn)
+    log(f"wrote {n} picture{'' if n == 1 else 's'} to {draw_dir}")
+
+
+def _log_failed(df, log) -> None:
+    """One note on the molecules not scored: how many, by status, and their first rows."""
+    failed = df[df["status"] != OK]
+    if len(failed):
+        by = failed.groupby("status")["row"].apply(list)
+        parts = [f"{status}: row{'s' if len(rows) > 1 else ''} "
+                 f"{', '.join(map(str, rows[:10]))}{' ...' if len(rows) > 10 else ''}"
+                 for status, rows in by.items()]
+        log(f"{len(failed)} of {len(df)} molecules not scored ({'; '.join(parts)})")
+
+
+
+def is_table(molecules) -> bool:
+    """Whether ``Run.predict`` is given a table rather than SMILES: a pandas DataFrame, a
+    :class:`pathlib.Path`, or a str ending in ``.csv`` (``.csv.gz``, ``.bz2``, ``.xz``,
+    ``.zip``, ``.zst``: no SMILES does).
+
+    >>> is_table("library.csv.gz"), is_table("CCO"), is_table(["CCO"])
+    (True, False, False)
     """
-    molecule_featurizer(run)
+    import re
+
+    import pandas as pd
+    if isinstance(molecules, (Path, pd.DataFrame)):
+        return True
+    return isinstance(molecules, str) and re.search(
+        r"\.csv(\.(gz|bz2|xz|zip|zst))?$", molecules.strip(), re.IGNORECASE) is not None
 
 
-def predict_smiles(run, smiles: Sequence[str], batch_size: int = 256) -> Prediction:
-    """Score SMILES with a molecule run's model.
+#: dtypes of predict's numeric columns when a written table is read back (the others are text)
+_NUMERIC = {"molecules": {"row": "int64", "pred_label": "Int64", "num_bonds": "Int64",
+                          "bonds_kept": "Int64", "score_mean": "float64", "score_sd": "float64",
+                          "ensemble_size": "int64"},
+            "bonds": {"row": "int64", "bond": "int64", "begin_atom": "int64",
+                      "end_atom": "int64", "edge_prob": "float64", "edge_weight": "float64",
+                      "kept": "int64"}}
+
+
+def read_table(path: str | Path, kind: str = "molecules"):
+    """A table predict wrote (:func:`~grprune.predict_stream.screen_csv`), read back with its
+    dtypes: the input's columns and the SMILES as text (``""`` for empty cells), ``prob_*``
+    and ``pred_*`` float (NaN when not scored), ``pred_label``, ``num_bonds``, ``bonds_kept``
+    nullable integers.
+
+    Parameters
+    ----------
+    path : path
+        A ``.csv`` file.
+    kind : {"molecules", "bonds"}
+    """
+    import pandas as pd
+    cols = pd.read_csv(path, nrows=0).columns
+    numeric = {c: ("float64" if kind == "molecules" and c in shown_score_columns(cols)
+                   else _NUMERIC[kind].get(c)) for c in cols}
+    return pd.read_csv(path, keep_default_na=False,
+                       na_values={c: [""] for c, t in numeric.items() if t},
+                       dtype={c: t or str for c, t in numeric.items()})
+
+
+def predict_table(run, data, out: str | Path | None = None, opts: ScreenOptions | None = None,
+                  log: Callable[[str], None] | None = None):
+    """Score a table of molecules as ``grprune predict --csv`` does: ``Run.predict`` of a
+    pandas DataFrame or a CSV file.
+
+    The rows go through :func:`~grprune.predict_stream.screen_csv` (in chunks, in bounded memory; a
+    DataFrame is written to a temporary CSV first), or, for a run with another featurizer
+    (:func:`streams`), through :func:`grprune.predict_memory.predict_smiles` in
+    memory, as the command does.
 
     Parameters
     ----------
     run : grprune.inference.Run
-        A run trained on molecules (``feature_kind == "ogb"``).
-    smiles : sequence of str, length S
-    batch_size : int
-        Molecules per batch.
+        A molecule run.
+    data : pandas.DataFrame or path
+        One row per molecule: a SMILES column (``opts.smiles_column``, default ``smiles``,
+        matched up to case) and any others (IDs: ``opts.id_column``, or the run's
+        ``data.id_column`` when the table has it).
+    out : path, optional
+        Write the rows there (``.csv``, or ``.parquet`` with pyarrow; resumed after an
+        interruption as with ``--out``) and return the summary instead of the table.
+    opts : ScreenOptions, optional
+        Default: :class:`~grprune.predict_stream.ScreenOptions` without a progress display.
+    log : callable, optional
+        With ``out``: receives the state line (resume or clean start).
 
     Returns
     -------
-    Prediction
-        ``molecules`` has S rows; failed rows have a status and empty values. A
-        molecule's scores depend on it alone: its evaluation noise (``eval_mode=sample``)
-        is keyed by :func:`smiles_key` of its canonical SMILES and the run's seed
-        (:func:`prediction_seed`), not by its position or batch.
+    pandas.DataFrame or ScreenSummary
+        Without ``out``, the molecule table (with ``opts.bonds``, the bond table) read back
+        by :func:`read_table`: one row per input row, in order; the input's columns, as
+        text. With ``out``, what was written.
 
     Raises
     ------
+    DataError
+        A missing or unreadable file, or a missing column.
     GrpruneError
-        If the run is not a molecule run.
+        As :func:`~grprune.predict_stream.screen_csv`.
     """
+    import tempfile
+
     import pandas as pd
 
-    from grprune.draw import rdkit_bond_ids
-
-    items = featurize(smiles, molecule_featurizer(run))
-    ok = [m for m in items if m.status == OK]
-    scored = run.score([m.graph for m in ok], batch_size=batch_size,
-                       keys=[smiles_key(m.canonical or m.smiles) for m in ok],
-                       seed=prediction_seed(run))
-    scores = {m.row: s for m, s in zip(ok, scored)}
-    from grprune.predict_columns import has_label, score_columns, score_values
-    prob_cols = score_columns(run)
-    mol_rows, bond_rows, bond_ids = [], [], {}
-    for m in items:
-        row: dict[str, Any] = {"row": m.row, "smiles": m.smiles, "canonical_smiles": m.canonical,
-                               "status": m.status, "reason": m.reason}
-        s = scores.get(m.row)
-        if s is None:
-            row.update({k: None for k in prob_cols})
-            row.update({"pred_label": None, "num_bonds": None, "bonds_kept": None})
-            mol_rows.append(row)
-            continue
-        row.update(zip(prob_cols, score_values(run, s.prob[None])[0].tolist()))
-        kept = s.bond_weight > 0.5
-        row.update({"pred_label": s.pred if has_label(run) else None, "num_bonds": s.num_bonds,
-                    "bonds_kept": int(kept.sum())})
-        mol_rows.append(row)
-        ids = rdkit_bond_ids(m.mol, s.bond_src, s.bond_dst, s.num_nodes)
-        bond_ids[m.row] = ids
-        for k in np.argsort(ids, kind="stable"):
-            b = m.mol.GetBondWithIdx(int(ids[k]))
-            a1, a2 = b.GetBeginAtom(), b.GetEndAtom()
-            bond_rows.append({
-                "row": m.row, "bond": int(ids[k]), "begin_atom": a1.GetIdx(),
-                "end_atom": a2.GetIdx(), "begin_symbol": a1.GetSymbol(),
-                "end_symbol": a2.GetSymbol(), "bond_type": str(b.GetBondType()),
-                "edge_prob": float(s.bond_prob[k]), "edge_weight": float(s.bond_weight[k]),
-                "kept": int(kept[k])})
-    molecules = pd.DataFrame(mol_rows, columns=[*MOLECULE_COLUMNS, *prob_cols, "pred_label",
-                                                "num_bonds", "bonds_kept"])
-    for col in ("pred_label", "num_bonds", "bonds_kept"):
-        molecules[col] = molecules[col].astype("Int64")
-    bonds = pd.DataFrame(bond_rows, columns=["row", "bond", "begin_atom", "end_atom",
-                                             "begin_symbol", "end_symbol", "bond_type",
-                                             "edge_prob", "edge_weight", "kept"])
-    return Prediction(molecules=molecules, bonds=bonds, items=items, scores=scores,
-                      bond_ids=bond_ids)
-
-
-def bonds_path(out: str | Path) -> Path:
-    """``preds.csv`` -> ``preds.bonds.csv`` (next to it)."""
-    out = Path(out)
-    return out.with_name(f"{out.stem}.bonds.csv")
-
-
-def write_prediction(pred: Prediction, out: str | Path, bonds: bool = True) -> list[Path]:
-    """Write the molecule table to ``out`` and (``bonds``) the bond table next to it,
-    atomically.
-
-    Returns
-    -------
-    list of Path
-        ``[out, bonds_path(out)]`` (``[out]`` without ``bonds``).
-    """
-    from grprune.record import files as R
-    out = Path(out)
-    R.atomic_write_bytes(out, pred.molecules.to_csv(index=False, float_format="%.6g").encode())
-    if not bonds:
-        return [out]
-    bp = bonds_path(out)
-    R.atomic_write_bytes(bp, pred.bonds.to_csv(index=False, float_format="%.6g").encode())
-    return [out, bp]
-
-
-def draw_prediction(pred: Prediction, out_dir: str | Path, fmt: str = "png",
-                    top_k: int | None = None, ids: Sequence[str] | None = None) -> list[Path]:
-    """One picture per scored molecule, ``mol-<row>.<fmt>``, as ``grprune explain`` draws.
-
-    With ``ids`` (one per input row, e.g. the CSV's compound IDs) the names are
-    ``mol-<row>_id-<ID>.<fmt>`` (characters outside letters, digits, ``.``,
-    ``-`` and ``+`` become ``_``) and the legend names the ID.
-
-    Where RDKit's drawing code cannot load (:func:`grprune.draw.rdkit_drawing_error`)
-    molecules are drawn as plain graphs.
-
-    Returns
-    -------
-    list of Path
-        The files written.
-    """
-    from grprune.record import files as R
-    from grprune.draw import (draw_graph, draw_molecule, highlight_caption, highlighted_bonds,
-                              rdkit_drawing_error)
-    from grprune.explain_metrics import ranking_score
-
-    out_dir = Path(out_dir)
-    written = []
-    plain = rdkit_drawing_error() is not None  # RDKit cannot draw here: plain graphs
-    caption = highlight_caption(top_k, molecule=not plain)
-    for m in pred.items:
-        s = pred.scores.get(m.row)
-        if s is None:
-            continue
-        marked = highlighted_bonds(ranking_score(s.bond_logits), s.bond_weight, top_k)
-        p = (f"p(y=1) = {s.prob[1]:.3f}" if len(s.prob) == 2
-             else f"predicted {s.pred} (p = {s.prob[s.pred]:.3f})")
-        who = f"row {m.row}" + (f", ID {ids[m.row]}" if ids is not None else "")
-        legend = (f"{who}: {p} - {int(marked.sum())}/{s.num_bonds} bonds marked\n"
-                  f"{caption}")
-        if plain:
-            data = draw_graph(s.num_nodes, s.bond_src, s.bond_dst, s.bond_prob, marked,
-                              title=legend.splitlines()[0], caption=caption, top_k=top_k,
-                              fmt=fmt)
+    streamed = streams(run, PredictRequest(csv_file=Path("table.csv")))  # a table is a --csv
+    opts = opts or ScreenOptions(progress="none")
+    with tempfile.TemporaryDirectory(prefix="grprune-predict-") as tmp:
+        if isinstance(data, pd.DataFrame):
+            csv_file = Path(tmp) / "input.csv"
+            data.to_csv(csv_file, index=False)
         else:
-            data = draw_molecule(m.mol, pred.bond_ids[m.row], s.bond_prob, marked,
-                                 legend=legend, fmt=fmt)
-        tag = ("" if ids is None else
-               "_id-" + (re.sub(r"[^A-Za-z0-9.+-]", "_", str(ids[m.row]))[:80] or "_"))
-        path = out_dir / f"mol-{m.row}{tag}.{fmt}"
-        R.atomic_write_bytes(path, data)
-        written.append(path)
-    return written
+            csv_file = Path(data)
+            if not csv_file.is_file():
+                raise DataError(f"CSV file not found: {csv_file}")
+        if not streamed:
+            return _in_memory_table(run, csv_file, out, opts)
+        target = Path(out) if out is not None else Path(tmp) / "preds.csv"
+        summary = screen_csv(run, csv_file, target, opts,
+                             log=(log or _quiet) if out is not None else _quiet)
+        if out is not None:
+            return summary
+        from grprune.predict_memory import bonds_path
+        return (read_table(bonds_path(target), "bonds") if opts.bonds
+                else read_table(target))
 
 
-def prediction_seed(run) -> int:
-    """The evaluation seed of predict: :func:`grprune.determinism.eval_seed` of the run's seed
-    and ``"predict"`` (keys of the noise are the molecules' own, :func:`smiles_key`)."""
-    from grprune.determinism import eval_seed
-    return eval_seed(int(run.cfg.train.seed or 0), "predict")
+def predict_molecules(model, molecules, batch_size: int = 256, bonds: bool = False, *,
+                      smiles_column: str | None = None, id_column: str | None = None,
+                      out: str | Path | None = None, chunk_rows: int | None = None, log=None):
+    """:meth:`grprune.inference.Run.predict` (its parameters, returns and raises) of a run
+    or of an :class:`~grprune.ensemble.Ensemble` (:func:`grprune.api.predict_ensemble`):
+    SMILES in memory (:func:`grprune.ensemble.score_smiles`), a table through
+    :func:`predict_table`."""
+    table_only = {"smiles_column": smiles_column, "id_column": id_column, "out": out,
+                  "chunk_rows": chunk_rows}
+    if not is_table(molecules):
+        given = [k for k, v in table_only.items() if v is not None]
+        if given:
+            raise GrpruneError(f"{given[0]}= applies to a table (a DataFrame or a CSV "
+                               f"file), not to SMILES")
+        items = [molecules] if isinstance(molecules, str) else list(molecules)
+        pred = score_smiles(model, items, batch_size=batch_size)
+        return pred.bonds if bonds else pred.molecules
+    opts = ScreenOptions(smiles_column=smiles_column, id_column=id_column,
+                         batch_size=batch_size, bonds=bonds, progress="none",
+                         chunk_rows=CHUNK_ROWS if chunk_rows is None else int(chunk_rows))
+    return predict_table(model, molecules, out=out, opts=opts, log=log)
+
+
+def _in_memory_table(run, csv_file: Path, out: str | Path | None, opts: ScreenOptions):
+    """:func:`predict_table` for a run :func:`~grprune.predict_stream.screen_csv` cannot score (its
+    featurizer is not OGB's): every row in memory, as ``grprune predict`` scores such a run."""
+    from grprune.data.csv_tables import match_columns, read_text_csv
+    from grprune.predict_memory import with_input_columns, write_prediction
+    inputs = read_text_csv(csv_file, "--csv")
+    col = match_columns([str(c) for c in inputs.columns],
+                        {"--smiles-column": opts.smiles_column or "smiles"}, "--csv")
+    pred = score_smiles(run, inputs[col["--smiles-column"]].tolist(),
+                        batch_size=opts.batch_size)
+    pred.molecules = with_input_columns(pred.molecules, inputs, opts.keep_columns,
+                                        opts.smiles_column)
+    if out is None:
+        return pred.bonds if opts.bonds else pred.molecules
+    if Path(out).suffix.lower() == ".parquet":
+        raise GrpruneError(f"out={out}: this run's molecules are scored in memory and "
+                           f"written as CSV; name a .csv file")
+    files = write_prediction(pred, out, bonds=opts.bonds)
+    status = pred.molecules["status"]
+    return ScreenSummary(rows=len(status), scored=pred.n_ok, files=files,
+                         skipped=status[status != OK].value_counts().to_dict())

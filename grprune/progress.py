@@ -65,8 +65,8 @@ class _EpochLine:
         self.started = time.monotonic()
 
     def update(self, rec: EpochRecord | Mapping[str, Any], metric: str) -> None:
-        """Show one finished epoch's record (what ``run``'s ``on_epoch`` gets; a dict of the
-        form it got before issue 53 is read with :meth:`EpochRecord.from_dict`)."""
+        """Show one finished epoch's record (what ``run``'s ``on_epoch`` gets; a line of
+        ``results.jsonl``, a dict, is read with :meth:`EpochRecord.from_dict`)."""
         self.rec, self.metric = EpochRecord.from_dict(rec), metric
         self.times = [*self.times, float(self.rec.epoch_time_s or 0.0)][-self.ETA_WINDOW:]
 
@@ -150,9 +150,8 @@ class EpochPrinter:
             self.live.start()
 
     def __call__(self, rec: EpochRecord | Mapping[str, Any]) -> None:
-        """Show one finished epoch (its ``improved`` draws the new-best ``*``); a dict of
-        the form ``on_epoch`` got before issue 53 is read with
-        :meth:`EpochRecord.from_dict`."""
+        """Show one finished epoch (its ``improved`` draws the new-best ``*``); a line of
+        ``results.jsonl``, a dict, is read with :meth:`EpochRecord.from_dict`."""
         if self.mode == "rich":
             self.line.update(rec, self.metric)
             self.live.refresh()

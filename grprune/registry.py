@@ -5,7 +5,9 @@ decorator; outside packages add parts through an entry-point group (e.g.
 ``grprune.regularizers``), loaded lazily on the first lookup. Lookup normalises
 case, ``-`` and ``_``, so ``EPS_align``, ``eps-align`` and ``epsalign`` are the
 same name. An unknown name raises :class:`~grprune.errors.GrpruneError` listing
-the choices with a "did you mean"; registering a name twice is an error.
+the choices with a "did you mean"; registering a name twice is an error, and so is
+registering an object that is not of the registry's :attr:`Registry.base` (a class's
+subclass, or a ``runtime_checkable`` protocol's implementation).
 
 Example
 -------
@@ -22,6 +24,7 @@ Example
 from __future__ import annotations
 
 import fnmatch
+import inspect
 import sys
 import warnings
 from importlib import metadata
@@ -53,11 +56,24 @@ class Registry:
         What the parts are, for messages ("regularizer").
     entry_point_group : str, optional
         Entry-point group scanned (once, lazily) for parts from other packages.
+    base : type, optional
+        What every registered object must be: a subclass of this class, or, for a
+        ``typing.Protocol`` marked ``@runtime_checkable``, a class or object that
+        satisfies it. None: anything. Settable after construction (a package creates its
+        registry before the base class it registers is defined).
+
+    Raises
+    ------
+    GrpruneError
+        From :meth:`add` (so :meth:`register` and entry-point plugins), on an object that
+        is not of ``base``; the message names the part, the kind and what it must be.
     """
 
-    def __init__(self, kind: str, entry_point_group: str | None = None) -> None:
+    def __init__(self, kind: str, entry_point_group: str | None = None, *,
+                 base: type | None = None) -> None:
         self.kind = kind
         self.entry_point_group = entry_point_group
+        self.base = base
         self._items: dict[str, Any] = {}  # canonical name -> object
         self._keys: dict[str, str] = {}  # normalised name or alias -> canonical name
         self._plugins_loaded = entry_point_group is None
@@ -94,8 +110,39 @@ class Registry:
         """
         self.add(name, _Lazy(module), aliases)
 
+    def check(self, name: str, obj: Any) -> None:
+        """Raise a GrpruneError unless ``obj`` is of :attr:`base` (see the class)."""
+        base = self.base
+        if base is None or isinstance(obj, _Lazy):  # a placeholder: checked when it registers
+            return
+        # typing marks a Protocol (not a class implementing one) in its own __dict__
+        if base.__dict__.get("_is_protocol", False):
+            if not base.__dict__.get("_is_runtime_protocol", False):
+                raise GrpruneError(f"{self.kind} registry: its base {base.__qualname__} is a "
+                                   f"Protocol without @runtime_checkable, which cannot be "
+                                   f"checked")
+            # isinstance, not issubclass: a class's attributes (methods and data members
+            # alike, which issubclass refuses) are looked up on the class object itself
+            ok = isinstance(obj, base)
+            what = f"implement the protocol {base.__module__}.{base.__qualname__}"
+        else:
+            ok = inspect.isclass(obj) and issubclass(obj, base)
+            what = f"be a subclass of {base.__module__}.{base.__qualname__}"
+        if not ok:
+            shown = (f"{obj.__module__}.{obj.__name__}" if inspect.isclass(obj)
+                     else f"{type(obj).__qualname__} object")
+            raise GrpruneError(f"{self.kind} {name!r} ({shown}) cannot be registered: a "
+                               f"{self.kind} must {what}")
+
     def add(self, name: str, obj: Any, aliases: Iterable[str] = ()) -> None:
-        """Register ``obj`` under ``name``; see :meth:`register`."""
+        """Register ``obj`` under ``name``; see :meth:`register`.
+
+        Raises
+        ------
+        GrpruneError
+            If the name or an alias is already taken, or ``obj`` is not of :attr:`base`.
+        """
+        self.check(name, obj)
         if isinstance(self._items.get(name), _Lazy) and not isinstance(obj, _Lazy):
             self._items[name] = obj  # the declared module registering itself
             for key in aliases:

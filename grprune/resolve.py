@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from grprune.errors import GrpruneError
 from grprune.record.runconfig import VERSION, RunConfig, move_keys
@@ -24,9 +24,14 @@ from grprune.record.settings import (RECORDS, SECTIONS, DataSettings, ModelSetti
                                      TrainSettings, config_hash, flat_items, parse_override)
 from grprune.record.userfiles import load_config_file
 
+if TYPE_CHECKING:
+    from grprune.data.registry import DatasetSource
+    from grprune.regularizers.base import Regularizer
 
-def preset_items(preset: Any, data_name: str, source: Any, encoder_name: str,
-                 selector_name: str, reg_classes: Mapping[str, Any]) -> dict[str, Any]:
+
+def preset_items(preset: Any, data_name: str, source: type[DatasetSource], encoder_name: str,
+                 selector_name: str, reg_classes: Mapping[str, type[Regularizer]]
+                 ) -> dict[str, Any]:
     """The keys of ``preset`` (a :class:`grprune.presets.Preset`) that apply to this run.
 
     Keys of parts the run does not have are left out: ``reg.NAME.*`` without NAME in
@@ -44,11 +49,10 @@ def preset_items(preset: Any, data_name: str, source: Any, encoder_name: str,
     from grprune.selectors.base import SELECTORS
 
     def known(registry, key):
-        return any(key in getattr(registry.get(n), "defaults", {}) for n in registry.names())
+        return any(key in registry.get(n).defaults for n in registry.names())
 
-    method_selector = {k for c in reg_classes.values()
-                       for k in getattr(c, "selector_defaults", {})}
-    data_keys = set(DataSettings.defaults) | set(getattr(source, "defaults", {})) | {"shift"}
+    method_selector = {k for c in reg_classes.values() for k in c.selector_defaults}
+    data_keys = set(DataSettings.defaults) | set(source.defaults) | {"shift"}
     out = {}
     for key, value in preset.values_for(data_name).items():
         section, _, rest = key.partition(".")
@@ -147,7 +151,7 @@ def resolve_config(*, data: str | None = None, selector: str | None = None,
     """
     file_cfg = load_config_file(file) if file else {}
     parts = _pick_parts(file_cfg, data=data, selector=selector, reg=reg, encoder=encoder)
-    recommended = list(getattr(parts.source, "recommended", {}).items())
+    recommended = list(parts.source.recommended.items())
     given_items = [*(_flatten(file_cfg, str(file)) if file else []), *(flags or {}).items(),
                    *(parse_override(o) for o in overrides)]
     split = _requested_split(parts, [*recommended, *given_items])
@@ -184,8 +188,8 @@ class _Parts:
     data: str
     encoder: str
     selector: str
-    reg: dict[str, Any]  # name -> regularizer class, in --reg order
-    source: Any
+    reg: dict[str, type[Regularizer]]  # name -> regularizer class, in --reg order
+    source: type[DatasetSource]
 
 
 def _pick_parts(file_cfg: Mapping[str, Any], *, data, selector, reg, encoder) -> _Parts:
@@ -224,7 +228,7 @@ def _requested_split(parts: _Parts, items: Sequence[tuple[str, Any]]) -> str | N
     """The split a run asks for before any preset applies: the last ``data.split`` of
     ``items`` (recommended values, config file, flags, ``-H``), else the dataset's default;
     ``None`` for a dataset without splits."""
-    split = dict(getattr(parts.source, "defaults", {})).get("split")
+    split = parts.source.defaults.get("split")
     for key, value in items:
         if key == "data.split":
             split = value
@@ -236,11 +240,12 @@ def _preset(preset: str | None, file_cfg: Mapping[str, Any], parts: _Parts,
     """The preset asked for (a config file's recorded one when none is given; ``auto``
     takes the dataset and split's default, :func:`grprune.presets.default_for`), and the
     keys of it that apply to this run (:func:`preset_items`)."""
-    from grprune import presets as P
+    from grprune import presets
     recorded: Mapping[str, Any] = (file_cfg["preset"] if isinstance(file_cfg.get("preset"),
                                                                     Mapping) else {})
-    requested = preset or recorded.get("name") or P.AUTO
-    chosen = P.load(P.default_for(parts.data, split) if requested == P.AUTO else requested)
+    requested = preset or recorded.get("name") or presets.AUTO
+    chosen = presets.load(presets.default_for(parts.data, split)
+                          if requested == presets.AUTO else requested)
     return chosen, requested, preset_items(chosen, parts.data, parts.source, parts.encoder,
                                            parts.selector, parts.reg)
 
@@ -252,8 +257,7 @@ def _selector_rules(parts: _Parts, preset: Any) -> dict[str, Any]:
     if parts.selector == "none":
         return {}
     own = preset.datasets.get(parts.data, {})
-    return {k: v for k, v in getattr(parts.source, "selector_rules", {}).items()
-            if k not in own}
+    return {k: v for k, v in parts.source.selector_rules.items() if k not in own}
 
 
 def _split_items(items, reg_classes: Mapping[str, Any]):
@@ -288,7 +292,7 @@ def _split_items(items, reg_classes: Mapping[str, Any]):
 def _data_section(parts: _Parts, given: Mapping[str, Any]) -> dict[str, Any]:
     """``data``: the generic settings and the dataset's own hyperparameters."""
     data_keys = dict(DataSettings.defaults)
-    ds_defaults = dict(getattr(parts.source, "defaults", {}))
+    ds_defaults = dict(parts.source.defaults)
     unknown = set(given) - set(data_keys) - set(ds_defaults) - {"shift"}
     if unknown:
         raise GrpruneError(
@@ -315,7 +319,7 @@ def _selector_section(parts: _Parts, given: Mapping[str, Any]) -> dict[str, Any]
     from grprune.selectors.base import SELECTORS
     reg_selector: dict[str, Any] = {}
     for name, cls in parts.reg.items():
-        for key, value in getattr(cls, "selector_defaults", {}).items():
+        for key, value in cls.selector_defaults.items():
             if key in given:
                 continue
             if key in reg_selector and reg_selector[key][1] != value:

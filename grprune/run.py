@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from grprune.build import data_root, load_config_dataset
 from grprune.errors import DivergedError, GrpruneError
@@ -20,6 +20,9 @@ from grprune.record.runconfig import FeatureSpec, RunConfig
 from grprune.record.rundir import RunDir
 from grprune.record.settings import OPTION_KEYS, config_hash
 from grprune.record.summary import RunSummary
+
+if TYPE_CHECKING:
+    from grprune.data.dataset import GraphDataset
 
 
 def default_run_dir(cfg: RunConfig, root: str | Path = "runs") -> Path:
@@ -163,14 +166,15 @@ def prepare_run_dir(cfg: RunConfig, run_dir: Path, force: bool = False,
 
 def execute(cfg: RunConfig, run_dir: str | Path, *, force: bool = False,
             on_epoch: Callable[[EpochRecord], None] | None = None,
-            log: Callable[[str], None] = print, dataset=None) -> tuple[str, RunSummary]:
+            log: Callable[[str], None] = print, dataset: GraphDataset | None = None
+            ) -> tuple[str, RunSummary]:
     """Run (or resume, or skip) one configuration.
 
     Parameters
     ----------
     cfg : RunConfig
-        A resolved configuration (:func:`plan_run`); a plain mapping (a stored
-        ``config.json``) is read once here, with :meth:`RunConfig.from_dict`.
+        A resolved configuration (:func:`plan_run`; a stored ``config.json`` through
+        :meth:`RunConfig.from_dict`).
     run_dir : str or Path
     force : bool
         Start over in a finished, corrupt or other-configuration directory
@@ -201,7 +205,6 @@ def execute(cfg: RunConfig, run_dir: str | Path, *, force: bool = False,
         data's loader (a missing column), after which a ``run_dir`` this call made is
         removed.
     """
-    cfg = RunConfig.from_dict(cfg)  # the public boundary: a stored config.json, upgraded
     run_dir = Path(run_dir)
     if run_dir.exists() and not run_dir.is_dir():
         raise GrpruneError(f"--out {run_dir} exists and is not a directory")
@@ -222,7 +225,8 @@ def execute(cfg: RunConfig, run_dir: str | Path, *, force: bool = False,
 
 
 def _execute_locked(cfg: RunConfig, run_dir: Path, force: bool, on_epoch, log,
-                    dataset=None, root: Path | None = None) -> tuple[str, RunSummary]:
+                    dataset: GraphDataset | None = None, root: Path | None = None
+                    ) -> tuple[str, RunSummary]:
     """:func:`execute` with the run's lock held.
 
     ``config.json`` is written once, when the data is loaded and its :class:`FeatureSpec`
@@ -239,7 +243,7 @@ def _execute_locked(cfg: RunConfig, run_dir: Path, force: bool, on_epoch, log,
         dataset = load_config_dataset(cfg, root)
     load_s = time.perf_counter() - t0
     from grprune.data.info import duplicate_ids_note  # duplicate compound IDs
-    if getattr(dataset, "ids", None) is not None and duplicate_ids_note(dataset):
+    if dataset.ids is not None and duplicate_ids_note(dataset):
         log(f"note: {duplicate_ids_note(dataset)}")
     # the data's sizes, so that a checkpoint can be rebuilt without loading the data
     cfg = cfg.with_features(FeatureSpec.of(dataset))

@@ -24,11 +24,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import resource
 import time
 import warnings
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 import torch
@@ -46,19 +45,19 @@ from grprune.evaluation import (EdgeScores, Evaluation, GraphedForward, edge_pro
                                 evaluate_batches)
 from grprune.losses import EpochSums
 from grprune.ops import all_finite
-from grprune.provenance import environment
 from grprune.record.epoch import EpochRecord, split_scores
 from grprune.record.metricinfo import higher_is_better
-from grprune.record.runconfig import FeatureSpec, RunConfig, TrainConfig
-from grprune.record.summary import EarlyStop, RunSummary
+from grprune.record.runconfig import RunConfig, TrainConfig
+from grprune.record.summary import RunSummary
 from grprune.record.trainstate import Best, TrainState
 from grprune.resume import model_problem, restore_state, state_of
 from grprune.selectors.base import check_selection
 from grprune.step import GraphedStep, StepOut, TrainStep, optimizer_options, set_lr
+from grprune.summarize import run_summary
+from grprune.train_splits import EVAL_SPLITS, FINAL_SPLITS, check_labels, run_splits
 
-EVAL_SPLITS = ("train", "valid", "test", "id-valid")
-#: in-distribution hold-outs, evaluated with the selected checkpoint (id-valid every epoch too)
-FINAL_SPLITS = ("id-valid", "id-test")
+if TYPE_CHECKING:
+    from grprune.data.dataset import GraphDataset
 
 
 def lr_at(epoch: int, lr: float, milestones: str, gamma: float) -> float:
@@ -95,10 +94,6 @@ def make_optimizer(params, tc: TrainConfig | dict, device: torch.device) -> torc
         str(tc.compile), device, bool(tc.fast_path), tc.lr))
 
 
-def _peak_rss_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-
-
 def compile_refusal(mode: str, padded: bool) -> str:
     """Why ``train.compile=mode`` cannot run (``""``: it can); ``padded``: static shapes."""
     return "" if mode == "none" or padded else (f"train.compile={mode} needs static batch "
@@ -112,9 +107,8 @@ class Trainer:
     Parameters
     ----------
     cfg : RunConfig
-        Resolved configuration (:func:`grprune.resolve.resolve_config`; a plain mapping, a
-        stored ``config.json``, is read once here in the current layout,
-        :meth:`RunConfig.from_dict`).
+        Resolved configuration (:func:`grprune.resolve.resolve_config`; a stored
+        ``config.json`` through :meth:`RunConfig.from_dict`).
     dataset : GraphDataset
     run_dir : Path
     on_epoch : callable, optional
@@ -123,9 +117,8 @@ class Trainer:
         (``improved`` and ``epochs`` set; for progress display).
     """
 
-    def __init__(self, cfg: RunConfig, dataset, run_dir: str | Path,
+    def __init__(self, cfg: RunConfig, dataset: GraphDataset, run_dir: str | Path,
                  on_epoch: Callable[[EpochRecord], None] | None = None) -> None:
-        cfg = RunConfig.from_dict(cfg)
         self.cfg, self.dataset, self.run_dir = cfg, dataset, Path(run_dir)
         self.rundir = RunDir(self.run_dir)  # the one reader and writer of its files
         self.tc = cfg.train
@@ -141,8 +134,8 @@ class Trainer:
                                                   for p in r.parameters()]
         self.optimizer = make_optimizer(params, self.tc, self.device)
         self.metric = dataset.metric
-        self.splits = self._splits()
-        self._check_labels()
+        self.splits = run_splits(dataset, cfg.data.limit)
+        check_labels(dataset, self.splits, cfg.data)
         self.loader_gen = torch.Generator().manual_seed(self.tc.seed)
         # train.fast_path on CUDA: the shuffle is drawn on the device, from its own stream
         self.fast = bool(self.tc.fast_path)
@@ -159,58 +152,6 @@ class Trainer:
         self._selection_checked = False  # the first selection is validated (check_selection)
 
     # -- data ---------------------------------------------------------------
-    def _splits(self) -> dict[str, np.ndarray]:
-        limit = self.cfg.data.limit
-        out = {}
-        for name in EVAL_SPLITS + FINAL_SPLITS:
-            if name not in self.dataset.splits:
-                continue
-            idx = np.asarray(self.dataset.splits[name])
-            out[name] = idx[:limit] if limit else idx
-        return out
-
-    def _check_labels(self) -> None:
-        """Refuse an empty training split, and training labels of one class (nothing to
-        learn, every metric undefined); refuse validation labels of one class under
-        ROC-AUC (nothing to select on); warn where another evaluated split's ROC-AUC is
-        undefined (one class there: reported as undefined).
-
-        Raises
-        ------
-        GrpruneError
-            If the training split is empty or its labels are all one class, or, for
-            ROC-AUC, the validation split's are (model selection would run on NaN).
-        """
-        labels = self.dataset.labels.numpy()
-        if self.dataset.task != "classification":  # (G, T) with NaN missing
-            labelled = ~np.isnan(labels[self.splits.get("train", [])])
-            if not labelled.any():
-                raise GrpruneError("the training split has no labelled graph; choose another "
-                                   "data.split or check the label columns")
-            return
-        found: np.ndarray = np.unique(labels[self.splits.get("train", [])])
-        if len(found) == 0:
-            sizes = ", ".join(f"{k} {len(v)}" for k, v in self.splits.items())
-            raise GrpruneError(f"the training split is empty ({sizes} graphs); choose "
-                               f"another data.split (a scaffold split of molecules that "
-                               f"share one scaffold puts them all in one part)")
-        if len(found) == 1:
-            raise GrpruneError(f"every training label is {int(found[0])}: a classifier needs "
-                               f"at least two classes (check the label column and the split)")
-        for name, idx in self.splits.items():
-            if name == "train" or self.metric != "rocauc" or len(np.unique(labels[idx])) != 1:
-                continue
-            if name == "valid":  # selection would run on NaN: no epoch could be chosen
-                metric = ("; or -H data.metric=accuracy to select on accuracy"
-                          if "metric" in getattr(self.cfg.data, "params", {}) else "")
-                raise GrpruneError(
-                    f"every valid label is {int(labels[idx][0])} ({len(idx)} graphs), so "
-                    f"its ROC-AUC is undefined and no epoch can be selected on it; choose "
-                    f"another split (--split, -H data.split_seed=N) or more data (data.limit)"
-                    f"{metric}")
-            warnings.warn(f"grprune: every {name} label is {int(labels[idx][0])}, so its "
-                          f"ROC-AUC is undefined (reported as undefined)", stacklevel=3)
-
     def _store(self) -> GraphStore:
         """The dataset as tensors (:class:`~grprune.data.store.GraphStore`), on the training
         device when it fits in a quarter of the device's free memory, else on the CPU
@@ -233,9 +174,8 @@ class Trainer:
                                f"mask padding out; run it without train.pad_buckets")
         envs = np.asarray(self.dataset.envs)
         for reg in self.regs.values():  # GroupDRO: its buffers sized now, not read per step
-            reserve = getattr(reg, "reserve", None)
-            if callable(reserve) and envs.size and envs.max() >= 0:
-                reserve(int(envs.max()) + 1)
+            if reg.reserve is not None and envs.size and envs.max() >= 0:
+                reg.reserve(int(envs.max()) + 1)
         idx = torch.as_tensor(self.splits["train"], dtype=torch.long)
         sizes = (getattr(self.store, k).cpu()[idx].numpy()
                  for k in ("num_nodes", "num_edges", "num_bonds"))
@@ -496,49 +436,10 @@ class Trainer:
         ev, edges = self.evaluate("test", use_selector=use_selector, collect_edges=True)
         assert edges is not None  # collect_edges=True always collects
         self.rundir.write_edge_arrays(edge_probs_arrays(
-            edges, getattr(self.dataset, "smiles", None),
-            source_rows=getattr(self.dataset, "source_rows", None),
-            ids=getattr(self.dataset, "ids", None)))
+            edges, self.dataset.smiles, source_rows=self.dataset.source_rows,
+            ids=self.dataset.ids))
         evals = {name: self.evaluate(name, use_selector=use_selector)[0]
                  for name in ("valid", *FINAL_SPLITS) if name in self.splits}
         evals["test"] = ev
-        return self._summary(records, best, evals, selected, use_selector,
-                             train_time, data_load_s, started)
-
-    def _summary(self, records: list[EpochRecord], best: Best, evals: dict[str, Evaluation],
-                 selected: str, use_selector: bool, train_time: float, data_load_s: float,
-                 started: float) -> RunSummary:
-        """The run's :class:`~grprune.record.summary.RunSummary`, built here and only here."""
-        cfg, ev, last = self.cfg, evals["test"], records[-1] if records else None
-        final = {name: evals[name].metric for name in FINAL_SPLITS if name in evals}
-        diagnostics = {name: e.selector for name, e in evals.items() if e.selector is not None}
-        test_diag = diagnostics.get("test") or {}
-        peak_rss = _peak_rss_mib()
-        peak = (torch.cuda.max_memory_allocated(self.device) / 2**20
-                if self.device.type == "cuda" else peak_rss)
-        return RunSummary(
-            dataset=cfg.data.name, split=cfg.data.split, selector=cfg.selector.name,
-            reg=tuple(cfg.reg), preset=cfg.preset, seed=cfg.train.seed, metric=self.metric,
-            best_epoch=best.epoch, valid=best.valid if best.epoch >= 0 else None,
-            test=ev.metric, train=best.train, id_valid=final.get("id-valid"),
-            id_test=final.get("id-test"), kept_edge_fraction=ev.kept,
-            selected=selected, use_selector=use_selector, epochs_run=len(records),
-            early_stop=EarlyStop.of(len(records), self.tc.patience, self.tc.epochs),
-            last={s: last.value(s, self.metric) if last is not None else None
-                  for s in EVAL_SPLITS},
-            train_time_s=round(train_time, 3),
-            epoch_time_s_median=float(np.median([r.epoch_time_s for r in records]))
-            if records else None,
-            selected_phase="warmup" if best.warm else "train",
-            motif_edge_rocauc=test_diag.get("motif_rocauc"),
-            motif_edge_rocauc_correct=test_diag.get("motif_rocauc_correct"),
-            spurious_precision_at_50=test_diag.get("precision@50"),
-            selector_diagnostics=diagnostics,
-            peak_mem_mib=round(peak, 1), peak_rss_mib=round(peak_rss, 1),
-            device=str(self.device), config_hash=cfg.hash,
-            environment=environment(self.device), determinism=self.determinism,
-            features=FeatureSpec.of(self.dataset), data_load_s=round(data_load_s, 3),
-            wall_time_s=round(time.perf_counter() - started, 3),
-            dataset_info=getattr(self.dataset, "info", {}),
-            absent=frozenset(n.replace("-", "_") for n in FINAL_SPLITS if n not in final))
-
+        return run_summary(self.cfg, self.dataset, self.device, self.determinism, records, best,
+                           evals, selected, use_selector, train_time, data_load_s, started)

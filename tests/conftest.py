@@ -116,9 +116,9 @@ def tiny_molbbbp_run(out, limit: int):
 def force_valid_scores(mp, scores) -> None:
     """Make each epoch's validation score ``scores[epoch]`` (a mapping or sequence) through
     ``mp`` (a ``pytest.MonkeyPatch``); the final evaluation after training stays real."""
-    import grprune.trainer as T
-    real_eval, real_epoch, real_finish = (T.Trainer.evaluate, T.Trainer.train_epoch,
-                                          T.Trainer._finish)
+    from grprune.trainer import Trainer
+    real_eval, real_epoch, real_finish = (Trainer.evaluate, Trainer.train_epoch,
+                                          Trainer._finish)
 
     def evaluate(self, split, use_selector=True, collect_edges=False):
         ev, parts = real_eval(self, split, use_selector, collect_edges)
@@ -134,16 +134,16 @@ def force_valid_scores(mp, scores) -> None:
         self._epoch = None
         return real_finish(self, *args)
 
-    mp.setattr(T.Trainer, "evaluate", evaluate)
-    mp.setattr(T.Trainer, "train_epoch", train_epoch)
-    mp.setattr(T.Trainer, "_finish", finish)
+    mp.setattr(Trainer, "evaluate", evaluate)
+    mp.setattr(Trainer, "train_epoch", train_epoch)
+    mp.setattr(Trainer, "_finish", finish)
 
 
 def interrupt_screen_at_chunk(mp, n: int = 4) -> None:
-    """Make ``grprune.screen.score_chunk`` raise ``KeyboardInterrupt`` (Ctrl-C) at its
+    """Make ``grprune.predict_stream.score_chunk`` raise ``KeyboardInterrupt`` (Ctrl-C) at its
     ``n``-th call, through the MonkeyPatch ``mp``; the chunks before it are scored."""
-    import grprune.screen
-    real, calls = grprune.screen.score_chunk, []
+    import grprune.predict_stream
+    real, calls = grprune.predict_stream.score_chunk, []
 
     def score_chunk(*args, **kwargs):
         calls.append(1)
@@ -151,4 +151,4 @@ def interrupt_screen_at_chunk(mp, n: int = 4) -> None:
             raise KeyboardInterrupt
         return real(*args, **kwargs)
 
-    mp.setattr(grprune.screen, "score_chunk", score_chunk)
+    mp.setattr(grprune.predict_stream, "score_chunk", score_chunk)

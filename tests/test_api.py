@@ -15,7 +15,7 @@ import grprune
 from grprune.api import hparam_keywords
 from grprune.cli import main
 from grprune.errors import GrpruneError
-from grprune.record import files as R
+from grprune.record.files import CONFIG, SUMMARY
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = dict(data="ogbg-molbbbp", epochs=1, device="cpu", progress="none",
@@ -33,8 +33,8 @@ def test_train_is_grprune_run(api_run, tmp_path):
     """Same configuration hash and numbers as `grprune run` with the same options."""
     res = CliRunner().invoke(main, ["run", *TINY_CLI, "--out", str(tmp_path / "cli"), "--json"])
     assert res.exit_code == 0, res.output
-    cli_cfg = json.loads((tmp_path / "cli" / R.CONFIG).read_text())
-    cli_summary = json.loads((tmp_path / "cli" / R.SUMMARY).read_text())
+    cli_cfg = json.loads((tmp_path / "cli" / CONFIG).read_text())
+    cli_summary = json.loads((tmp_path / "cli" / SUMMARY).read_text())
     assert api_run.config.hash == cli_cfg["hash"]
     assert api_run.summary.test == cli_summary["test"]
     assert api_run.summary.valid == cli_summary["valid"]
@@ -77,10 +77,10 @@ def test_load_run(api_run, tmp_path):
         grprune.load_run(tmp_path / "junk")
     unfinished = tmp_path / "unfinished"
     shutil.copytree(api_run.path, unfinished)
-    (unfinished / R.SUMMARY).unlink()
+    (unfinished / SUMMARY).unlink()
     with pytest.raises(GrpruneError, match="unfinished run"):
         grprune.load_run(unfinished)
-    (unfinished / R.SUMMARY).write_text("{not json")
+    (unfinished / SUMMARY).write_text("{not json")
     with pytest.raises(GrpruneError, match="corrupt"):
         grprune.load_run(unfinished)
 

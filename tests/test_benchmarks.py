@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from test_collect import fake_run
 
-from grprune.record import files as R
+from grprune.record.files import RESULTS, SUMMARY, write_records
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -24,7 +24,7 @@ def load_script(relpath):
 
 
 def write_epochs(run_dir, valid, test, metric="rocauc"):
-    R.write_records(run_dir / R.RESULTS, [{"epoch": i, "valid": {metric: v}, "test": {metric: t}}
+    write_records(run_dir / RESULTS, [{"epoch": i, "valid": {metric: v}, "test": {metric: t}}
                                           for i, (v, t) in enumerate(zip(valid, test))])
 
 
@@ -202,7 +202,7 @@ def test_table1_per_run_and_per_epoch_rows_derive_every_mark(tmp_path, capsys):
         run = fake_run(tmp_path / "s", data="ogbg-molbbbp", overrides=["data.split=size"],
                        seed=seed, valid=0.85, test=0.70 + 0.01 * seed, preset="official",
                        environment=env, selected_phase=phase, kept_edge_fraction=kept)
-        R.write_records(run / R.RESULTS, [
+        write_records(run / RESULTS, [
             {"epoch": e, "phase": "warmup" if e < 1 else "train", "lr": 0.001,
              "loss": {"total": 0.1 + e / 3}, "valid": {"rocauc": 0.8, "kept_edge_fraction": 1.0},
              "test": {"rocauc": 0.7 + e / 7, "kept_edge_fraction": kept}} for e in range(2)])
@@ -297,9 +297,9 @@ def test_table1_build_picks_each_columns_default_preset_and_protocol(tmp_path, m
     bbbp.to_csv(tmp_path / "bbbp.runs.csv", index=False)
     bbbp.assign(test=0.5, protocol="shortened", commit="c3").to_csv(
         tmp_path / "bbbp-short.runs.csv", index=False)
-    sources = [("bbbp.runs.csv", "runs", None, None, None),
-               ("bbbp-short.runs.csv", "runs", None, None, None),
-               ("ec50.runs.csv", "runs", None, None, None)]
+    sources = [("bbbp.runs.csv", "runs"),
+               ("bbbp-short.runs.csv", "runs"),
+               ("ec50.runs.csv", "runs")]
     rows = table1.build(sources, tmp_path)
     got = {(r["dataset"], r["split"], r["method"], r["protocol"]): r for r in rows}
     # molbbbp scaffold's default is paper (defaults.yaml): official's 99 is not read, and
@@ -343,12 +343,12 @@ def test_table1_takes_good_protocol_erm_only_with_four_finished_seeds(tmp_path, 
                        "good-motif size: not run"]
     assert "is unfinished or not run, so it draws no conclusion there" in \
         table1.markdown([], path)
-    rows = table1.build([("good.runs.csv", "good", "good", None, None)], tmp_path)
+    rows = table1.build([("good.runs.csv", "good")], tmp_path)
     assert rows == []
 
     runs.loc[3, ["finished", "epochs_done", "test"]] = [True, 200, 66.0]
     runs.to_csv(path, index=False)
-    rows = table1.build([("good.runs.csv", "good", "good", None, None)], tmp_path)
+    rows = table1.build([("good.runs.csv", "good")], tmp_path)
     assert [(r["method"], r["preset"], r["protocol"], r["n"]) for r in rows] == \
         [("ERM", "good", "good", 4)]
     assert (round(rows[0]["test_mean"], 2), round(rows[0]["test_std"], 2)) == (63.0, 2.58)
@@ -368,7 +368,7 @@ def test_table1_takes_good_protocol_erm_only_with_four_finished_seeds(tmp_path, 
     assert "under 50: GOOD's selection itself" in table1.good_verdicts(low)[-1]
     assert table1.good_verdicts([]) == []
     # no table yet: no row, no line
-    assert table1.build([("none.csv", "good", "good", None, None)], tmp_path) == []
+    assert table1.build([("none.csv", "good")], tmp_path) == []
     assert table1.good_pending(tmp_path / "none.csv") == ""
     runs.drop(columns=["finished"]).to_csv(path, index=False)
     with pytest.raises(SystemExit) as e:
@@ -427,7 +427,7 @@ def test_the_accuracy_tables_share_one_markdown_renderer():
     table1 = load_script("benchmarks/accuracy/table1.py")
     official = load_script("benchmarks/accuracy/official/table.py")
     assert table1.fmt(63.0, 2.5, 3) == md.mean_std(63.0, 2.5, 3, n_below=4)
-    assert table1.splice is official.splice is sys.modules["mdtable"].splice
+    assert table1.splice is official.splice is sys.modules["benchmarks.accuracy.mdtable"].splice
 
 
 def test_table1_build_refuses_a_readme_without_its_block(tmp_path, capsys):
@@ -465,7 +465,7 @@ def test_probe_script_scores_ground_truth_masks(tmp_path, capsys):
     out = tmp_path / "probe.json"
     probe.main([str(run), "--parts", "test,id-valid", "--json", str(out)])
     result = json.loads(out.read_text())[str(run)]
-    summary = json.loads((run / R.SUMMARY).read_text())
+    summary = json.loads((run / SUMMARY).read_text())
     assert result["test"]["graphs"] == 48 and result["test"]["split"] == "basis"
     assert result["test"]["accuracy"]["selector"] == summary["test"]
     for part in ("test", "id-valid"):
@@ -677,7 +677,7 @@ def test_good_erm_reports_finished_and_unfinished_good_protocol_runs(tmp_path, c
     write_epochs(done, [0.5, 0.9, 0.9, 0.7], [0.4, 0.6, 0.8, 0.5], metric="accuracy")
     going = fake_run(tmp_path, data="good-motif", reg="none", preset="good", seed=1,
                      overrides=["data.split=basis"])
-    (going / R.SUMMARY).unlink()
+    (going / SUMMARY).unlink()
     write_epochs(going, [0.6, 0.8], [0.45, 0.55], metric="accuracy")
     other = fake_run(tmp_path, data="good-motif", reg="none", preset="official", seed=0,
                      overrides=["data.split=basis"])
@@ -704,3 +704,20 @@ def test_good_erm_reports_finished_and_unfinished_good_protocol_runs(tmp_path, c
         script.main([str(tmp_path / "missing")])
     assert e.value.code == 2
     assert capsys.readouterr().err.startswith("good_erm.py: no such directory")
+
+
+def test_study_run_tables_share_table1s_per_run_format():
+    """``ablation.py``'s ``.runs.csv`` is ``table1.py``'s per-run format with the study's
+    diagnostics after it, and every committed one is in it, so ``table1.py`` reads them
+    all with its one reader."""
+    import pandas as pd
+    table1 = load_script("benchmarks/accuracy/table1.py")
+    ablation = load_script("benchmarks/accuracy/prune/ablation.py")
+    assert ablation.COLUMNS[:len(table1.RUN_FIELDS)] == table1.RUN_FIELDS
+    study = sorted((ROOT / "benchmarks/accuracy/prune").glob("motif-*/motif-*.runs.csv"))
+    study = [p for p in study if "label" in pd.read_csv(p, nrows=0).columns]
+    assert study
+    for path in study:
+        assert list(pd.read_csv(path, nrows=0).columns) == ablation.COLUMNS, path
+    assert {kind for _, kind in table1.SOURCES} == {"runs", "official", "good"}
+    assert ablation.method_preset("official - L_e form") == ("PrunE", "official - L_e form")

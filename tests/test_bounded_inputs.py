@@ -104,8 +104,9 @@ def test_a_64_mib_cell_is_never_held_whole(tmp_path):
     script = textwrap.dedent(f"""
         import resource
         from pathlib import Path
-        from grprune.data.molecules import read_text_csv, too_large_reason
-        from grprune.screen import _chunks
+        from grprune.data.csv_tables import read_text_csv
+        from grprune.data.molecules import too_large_reason
+        from grprune.predict_stream import _chunks
         before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         df = read_text_csv({str(csv)!r}, "--csv")
         rows = sum(len(c) for c in _chunks(Path({str(csv)!r}), 0, 50))
@@ -183,7 +184,7 @@ def test_a_megabyte_column_name_is_shown_short(tmp_path):
     pd.DataFrame({"c" * 1_000_000: ["CCO", "CCN"], "label": [0, 1]}).to_csv(csv, index=False)
     line = _one_line(_cli("data", "info", "molecule-csv", "-H", f"data.path={csv}"), 300)
     assert "has no column 'smiles'" in line and "(1,000,000 characters)" in line
-    from grprune.data.molecules import match_columns
+    from grprune.data.csv_tables import match_columns
     from grprune.errors import DataError
     with pytest.raises(DataError) as err:
         match_columns([f"col{i}" for i in range(10_000)], {"--smiles-column": "s" * 10**6},
@@ -232,20 +233,20 @@ def test_a_run_file_without_an_end_is_refused_unread(run_copy, name, how):
 
 
 def test_run_file_readers_read_regular_files_within_their_limit(tmp_path):
-    from grprune.record import files as R
+    from grprune.record.files import MAX_RECORDS_BYTES, read_json, read_records, read_run_file
     sparse = tmp_path / "results.jsonl"
     with open(sparse, "wb") as fh:
-        fh.truncate(R.MAX_RECORDS_BYTES + 1)
+        fh.truncate(MAX_RECORDS_BYTES + 1)
     with pytest.raises(OSError, match="over 268,435,456 bytes"):
-        R.read_records(sparse)
+        read_records(sparse)
     with pytest.raises(OSError, match="not a regular file"):
-        R.read_run_file("/dev/zero")
+        read_run_file("/dev/zero")
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
-    assert R.read_json(fifo) is None and R.read_records(fifo) == []  # no wait for a writer
+    assert read_json(fifo) is None and read_records(fifo) == []  # no wait for a writer
     deep = tmp_path / "deep.json"
     deep.write_text("[" * 100_000)
-    assert R.read_json(deep) is None
+    assert read_json(deep) is None
     digits = tmp_path / "digits.jsonl"
     digits.write_text('{"epoch": 0}\n{"epoch": ' + NINES + "}\n")
-    assert R.read_records(digits) == [{"epoch": 0}]
+    assert read_records(digits) == [{"epoch": 0}]

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from grprune.record import files as R
+from grprune.record.files import (CHECKPOINT, CONFIG, EDGE_PROBS, RESULTS, STATE, SUMMARY,
+                                  read_records)
 from grprune.cli import main
 from grprune.record.runconfig import RunConfig
 from grprune.record.settings import config_hash
@@ -30,7 +31,7 @@ def _run(args, out):
 def _metrics(run_dir):
     """Per-epoch numbers without timings, flattened to ``key -> value``."""
     flat: dict[tuple, Any] = {}
-    for rec in R.read_records(run_dir / R.RESULTS):
+    for rec in read_records(run_dir / RESULTS):
         for key, value in rec.items():
             if isinstance(value, dict):
                 for k, v in value.items():
@@ -55,10 +56,10 @@ def test_prune_run_writes_the_run_directory(tmp_path):
     out = tmp_path / "run"
     res = _run(["--selector", "gumbel-gin", "--reg", "size,eps-align", *SMALL], out)
     assert res.exit_code == 0, res.output
-    for name in (R.CONFIG, R.RESULTS, R.SUMMARY, R.CHECKPOINT, R.EDGE_PROBS):
+    for name in (CONFIG, RESULTS, SUMMARY, CHECKPOINT, EDGE_PROBS):
         assert (out / name).is_file(), name
-    assert not (out / R.STATE).exists()
-    summary = json.loads((out / R.SUMMARY).read_text())
+    assert not (out / STATE).exists()
+    summary = json.loads((out / SUMMARY).read_text())
     for key in ("dataset", "metric", "best_epoch", "valid", "test", "kept_edge_fraction",
                 "wall_time_s", "peak_mem_mib"):
         assert key in summary
@@ -66,13 +67,13 @@ def test_prune_run_writes_the_run_directory(tmp_path):
     env = summary["environment"]  # the code and hardware behind the numbers
     assert env["cpu"] and env["cpu_count"] >= 1 and env["gpu"] is None and env["torch"]
     assert env["commit"] is None or len(env["commit"].split("-")[0]) == 7
-    records = R.read_records(out / R.RESULTS)
+    records = read_records(out / RESULTS)
     assert len(records) == 2
     assert set(records[0]["loss"]) >= {"ce", "size", "eps-align", "total"}
     assert set(records[0]) >= {"train", "valid", "test"}
-    cfg = json.loads((out / R.CONFIG).read_text())
+    cfg = json.loads((out / CONFIG).read_text())
     assert cfg["reg"]["size"]["eta"] == 0.85 and cfg["selector"]["name"] == "gumbel-gin"
-    probs = np.load(out / R.EDGE_PROBS)
+    probs = np.load(out / EDGE_PROBS)
     assert probs["edge_ptr"][-1] == len(probs["edge_prob"]) == len(probs["src"])
     assert len(probs["graph_index"]) == 96 and len(probs["smiles"]) == 96
 
@@ -80,14 +81,14 @@ def test_prune_run_writes_the_run_directory(tmp_path):
 def test_rerun_is_a_noop_and_force_reruns(tmp_path):
     out = tmp_path / "run"
     assert _run(["--reg", "none", *SMALL], out).exit_code == 0
-    before = (out / R.SUMMARY).stat().st_mtime_ns
+    before = (out / SUMMARY).stat().st_mtime_ns
     res = _run(["--reg", "none", *SMALL], out)
     assert res.exit_code == 0 and "already holds this finished run" in res.output
-    assert (out / R.SUMMARY).stat().st_mtime_ns == before
+    assert (out / SUMMARY).stat().st_mtime_ns == before
     other = _run(["--reg", "none", *SMALL, "--seed", "5"], out)
     assert other.exit_code == 2 and "different configuration" in other.output
     assert _run(["--reg", "none", *SMALL, "--force"], out).exit_code == 0
-    assert (out / R.SUMMARY).stat().st_mtime_ns != before
+    assert (out / SUMMARY).stat().st_mtime_ns != before
 
 
 def test_same_seed_same_numbers(tmp_path):
@@ -108,7 +109,7 @@ def test_interrupted_run_resumes_to_the_same_result(tmp_path):
 
     with pytest.raises(KeyboardInterrupt):
         execute(cfg, tmp_path / "cut", on_epoch=stop_after_first, log=lambda m: None)
-    assert not (tmp_path / "cut" / R.SUMMARY).exists()
+    assert not (tmp_path / "cut" / SUMMARY).exists()
     status, _ = execute(cfg, tmp_path / "cut", log=lambda m: None)
     assert status == "resumed"
     assert_same_numbers(tmp_path / "cut", tmp_path / "full")
@@ -139,7 +140,7 @@ def test_a_state_file_that_would_run_code_or_is_corrupt_is_refused_and_kept_asid
         "train.progress": "plain"})
     with pytest.raises(KeyboardInterrupt):
         execute(cfg, out, on_epoch=stop_after_first, log=lambda m: None)
-    state = out / R.STATE
+    state = out / STATE
     assert state.is_file()
     bad = (pickle.dumps({"epoch": 0, "x": _RunsCode(marker)}) if content == "code"
            else b"\x80\x04not a state")
@@ -151,10 +152,10 @@ def test_a_state_file_that_would_run_code_or_is_corrupt_is_refused_and_kept_asid
     assert "Traceback" not in res.output
     assert not marker.exists()  # nothing of the pickle ran
     assert (out / "state.rejected.pt").read_bytes() == bad and not state.exists()
-    assert not (out / R.SUMMARY).exists()
+    assert not (out / SUMMARY).exists()
     again = _run(args, out)  # the same command starts the run over
     assert again.exit_code == 0, again.output
-    assert (out / R.SUMMARY).is_file() and not marker.exists()
+    assert (out / SUMMARY).is_file() and not marker.exists()
 
 
 @pytest.mark.parametrize("args, message", [
@@ -211,7 +212,7 @@ def test_run_shorter_than_warmup_reports_the_last_model(tmp_path):
     summary = json.loads(res.output[res.output.index("{"):])
     assert summary["selected"] == "last-epoch" and summary["best_epoch"] == 1
     assert summary["valid"] is not None and summary["kept_edge_fraction"] == 1.0
-    last = R.read_records(tmp_path / "w" / R.RESULTS)[-1]
+    last = read_records(tmp_path / "w" / RESULTS)[-1]
     assert summary["test"] == pytest.approx(last["test"]["rocauc"], abs=1e-6)
 
 
@@ -223,7 +224,7 @@ def test_synthetic_run_scores_the_motif_edges(tmp_path):
     assert res.exit_code == 0, res.output
     summary = json.loads(res.output[res.output.index("{"):])
     assert 0.0 <= summary["motif_edge_rocauc"] <= 1.0
-    arrays = np.load(tmp_path / "prune" / R.EDGE_PROBS)
+    arrays = np.load(tmp_path / "prune" / EDGE_PROBS)
     assert arrays["edge_gt"].shape == arrays["edge_prob"].shape and arrays["edge_gt"].max() == 1
     res = _run([*args, "--reg", "none"], tmp_path / "erm")
     assert json.loads(res.output[res.output.index("{"):])["motif_edge_rocauc"] is None
@@ -255,11 +256,11 @@ def test_every_json_file_a_run_writes_is_strict_json(tmp_path):
     res = _run([*SMALL, "-H", "train.eval_train=false", "--json"], out)
     assert res.exit_code == 0, res.output
     printed = strict(res.output[res.output.index("{"):])
-    summary = strict((out / R.SUMMARY).read_text())
+    summary = strict((out / SUMMARY).read_text())
     assert summary["train"] is None and summary["non_finite"]["train"] == "nan"
     assert printed["train"] is None
-    strict((out / R.CONFIG).read_text())
-    for line in (out / R.RESULTS).read_text().splitlines():
+    strict((out / CONFIG).read_text())
+    for line in (out / RESULTS).read_text().splitlines():
         strict(line)
 
 
@@ -283,7 +284,7 @@ def test_a_full_disk_a_read_only_place_and_no_permission_get_one_line(tmp_path, 
     lines = [x for x in res.output.splitlines() if x.strip()]
     assert res.exit_code == 2 and "Traceback" not in res.output, res.output
     assert len(lines) == 1 and lines[0].startswith("grprune: error: " + words)
-    assert str(tmp_path / "run" / R.CONFIG) in lines[0]
+    assert str(tmp_path / "run" / CONFIG) in lines[0]
 
 
 def test_file_system_errors_and_a_corrupt_config_get_one_line_each(tmp_path):
@@ -301,7 +302,7 @@ def test_file_system_errors_and_a_corrupt_config_get_one_line_each(tmp_path):
     assert "Not a directory" in one_line([*SMALL, "--out", str(tmp_path / "file" / "run")])
     bad = tmp_path / "bad"
     bad.mkdir()
-    (bad / R.CONFIG).write_text("{not json")
+    (bad / CONFIG).write_text("{not json")
     assert "config.json is corrupt" in one_line([*SMALL, "--out", str(bad)])
     other = tmp_path / "other"
     other.mkdir()

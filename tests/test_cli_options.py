@@ -15,7 +15,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from grprune.record import files as R
+from grprune.record.files import CONFIG, RESULTS, SUMMARY, read_records
 from grprune.cli import main
 from grprune.cli.options import SHARED
 from test_collect import prune_eta_grid
@@ -91,7 +91,7 @@ def test_collect_imports_neither_rdkit_nor_ogb(tmp_path):
 PLUGIN = textwrap.dedent('''
     import torch
     from grprune.batch import segment_mean
-    from grprune.hparams import Param
+    from grprune.hparams import hparam
     from grprune.regularizers import REGULARIZERS, Regularizer
 
 
@@ -100,11 +100,15 @@ PLUGIN = textwrap.dedent('''
         """Mean binary entropy of the edge keep probabilities."""
 
         requires = frozenset({"selector"})
-        params = {"weight": Param(0.1, "weight of the entropy term", low=0.0),
-                  "floor": Param(1e-6, "clamp for p before the log", low=0.0, high=0.5)}
+
+        class Hparams(Regularizer.Hparams):
+            weight: float = hparam(0.1, "weight of the entropy term", low=0.0)
+            floor: float = hparam(1e-6, "clamp for p before the log", low=0.0, high=0.5)
+
+        hp: Hparams
 
         def loss(self, ctx):
-            p = ctx.selection.edge_prob.clamp(self.hparams["floor"], 1 - self.hparams["floor"])
+            p = ctx.selection.edge_prob.clamp(self.hp.floor, 1 - self.hp.floor)
             h = -(p * p.log() + (1 - p) * (1 - p).log())
             per_graph = segment_mean(h, ctx.batch.edge_graph, ctx.batch.num_graphs)
             return per_graph[ctx.batch.num_edges > 0].mean() if h.numel() else h.sum()
@@ -128,7 +132,7 @@ def _grprune(args, env, cwd):
 
 
 def _entropy_losses(run_dir: Path) -> list[float]:
-    return [rec["loss"]["edge-entropy"] for rec in R.read_records(run_dir / R.RESULTS)]
+    return [rec["loss"]["edge-entropy"] for rec in read_records(run_dir / RESULTS)]
 
 
 def test_run_with_a_plugin_module(plugin_dir):
@@ -137,7 +141,7 @@ def test_run_with_a_plugin_module(plugin_dir):
     proc = _grprune(["--plugin", "my_regs", "run", "--reg", "size,eps-align,edge-entropy",
                      *TINY, "--out", out], env, here)
     assert proc.returncode == 0, proc.stderr
-    config = json.loads((out / R.CONFIG).read_text())
+    config = json.loads((out / CONFIG).read_text())
     assert list(config["reg"]) == ["size", "eps-align", "edge-entropy"]
     assert config["reg"]["edge-entropy"] == {"weight": 0.1, "floor": 1e-6}
     losses = _entropy_losses(out)
@@ -153,7 +157,7 @@ def test_sweep_children_import_the_plugin(plugin_dir):
                      "--seeds", "0-1", *TINY, "--workers", "2", "--out", root], env, here)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "2 done, 0 skipped (already finished), 0 failed" in proc.stdout
-    run_dirs = sorted(p.parent for p in root.glob("*/*/" + R.SUMMARY))
+    run_dirs = sorted(p.parent for p in root.glob("*/*/" + SUMMARY))
     assert len(run_dirs) == 2
     for run_dir in run_dirs:
         assert len(_entropy_losses(run_dir)) == 1

@@ -12,8 +12,9 @@ import shutil
 import pytest
 from click.testing import CliRunner
 
-from grprune import collect as C
-from grprune.record import files as R
+from grprune.collect import (CSV_COLUMNS, LAYOUTS, aggregate, mean_std, method_label, notes_for,
+                             scan_runs, sensitivity, sweep_report, to_markdown)
+from grprune.record.files import CONFIG, RESULTS, STATE, SUMMARY, atomic_write_json, write_records
 from grprune.record.rundir import RunDir
 from grprune.cli import main
 from grprune.resolve import resolve_config
@@ -30,7 +31,7 @@ def fake_run(root, *, reg="size,eps-align", seed=0, valid=0.9, test=0.7, data="o
                          flags={"train.seed": seed}, overrides=overrides)
     run_dir = out or default_run_dir(cfg, root)
     run_dir.mkdir(parents=True, exist_ok=True)
-    R.atomic_write_json(run_dir / R.CONFIG, cfg)
+    atomic_write_json(run_dir / CONFIG, cfg)
     metric = "accuracy" if data in ("good-motif", "spmotif") else "rocauc"
     summary = {"dataset": cfg["data"]["name"], "split": cfg["data"].get("split"),
                "selector": cfg["selector"]["name"], "reg": list(cfg["reg"]), "seed": seed,
@@ -38,7 +39,7 @@ def fake_run(root, *, reg="size,eps-align", seed=0, valid=0.9, test=0.7, data="o
                "kept_edge_fraction": 0.8, "motif_edge_rocauc": None, "wall_time_s": 1.0,
                "epoch_time_s_median": 0.1, "peak_mem_mib": 600.0, "device": "cpu",
                "config_hash": cfg["hash"], **summary_extra}
-    R.atomic_write_json(run_dir / R.SUMMARY, summary)
+    atomic_write_json(run_dir / SUMMARY, summary)
     return run_dir
 
 
@@ -68,9 +69,9 @@ def read_csv(path):
 
 def test_mean_std_over_seeds_and_validation_selection(tmp_path):
     prune_eta_grid(tmp_path)
-    runs, problems = C.scan_runs(tmp_path)
+    runs, problems = scan_runs(tmp_path)
     assert len(runs) == 8 and problems == []
-    rows = by_method(C.aggregate(runs))
+    rows = by_method(aggregate(runs))
     prune, erm = rows["PrunE"], rows["ERM"]
     # eta=0.5 has the best mean validation (0.92 vs 0.82): its test 0.60, 0.64, 0.62
     assert prune["hparams"] == {"reg.size.eta": 0.5} and prune["varying"] == ["reg.size.eta"]
@@ -88,24 +89,24 @@ def test_mean_std_over_seeds_and_validation_selection(tmp_path):
 
 def test_oracle_picks_by_test_and_differs(tmp_path):
     prune_eta_grid(tmp_path)
-    runs, _ = C.scan_runs(tmp_path)
-    prune = by_method(C.aggregate(runs, select="oracle"))["PrunE"]
+    runs, _ = scan_runs(tmp_path)
+    prune = by_method(aggregate(runs, select="oracle"))["PrunE"]
     assert prune["hparams"] == {"reg.size.eta": 0.85} and prune["selection"] == "oracle"
     assert prune["test_mean"] == pytest.approx(0.74) and prune["test_std"] == pytest.approx(0.04)
     assert prune["oracle_choice"] and not prune["valid_choice"]
-    every = C.aggregate(runs, select="all")
+    every = aggregate(runs, select="all")
     assert len(every) == 3 and {r["selection"] for r in every} == {"all"}
 
 
 def test_one_seed_has_zero_std_and_ties_are_deterministic(tmp_path):
     fake_run(tmp_path, seed=0, valid=0.9, test=0.61, overrides=["reg.size.eta=0.5"])
     fake_run(tmp_path, seed=0, valid=0.9, test=0.71, overrides=["reg.size.eta=0.7"])
-    runs, _ = C.scan_runs(tmp_path)
-    first = C.aggregate(runs)
+    runs, _ = scan_runs(tmp_path)
+    first = aggregate(runs)
     assert first[0]["test_std"] == 0.0 and first[0]["n"] == 1
-    assert C.aggregate(list(reversed(runs))) == first
+    assert aggregate(list(reversed(runs))) == first
     assert first[0]["ties"] == 1
-    assert "tied with 1 other setting, broken by more seeds" in C.to_markdown(first)
+    assert "tied with 1 other setting, broken by more seeds" in to_markdown(first)
 
 
 def test_oracle_is_labelled_in_every_output(tmp_path):
@@ -139,7 +140,7 @@ def test_markdown_and_csv_contents(tmp_path):
     assert "- PrunE, ogbg-molbbbp/scaffold: reg.size.eta=0.5 (chosen from 2 settings; " \
            "valid 92.00 ± 2.00)" in md
     rows = {r["method"]: r for r in read_csv(tmp_path / "results.csv")}
-    assert list(rows["PrunE"]) == C.CSV_COLUMNS
+    assert list(rows["PrunE"]) == CSV_COLUMNS
     assert float(rows["PrunE"]["test_mean"]) == pytest.approx(0.62)
     assert float(rows["PrunE"]["test_std"]) == pytest.approx(0.02)
     assert rows["PrunE"]["n"] == "3" and rows["PrunE"]["seeds"] == "0;1;2"
@@ -166,39 +167,39 @@ def test_id_metrics_and_shift_columns(tmp_path):
         fake_run(tmp_path, data="good-hiv", reg="none", seed=seed, test=t,
                  overrides=["data.shift=concept"], id_valid=0.9, id_test=it)
     fake_run(tmp_path, data="good-hiv", reg="none", seed=0, test=0.5)
-    runs, _ = C.scan_runs(tmp_path)
-    rows = {r["column"]: r for r in C.aggregate(runs)}
+    runs, _ = scan_runs(tmp_path)
+    rows = {r["column"]: r for r in aggregate(runs)}
     assert set(rows) == {"good-hiv/scaffold/concept", "good-hiv/scaffold/covariate"}
     concept = rows["good-hiv/scaffold/concept"]
     assert concept["id_test_mean"] == pytest.approx(0.82) and concept["n"] == 2
     assert concept["id_test_std"] == pytest.approx(math.sqrt(2 * 0.02 ** 2))
-    assert "82.00 ± 2.83" in C.to_markdown(C.aggregate(runs), layout="long")
+    assert "82.00 ± 2.83" in to_markdown(aggregate(runs), layout="long")
 
 
 def test_data_parameters_make_separate_columns(tmp_path):
     for bias, t in ((0.7, 0.5), (0.9, 0.4)):
         fake_run(tmp_path, data="spmotif", reg="none", test=t, overrides=[f"data.bias={bias}"])
-    runs, _ = C.scan_runs(tmp_path)
-    rows = C.aggregate(runs)
+    runs, _ = scan_runs(tmp_path)
+    rows = aggregate(runs)
     assert [r["column"] for r in rows] == ["spmotif/correlation (bias=0.7)",
                                            "spmotif/correlation (bias=0.9)"]
     assert all(r["n_settings"] == 1 for r in rows)  # never "selected" across biases
-    points = C.sensitivity(runs, "data.bias")
+    points = sensitivity(runs, "data.bias")
     assert [(p["value"], p["test_mean"]) for p in points] == [(0.7, 0.5), (0.9, 0.4)]
 
 
 def test_method_labels():
-    assert C.method_label(["eps-align", "size"], "gumbel-gin") == "PrunE"
-    assert C.method_label(["size", "eps-align"], "gumbel-gcn") == "PrunE [gumbel-gcn]"
-    assert C.method_label([], "none") == "ERM"
-    assert C.method_label(["gsat"], "gumbel-gin") == "GSAT"
-    assert C.method_label(["ciga"], "gumbel-gin") == "CIGA"
-    assert C.method_label(["irm"], "none") == "IRM"
-    assert C.method_label([], "drop-edge") == "DropEdge"
-    assert C.method_label(["size"], "gumbel-gin") == "size"
-    assert C.method_label(["size", "gsat"], "gumbel-gin") == "size+gsat"
-    assert C.method_label([], "gumbel-gin") == "none [gumbel-gin]"
-    assert C.method_label(["irm"], "gumbel-gin") == "IRM [gumbel-gin]"
+    assert method_label(["eps-align", "size"], "gumbel-gin") == "PrunE"
+    assert method_label(["size", "eps-align"], "gumbel-gcn") == "PrunE [gumbel-gcn]"
+    assert method_label([], "none") == "ERM"
+    assert method_label(["gsat"], "gumbel-gin") == "GSAT"
+    assert method_label(["ciga"], "gumbel-gin") == "CIGA"
+    assert method_label(["irm"], "none") == "IRM"
+    assert method_label([], "drop-edge") == "DropEdge"
+    assert method_label(["size"], "gumbel-gin") == "size"
+    assert method_label(["size", "gsat"], "gumbel-gin") == "size+gsat"
+    assert method_label([], "gumbel-gin") == "none [gumbel-gin]"
+    assert method_label(["irm"], "gumbel-gin") == "IRM [gumbel-gin]"
 
 
 # --- layouts -------------------------------------------------------------------------
@@ -221,8 +222,8 @@ def test_ablation_row_order(tmp_path):
 def test_table_layout_method_order(tmp_path):
     for reg in ["size,eps-align", "ciga", "gsat", "none", "vrex", "size"]:
         fake_run(tmp_path, reg=reg)
-    runs, _ = C.scan_runs(tmp_path)
-    md = C.to_markdown(C.aggregate(runs), layout="table")
+    runs, _ = scan_runs(tmp_path)
+    md = to_markdown(aggregate(runs), layout="table")
     rows = [line.split(" | ")[0][2:] for line in md.splitlines()
             if line.startswith("| ") and "---" not in line][1:]
     assert rows == ["ERM", "VREx", "GSAT", "CIGA", "size", "PrunE"]
@@ -244,8 +245,8 @@ def eta_k_grid(root, best=(0.7, 50)):
 def test_sensitivity_numbers_and_plot(tmp_path):
     eta_k_grid(tmp_path)
     fake_run(tmp_path, reg="none")
-    runs, _ = C.scan_runs(tmp_path)
-    points = C.sensitivity(runs, "reg.size.eta")
+    runs, _ = scan_runs(tmp_path)
+    points = sensitivity(runs, "reg.size.eta")
     assert [p["value"] for p in points] == [0.5, 0.7, 0.85]
     assert [p["test_mean"] for p in points] == pytest.approx([0.61, 0.72, 0.65])
     assert [p["test_std"] for p in points] == pytest.approx(
@@ -267,15 +268,15 @@ def test_sensitivity_numbers_and_plot(tmp_path):
     res = collect(tmp_path, "--sensitivity", "reg.eps-align.k", "--plot", plot)
     assert res.exit_code == 0, res.output
     assert plot.read_bytes().startswith(PNG_MAGIC)
-    k_points = C.sensitivity(runs, "reg.eps-align.k")
+    k_points = sensitivity(runs, "reg.eps-align.k")
     assert [(p["value"], p["fixed"]) for p in k_points] == [
         (30.0, {"reg.size.eta": 0.85}), (50.0, {"reg.size.eta": 0.85})]
 
 
 def test_sensitivity_falls_back_when_selected_values_cover_one_point(tmp_path):
     eta_k_grid(tmp_path, best=(0.85, 30))  # K=30 only has eta=0.85
-    runs, _ = C.scan_runs(tmp_path)
-    points = C.sensitivity(runs, "reg.size.eta")
+    runs, _ = scan_runs(tmp_path)
+    points = sensitivity(runs, "reg.size.eta")
     assert [p["value"] for p in points] == [0.5, 0.7, 0.85]
     assert points[0]["fixed"] == {"reg.eps-align.k": 50.0}
     assert "validation-selected setting has only reg.size.eta=0.85" in points[0]["fixed_note"]
@@ -314,23 +315,23 @@ def test_foreign_and_corrupt_run_dirs_are_reported_and_skipped(tmp_path):
     good = fake_run(tmp_path, reg="none")
     bad_cfg = tmp_path / "x" / "bad-config"
     bad_cfg.mkdir(parents=True)
-    (bad_cfg / R.CONFIG).write_text("{not json")
+    (bad_cfg / CONFIG).write_text("{not json")
     bad_sum = fake_run(tmp_path, reg="none", seed=1, out=tmp_path / "x" / "bad-summary")
-    (bad_sum / R.SUMMARY).write_text('{"dataset": "ogbg-molbbbp", "te')
+    (bad_sum / SUMMARY).write_text('{"dataset": "ogbg-molbbbp", "te')
     no_metric = fake_run(tmp_path, reg="none", seed=2, out=tmp_path / "x" / "no-metric")
-    summary = json.loads((no_metric / R.SUMMARY).read_text())
+    summary = json.loads((no_metric / SUMMARY).read_text())
     del summary["metric"]
-    R.atomic_write_json(no_metric / R.SUMMARY, summary)
+    atomic_write_json(no_metric / SUMMARY, summary)
     foreign = tmp_path / "x" / "foreign"
     foreign.mkdir()
-    (foreign / R.CONFIG).write_text('{"model": "resnet"}')
+    (foreign / CONFIG).write_text('{"model": "resnet"}')
     lone = tmp_path / "x" / "lone-summary"
     lone.mkdir()
-    (lone / R.SUMMARY).write_text('{"metric": "rocauc", "test": 0.5}')
+    (lone / SUMMARY).write_text('{"metric": "rocauc", "test": 0.5}')
     dup = tmp_path / "x" / "copy"
     shutil.copytree(good, dup)
 
-    runs, problems = C.scan_runs(tmp_path)
+    runs, problems = scan_runs(tmp_path)
     assert [r.path for r in runs] == [good]
     reasons = {p.path.name: (p.kind, p.reason) for p in problems}
     assert reasons["bad-config"] == ("corrupt", reasons["bad-config"][1])
@@ -374,26 +375,26 @@ def test_partial_sweep_reports_missing_failed_and_unfinished_runs(tmp_path):
         fake_run(root, seed=cfg["train"]["seed"], test=0.7, out=d)
     cfg, failed = planned[2]
     failed.mkdir(parents=True)
-    R.atomic_write_json(failed / R.CONFIG, cfg)
-    R.atomic_write_json(failed / "error.json",  # grprune sweep's error.json
+    atomic_write_json(failed / CONFIG, cfg)
+    atomic_write_json(failed / "error.json",  # grprune sweep's error.json
                         {"message": "RuntimeError: CUDA out of memory\nTraceback ...",
                          "returncode": 1, "log": "sweep.log", "stderr_tail": ["..."]})
     cfg, unfinished = planned[3]
     unfinished.mkdir(parents=True)
-    R.atomic_write_json(unfinished / R.CONFIG, cfg)
-    R.write_records(unfinished / R.RESULTS, [{"epoch": 0}, {"epoch": 1}])
-    (unfinished / R.STATE).write_bytes(b"state")
+    atomic_write_json(unfinished / CONFIG, cfg)
+    write_records(unfinished / RESULTS, [{"epoch": 0}, {"epoch": 1}])
+    (unfinished / STATE).write_bytes(b"state")
     (planned[4][1]).mkdir(parents=True)
     (planned[4][1] / "sweep.log").write_text("=== grprune sweep: queued\n")
-    R.atomic_write_json(root / "sweep.json", {  # the layout grprune sweep writes
+    atomic_write_json(root / "sweep.json", {  # the layout grprune sweep writes
         "version": 1, "command": "grprune sweep ...",
         "configs": [{"hash": c["hash"], "run_dir": str(d.relative_to(root)),
                      "values": {"seed": c["train"]["seed"]}, "dropped": []}
                     for c, d in planned],
         "sweeps": []})
 
-    scan = C.scan_runs(root)
-    groups = C.sweep_report(scan)
+    scan = scan_runs(root)
+    groups = sweep_report(scan)
     assert len(groups) == 1
     g = groups[0]
     assert g["group"] == "ogbg-molbbbp/size+eps-align"
@@ -424,15 +425,15 @@ def test_running_run_of_a_sweep_is_counted_once_as_running(tmp_path):
     fake_run(root, seed=0, out=planned[0][1])
     cfg, running = planned[1]
     running.mkdir(parents=True)
-    R.atomic_write_json(running / R.CONFIG, cfg)
-    R.atomic_write_json(root / "sweep.json", {
+    atomic_write_json(running / CONFIG, cfg)
+    atomic_write_json(root / "sweep.json", {
         "version": 1, "configs": [{"hash": c["hash"], "run_dir": str(d.relative_to(root)),
                                    "values": {"seed": c["train"]["seed"]}}
                                   for c, d in planned]})
     with RunDir(running).lock():  # another process is training it
-        scan = C.scan_runs(root)
-        (g,) = C.sweep_report(scan)
-        notes = C.notes_for(scan, [g])
+        scan = scan_runs(root)
+        (g,) = sweep_report(scan)
+        notes = notes_for(scan, [g])
     assert (g["finished"], g["running"], g["not_started"]) == (1, 1, 0)
     assert [p.kind for p in scan.problems] == ["running"]
     assert "1/2 runs finished, 1 running" in notes[0]
@@ -445,18 +446,18 @@ def test_presets_select_chooses_the_preset_on_validation(tmp_path):
         fake_run(tmp_path, seed=seed, valid=0.95, test=0.66, preset="official")
         fake_run(tmp_path, seed=seed, valid=0.93, test=0.70, preset="paper")
         fake_run(tmp_path, reg="none", seed=seed, valid=0.90, test=0.68, preset="official")
-    runs, _ = C.scan_runs(tmp_path)
+    runs, _ = scan_runs(tmp_path)
 
-    separate = by_method(C.aggregate(runs))
+    separate = by_method(aggregate(runs))
     assert set(separate) == {"PrunE", "PrunE (official)", "ERM (official)"}
 
-    rows = C.aggregate(runs, presets="select")
+    rows = aggregate(runs, presets="select")
     assert [r["method"] for r in rows] == ["ERM", "PrunE"]
     prune = by_method(rows)["PrunE"]
     assert prune["preset"] == "official" and prune["n_settings"] == 2
     assert prune["hparams"] == {"preset": "official"} and prune["varying"] == ["preset"]
     assert prune["test_mean"] == pytest.approx(0.66)
-    oracle = by_method(C.aggregate(runs, select="oracle", presets="select"))["PrunE"]
+    oracle = by_method(aggregate(runs, select="oracle", presets="select"))["PrunE"]
     assert oracle["preset"] == "paper"
     assert by_method(rows)["ERM"]["hparams"] == {}   # one preset only: nothing chosen
 
@@ -465,7 +466,7 @@ def test_presets_select_chooses_the_preset_on_validation(tmp_path):
     md = (tmp_path / "results.md").read_text()
     assert "- PrunE, ogbg-molbbbp/scaffold: preset=official (chosen from 2 settings" in md
     with pytest.raises(GrpruneError, match="unknown preset rule 'both'. Choices: separate, select"):
-        C.aggregate(runs, presets="both")
+        aggregate(runs, presets="both")
     res = CliRunner().invoke(main, ["collect", str(tmp_path), "--presets", "both"])
     assert res.exit_code == 2 and "separate" in res.output
 
@@ -474,9 +475,9 @@ def test_sweep_with_nothing_finished_exits_1(tmp_path):
     cfg = resolve_config(reg="none")
     d = default_run_dir(cfg, tmp_path)
     d.mkdir(parents=True)
-    R.atomic_write_json(d / R.CONFIG, cfg)
-    R.atomic_write_json(d / "error.json", {"message": "boom"})
-    R.atomic_write_json(tmp_path / "sweep.json", {"version": 1, "configs": [
+    atomic_write_json(d / CONFIG, cfg)
+    atomic_write_json(d / "error.json", {"message": "boom"})
+    atomic_write_json(tmp_path / "sweep.json", {"version": 1, "configs": [
         {"hash": cfg["hash"], "run_dir": str(d.relative_to(tmp_path)), "values": {}}]})
     res = collect(tmp_path)
     assert res.exit_code == 1
@@ -494,11 +495,11 @@ def test_end_to_end_two_real_runs(tmp_path):
         assert res.exit_code == 0, res.output
     res = collect(tmp_path / "runs", "--layout", "long")
     assert res.exit_code == 0, res.output
-    summaries = [json.loads((tmp_path / "runs" / f"erm-{s}" / R.SUMMARY).read_text())
+    summaries = [json.loads((tmp_path / "runs" / f"erm-{s}" / SUMMARY).read_text())
                  for s in (0, 1)]
     rows = read_csv(tmp_path / "runs" / "results.csv")
     assert len(rows) == 1 and rows[0]["method"] == "ERM" and rows[0]["n"] == "2"
-    mean, std, n = C.mean_std(s["test"] for s in summaries)
+    mean, std, n = mean_std(s["test"] for s in summaries)
     if math.isnan(mean):
         assert rows[0]["test_mean"] == ""
     else:
@@ -510,8 +511,8 @@ def test_end_to_end_two_real_runs(tmp_path):
 def test_seeds_sort_numerically(tmp_path):
     for seed in (10, 2, 1):
         fake_run(tmp_path, reg="none", seed=seed, test=0.5 + seed / 100)
-    runs, _ = C.scan_runs(tmp_path)
-    (row,) = C.aggregate(runs)
+    runs, _ = scan_runs(tmp_path)
+    (row,) = aggregate(runs)
     assert row["seeds"] == [1, 2, 10]
     assert row["test_mean"] == pytest.approx((0.51 + 0.52 + 0.60) / 3)
 
@@ -520,10 +521,10 @@ def test_sweep_run_dir_holding_another_configuration_is_reported(tmp_path):
     cfg = resolve_config(reg="none")
     d = default_run_dir(cfg, tmp_path)
     fake_run(tmp_path, reg="none", seed=7, out=d)  # another seed than planned
-    R.atomic_write_json(tmp_path / "sweep.json", {"version": 1, "configs": [
+    atomic_write_json(tmp_path / "sweep.json", {"version": 1, "configs": [
         {"hash": cfg["hash"], "run_dir": str(d.relative_to(tmp_path)), "values": {}}]})
-    scan = C.scan_runs(tmp_path)
-    (g,) = C.sweep_report(scan)
+    scan = scan_runs(tmp_path)
+    (g,) = sweep_report(scan)
     assert (g["finished"], g["unreadable"]) == (0, 1)
     assert any(p.kind == "foreign" and f"planned {cfg['hash']}" in p.reason
                for p in scan.problems)
@@ -565,7 +566,7 @@ def test_one_seed_prints_no_sd_in_any_layout(tmp_path):
         fake_run(tmp_path, test=test, overrides=[f"reg.size.eta={eta}"])
     fake_run(tmp_path, reg="none", test=0.70, valid=0.90)
     fake_run(tmp_path, reg="none", seed=1, test=0.72, valid=0.92)  # two seeds: mean ± sd
-    for layout in C.LAYOUTS:
+    for layout in LAYOUTS:
         res = collect(tmp_path, "--layout", layout, "--select", "all", "--out", tmp_path / layout)
         assert res.exit_code == 0, res.output
         md = (tmp_path / f"{layout}.md").read_text()

@@ -24,10 +24,11 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from grprune import step as S
+from grprune.step import (COMPILE_MODES, StepClock, TORCH_COMPILE_MODES, TrainStep, _ClockedContext,
+                          step_loss)
 from grprune.cli import main
 from grprune.data import load_dataset
-from grprune.record import files as R
+from grprune.record.files import CONFIG, SUMMARY, read_json
 from grprune.regularizers.base import StepContext
 from grprune.resolve import resolve_config
 from grprune.trainer import Trainer
@@ -46,7 +47,7 @@ def _backend(device: str) -> str | None:
     return "aot_eager" if device == "cpu" else None
 
 
-def _step(trainer: Trainer, train_step: S.TrainStep, batch, warm: bool) -> dict:
+def _step(trainer: Trainer, train_step: TrainStep, batch, warm: bool) -> dict:
     """One step as :meth:`Trainer.train_epoch` takes it, from a copy of the model."""
     model = copy.deepcopy(trainer.model)
     opt = torch.optim.Adam(model.parameters(), lr=trainer.tc.lr)
@@ -67,8 +68,8 @@ def test_a_compiled_step_gives_the_eager_loss_and_update(molbbbp, tmp_path, devi
     trainer = Trainer(cfg, molbbbp, tmp_path)
     batch = next(iter(trainer._batches("train", train=True)))
     assert batch.padded
-    eager = _step(trainer, S.TrainStep("none"), batch, warm)
-    compiled = _step(trainer, S.TrainStep("default", backend=_backend(device),
+    eager = _step(trainer, TrainStep("none"), batch, warm)
+    compiled = _step(trainer, TrainStep("default", backend=_backend(device),
                                           fallback_random=True), batch, warm)
     assert eager["terms"].keys() == compiled["terms"].keys()
     for name, value in eager["terms"].items():
@@ -85,7 +86,7 @@ def test_the_step_compiles_without_a_graph_break(molbbbp, tmp_path):
                          flags={**FLAGS, "train.device": "cpu"})
     trainer = Trainer(cfg, molbbbp, tmp_path)
     batch = next(iter(trainer._batches("train", train=True)))
-    explained = torch._dynamo.explain(S.step_loss)(trainer.model, trainer.regs, batch,
+    explained = torch._dynamo.explain(step_loss)(trainer.model, trainer.regs, batch,
                                                    False, 1, 0)
     assert explained.graph_break_count == 0, explained.break_reasons
     assert explained.graph_count == 1
@@ -96,7 +97,7 @@ def _cli(args: list[str]):
 
 
 def test_a_compiled_run_trains_from_the_cli(tmp_path: Path, monkeypatch):
-    monkeypatch.setattr(S, "BACKEND", "aot_eager")
+    monkeypatch.setattr("grprune.step.BACKEND", "aot_eager")
     out = tmp_path / "run"
     # the first epoch's compilation (minutes on a real run) is announced before it starts
     with pytest.warns(UserWarning, match="compiles the step"):
@@ -106,7 +107,7 @@ def test_a_compiled_run_trains_from_the_cli(tmp_path: Path, monkeypatch):
                        "-H", "train.batch_size=32", "-H", "train.warmup_epochs=1",
                        "-H", "train.pad_buckets=true", "-H", "train.compile=default"])
     assert result.exit_code == 0, result.output
-    summary, config = R.read_json(out / R.SUMMARY), R.read_json(out / R.CONFIG)
+    summary, config = read_json(out / SUMMARY), read_json(out / CONFIG)
     assert summary is not None and config is not None
     assert summary["epochs_run"] == 2 and summary["test"] is not None
     assert config["train"]["compile"] == "default"
@@ -132,8 +133,8 @@ def test_the_compiled_steps_context_reads_epoch_and_step_from_the_clock():
     """What a regularizer's schedule reads (``ctx.step``, ``ctx.epoch``, or their device
     tensors, which IRM and GSAT read) is the step's own epoch and step under compile too;
     the tensors are made once and filled in place after (a graph keeps their memory)."""
-    clock = S.StepClock()
-    ctx = S._ClockedContext(batch=None, output=None, model=None)  # type: ignore[arg-type]
+    clock = StepClock()
+    ctx = _ClockedContext(batch=None, output=None, model=None)  # type: ignore[arg-type]
     ctx.clock = clock
     assert ctx.step_tensor is None and ctx.epoch_tensor is None
     clock.set(3, 17, torch.device("cpu"))
@@ -149,6 +150,6 @@ def test_the_compiled_steps_context_reads_epoch_and_step_from_the_clock():
 def test_cuda_graph_is_a_mode_whose_loss_is_not_compiled():
     """``train.compile=cuda-graph`` captures the whole step (``grprune.step.GraphedStep``,
     ``tests/test_cuda_graph.py``); its loss is the eager :func:`step_loss`."""
-    assert "cuda-graph" in S.COMPILE_MODES and "cuda-graph" not in S.TORCH_COMPILE_MODES
-    step = S.TrainStep("cuda-graph")
-    assert not step.compiled and step._fn is S.step_loss
+    assert "cuda-graph" in COMPILE_MODES and "cuda-graph" not in TORCH_COMPILE_MODES
+    step = TrainStep("cuda-graph")
+    assert not step.compiled and step._fn is step_loss

@@ -32,11 +32,11 @@ import torch
 from torch import nn
 
 from grprune import capture
-from grprune import step as S
+from grprune.step import StepClock, _ClockedContext, _key, optimizer_options, set_lr, step_loss
 from grprune.batch import GraphBatch
 from grprune.data import load_dataset
-from grprune.ops import Segments
-from grprune.record import files as R
+from grprune.csr import Segments
+from grprune.record.files import LAST_CHECKPOINT, RESULTS, read_records
 from grprune.record.epoch import EpochRecord
 from grprune.resolve import resolve_config
 from grprune.run import execute
@@ -58,7 +58,7 @@ def molbbbp():
 def captures(monkeypatch) -> dict[str, int]:
     """One eager step per key before its capture (more replays in a short run), and the
     stand-in's captures and replays counted."""
-    monkeypatch.setattr(S, "EAGER_STEPS", 1)
+    monkeypatch.setattr("grprune.step.EAGER_STEPS", 1)
     counts = {"captures": 0, "replays": 0}
     eager_capture = capture.EagerGraphs.capture
 
@@ -85,13 +85,13 @@ def _quiet(msg: str) -> None:
 
 def _numbers(run_dir: Path) -> list[tuple[Any, ...]]:
     """Each epoch's learning rate, loss terms and split scores, timings left out."""
-    records = map(EpochRecord.from_dict, R.read_records(run_dir / R.RESULTS))
+    records = map(EpochRecord.from_dict, read_records(run_dir / RESULTS))
     return [(r.lr, dict(r.loss), {k: dict(v) for k, v in r.scores.items()}) for r in records]
 
 
 def _weights(run_dir: Path) -> dict[str, torch.Tensor]:
     """The model after the last epoch (``checkpoint-last.pt``: ``train.save_last``)."""
-    return torch.load(run_dir / R.LAST_CHECKPOINT, map_location="cpu", weights_only=True)
+    return torch.load(run_dir / LAST_CHECKPOINT, map_location="cpu", weights_only=True)
 
 
 def _same(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> None:
@@ -178,19 +178,22 @@ def test_a_traced_schedule_follows_the_clocks_tensors_not_its_capture():
     with the clock's tensors at later values gives the later weight and prior."""
     from torch.fx.experimental.proxy_tensor import make_fx
 
+    from grprune.batch import collate
     from grprune.regularizers.env import IRMPenalty
     from grprune.regularizers.gsat import GSAT, gsat_info_loss, gsat_r
+    from tests.conftest import make_graph
     irm = IRMPenalty(weight=10.0, anneal_steps=5, anneal_weight=0.5)
     gsat, active = GSAT(decay_interval=2, schedule="absolute"), GSAT(decay_interval=2)
     active.start_epoch = 1  # (set at its first step: a Python constant in the trace)
-    att = torch.rand(17, generator=torch.Generator().manual_seed(0))
+    batch = collate([(make_graph(9, [(i, i + 1) for i in range(8)]), 0, 0, 0)])  # 16 edges
+    att = torch.rand(16, generator=torch.Generator().manual_seed(0))
     selection = type("Sel", (), {"relaxed": att, "edge_prob": att})()
     output = type("Out", (), {"selection": selection})()
 
     def step(epoch_t: torch.Tensor, step_t: torch.Tensor, value: torch.Tensor):
-        clock = S.StepClock()
+        clock = StepClock()
         clock.tensors = {"epoch": epoch_t, "step": step_t}
-        ctx = S._ClockedContext(batch=None, output=output, model=None)  # type: ignore[arg-type]
+        ctx = _ClockedContext(batch=batch, output=output, model=None)  # type: ignore[arg-type]
         ctx.clock = clock
         return irm.weighted(ctx, value), gsat.loss(ctx), active.loss(ctx)
     value, zero = torch.tensor(2.0), torch.tensor(0)
@@ -272,7 +275,7 @@ def test_a_static_batch_keeps_its_capture_host_integers_and_takes_new_tensors(mo
     for s, t in zip(capture.batch_tensors(static), capture.batch_tensors(b)):
         assert torch.equal(s, t)
     assert static.real_edges == a.real_edges != b.real_edges
-    assert S._key(a, False) == S._key(b, False) != S._key(a, True)
+    assert _key(a, False) == _key(b, False) != _key(a, True)
 
 
 def test_set_lr_fills_a_tensor_learning_rate_and_the_state_round_trip_keeps_one(tmp_path):
@@ -283,21 +286,21 @@ def test_set_lr_fills_a_tensor_learning_rate_and_the_state_round_trip_keeps_one(
     p = nn.Parameter(torch.ones(3))
     opt = torch.optim.Adam([p], lr=torch.tensor(1e-3), foreach=False)
     lr = opt.param_groups[0]["lr"]
-    S.set_lr(opt, 1e-4)
+    set_lr(opt, 1e-4)
     assert opt.param_groups[0]["lr"] is lr and float(lr) == pytest.approx(1e-4)
     p.grad = torch.ones(3)
     opt.step()
     torch.save(opt.state_dict(), tmp_path / "opt.pt")
     again = torch.optim.Adam([p], lr=torch.tensor(1e-3), foreach=False)
     again.load_state_dict(torch.load(tmp_path / "opt.pt", weights_only=True))
-    S.set_lr(again, 1e-5)
+    set_lr(again, 1e-5)
     assert isinstance(again.param_groups[0]["lr"], torch.Tensor)
     assert float(again.param_groups[0]["lr"]) == pytest.approx(1e-5)
     plain = torch.optim.Adam([p], lr=1e-3)
     plain.load_state_dict(opt.state_dict())  # a cuda-graph run resumed without it
-    S.set_lr(plain, 1e-2)
+    set_lr(plain, 1e-2)
     assert plain.param_groups[0]["lr"] == 1e-2
-    options = S.optimizer_options("cuda-graph", torch.device("cpu"), True, 1e-3)
+    options = optimizer_options("cuda-graph", torch.device("cpu"), True, 1e-3)
     assert options == {"lr": 1e-3, "foreach": True, "fused": None}  # the CPU: as eager
 
 
@@ -306,7 +309,7 @@ def _same_bucket(batches: list[GraphBatch]) -> tuple[GraphBatch, GraphBatch]:
     """Two batches of one bucket with different real edge counts."""
     for i, a in enumerate(batches):
         for b in batches[i + 1:]:
-            if S._key(a, False) == S._key(b, False) and a.real_edges != b.real_edges:
+            if _key(a, False) == _key(b, False) and a.real_edges != b.real_edges:
                 return a, b
     raise AssertionError("no two batches of one bucket")
 
@@ -333,7 +336,7 @@ class _Step(nn.Module):
         self.reg_map = trainer.regs  # (the ModuleDict makes their parameters this module's)
 
     def forward(self, batch: GraphBatch) -> torch.Tensor:
-        return S.step_loss(self.model, self.reg_map, batch, self.warm, 1, 0)[0]
+        return step_loss(self.model, self.reg_map, batch, self.warm, 1, 0)[0]
 
 
 def _loss_and_grads(module: _Step, params: dict, buffers: dict, batch: GraphBatch):

@@ -24,7 +24,7 @@ import torch
 
 from grprune import step
 from grprune.determinism import seed_everything
-from grprune.record import files as R
+from grprune.record.files import CHECKPOINT, RESULTS, STATE, read_records
 from grprune.record.epoch import EpochRecord
 from grprune.resolve import resolve_config
 from grprune.data import load_dataset
@@ -84,7 +84,7 @@ def _quiet(msg: str) -> None:
 
 def _numbers(run_dir: Path) -> list[tuple[Any, Any]]:
     """Each epoch's loss terms and split scores (``results.jsonl``), timings left out."""
-    records = map(EpochRecord.from_dict, R.read_records(run_dir / R.RESULTS))
+    records = map(EpochRecord.from_dict, read_records(run_dir / RESULTS))
     return [(dict(r.loss), {k: dict(v) for k, v in r.scores.items()}) for r in records]
 
 
@@ -112,7 +112,7 @@ def test_a_device_checkpoint_scores_the_same_on_cpu(tmp_path, device):
     _, summary = execute(cfg, tmp_path / "run", log=_quiet)
     cpu_cfg = RunConfig.from_dict({**cfg, "train": {**cfg["train"], "device": "cpu"}})
     trainer = Trainer(cpu_cfg, load_dataset("ogbg-molbbbp"), tmp_path / "cpu")
-    state = torch.load(tmp_path / "run" / R.CHECKPOINT, map_location="cpu", weights_only=True)
+    state = torch.load(tmp_path / "run" / CHECKPOINT, map_location="cpu", weights_only=True)
     trainer.model.load_state_dict(state)
     ev, _ = trainer.evaluate("test")
     assert summary.test is not None
@@ -123,7 +123,7 @@ def test_an_interrupted_device_run_resumes(tmp_path, device):
     cfg = _cfg(*PRUNE, device, epochs=2)
     with pytest.raises(KeyboardInterrupt):
         execute(cfg, tmp_path / "run", on_epoch=_stop_after_first, log=_quiet)
-    assert (tmp_path / "run" / R.STATE).is_file()
+    assert (tmp_path / "run" / STATE).is_file()
     status, summary = execute(cfg, tmp_path / "run", log=_quiet)
     assert status == "resumed" and summary.epochs_run == 2
     assert summary.device is not None and summary.device.startswith(device)
@@ -176,7 +176,7 @@ def test_fast_path_interrupted_run_resumes_as_if_uninterrupted(tmp_path, device)
     execute(cfg, tmp_path / "whole", log=_quiet)
     with pytest.raises(KeyboardInterrupt):
         execute(cfg, tmp_path / "cut", on_epoch=_stop_after_first, log=_quiet)
-    state = torch.load(tmp_path / "cut" / R.STATE, map_location="cpu", weights_only=True)
+    state = torch.load(tmp_path / "cut" / STATE, map_location="cpu", weights_only=True)
     assert "loader" in state["rng"]
     assert ("loader_device" in state["rng"]) is (device == "cuda")
     status, _ = execute(cfg, tmp_path / "cut", log=_quiet)

@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from grprune.data import DATASETS, load_dataset, smiles_to_graph
-from grprune.data.drugood import JSON_PARTS, DrugoodEc50, read_curation
+from grprune.data.drugood import DrugoodEc50
+from grprune.data.drugood_curation import JSON_PARTS, read_curation
 from grprune.errors import DataError, GrpruneError
 
 BUNDLED = Path(__file__).resolve().parents[1] / "grprune" / "data" / "files" / "drugood"

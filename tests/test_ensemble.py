@@ -37,7 +37,7 @@ def runs(tmp_path_factory, data_root):
 
 @pytest.fixture(scope="module")
 def library(tmp_path_factory):
-    from grprune.data.molecules import read_molecule_csv
+    from grprune.data.moleculenet_csv import read_molecule_csv
     from grprune.data.ogbg import FILES
     smiles, _ = read_molecule_csv(FILES / "ogbg_molbbbp/bbbp.csv.gz", "smiles", "p_np")
     smiles = [*smiles[300:340], "not a smiles", "", "c1cc[nH]c1"]
@@ -48,7 +48,7 @@ def library(tmp_path_factory):
 
 
 def _read(path):
-    from grprune.screen import read_table
+    from grprune.predict import read_table
     return read_table(path)
 
 
@@ -127,7 +127,7 @@ def test_incompatible_runs_and_one_model_options_are_refused(runs, tmp_path):
 
 def test_a_changed_member_changes_the_resume_stamp(runs, library, tmp_path):
     from grprune.api import load_model
-    from grprune.screen_files import input_stamp, resume_point, state_path
+    from grprune.predict_stream_files import input_stamp, resume_point, state_path
     stamp = input_stamp(load_model(runs), library, {})
     assert stamp == input_stamp(load_model(runs), library, {})
     assert stamp != input_stamp(load_model(runs[:2]), library, {})

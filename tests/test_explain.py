@@ -12,7 +12,7 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from grprune.record import files as R
+from grprune.record.files import CHECKPOINT, EDGE_PROBS, SUMMARY
 from grprune.record.rundir import RunDir
 from grprune.cli import main
 from grprune.draw import (draw_molecule, highlighted_bonds, parse_molecule, rdkit_bond_ids,
@@ -181,7 +181,7 @@ def test_explain_molecules(bbbp_run, tmp_path):
     assert res.exit_code == 0, res.output
     assert "metrics skipped" in res.output and not (out / "metrics.json").exists()
     df = pd.read_csv(out / "edges.csv")
-    npz = np.load(bbbp_run / R.EDGE_PROBS)
+    npz = np.load(bbbp_run / EDGE_PROBS)
     ids = list(dict.fromkeys(df["graph_index"].tolist()))
     assert len(ids) == 8 and ids == npz["graph_index"][:8].tolist()
     for gi in ids:
@@ -221,7 +221,7 @@ def test_explain_rerun_overwrites_and_bad_input(bbbp_run, tmp_path):
     out = tmp_path / "ex"
     assert _cli("explain", bbbp_run, "--out", out).exit_code == 0
     assert len(list(out.glob("graph-*.png"))) == 8
-    test_ids = np.load(bbbp_run / R.EDGE_PROBS)["graph_index"]
+    test_ids = np.load(bbbp_run / EDGE_PROBS)["graph_index"]
     res = _cli("explain", bbbp_run, "--out", out, "--graphs", str(test_ids[-1]))
     assert res.exit_code == 0, res.output
     assert [p.name for p in out.glob("graph-*.png")] == [_picture(out, test_ids[-1]).name]
@@ -243,7 +243,7 @@ def test_explain_rerun_overwrites_and_bad_input(bbbp_run, tmp_path):
 
     unfinished = tmp_path / "unfinished"
     shutil.copytree(bbbp_run, unfinished)
-    (unfinished / R.SUMMARY).unlink()
+    (unfinished / SUMMARY).unlink()
     res = CliRunner().invoke(main, ["explain", str(unfinished)])
     assert res.exit_code == 2 and "unfinished run" in res.output
     res = CliRunner().invoke(main, ["explain", str(tmp_path)])
@@ -255,9 +255,9 @@ def test_load_run_reads_the_features_from_config_json_alone(bbbp_run, tmp_path):
     features record is."""
     old = tmp_path / "old"
     shutil.copytree(bbbp_run, old)
-    summary = json.loads((old / R.SUMMARY).read_text())
+    summary = json.loads((old / SUMMARY).read_text())
     model_record = summary.pop("model")
-    (old / R.SUMMARY).write_text(json.dumps(summary))
+    (old / SUMMARY).write_text(json.dumps(summary))
     run = load_run(old)
     assert run.features.summary_record() == model_record and run.use_selector and not run.model.training
     new = load_run(bbbp_run)
@@ -276,7 +276,7 @@ def test_explain_motif_metrics(motif_run, tmp_path):
     df = pd.read_csv(out / "edges.csv")
     assert "edge_gt" in df.columns and set(df["graph_index"]) == {27000, 27001, 27002}
     m = json.loads((out / "metrics.json").read_text())
-    summary = json.loads((motif_run / R.SUMMARY).read_text())
+    summary = json.loads((motif_run / SUMMARY).read_text())
     assert m["graphs_in_part"] == 48 and m["all"]["graphs"] == 48
     # pooled over bonds it is the trainer's directed-edge ROC-AUC (each bond counted twice)
     assert m["all"]["rocauc"] == pytest.approx(summary["motif_edge_rocauc"], abs=1e-3)
@@ -296,7 +296,7 @@ def test_explain_motif_metrics(motif_run, tmp_path):
         assert t["graphs"] == 48 and t["gc"] + t["gs"] == pytest.approx(t["k"])
 
     # the metrics are the pure functions of the run's own edge_probs.npz
-    npz = np.load(motif_run / R.EDGE_PROBS)
+    npz = np.load(motif_run / EDGE_PROBS)
     first = np.asarray(npz["edge_ptr"][:-1])
     ptr = np.concatenate([[0], np.cumsum(np.diff(npz["edge_ptr"]) // 2)])
     bond_first = np.concatenate([np.arange(a, b)[bonds_by_first_edge(npz["src"][a:b],
@@ -330,7 +330,7 @@ def test_plain_pictures_when_rdkit_cannot_draw(bbbp_run, tmp_path, monkeypatch):
     import grprune.draw
     monkeypatch.setattr(grprune.draw, "rdkit_drawing_error", lambda: "OSError: no libXrender")
     res = _cli("explain", bbbp_run, "--out", tmp_path, "--graphs",
-               str(np.load(bbbp_run / R.EDGE_PROBS)["graph_index"][0]))
+               str(np.load(bbbp_run / EDGE_PROBS)["graph_index"][0]))
     assert res.exit_code == 0, res.output
     assert "RDKit cannot draw molecules here" in res.output
     assert next(tmp_path.glob("graph-*.png")).read_bytes().startswith(PNG)
@@ -354,9 +354,9 @@ def test_explain_reads_edge_probs_not_the_model(motif_run, tmp_path, monkeypatch
     # the model weights made unusable, and any forward an error
     run_dir = tmp_path / "run"
     shutil.copytree(motif_run, run_dir, ignore=shutil.ignore_patterns("explain"))
-    state = torch.load(run_dir / R.CHECKPOINT, weights_only=True)
+    state = torch.load(run_dir / CHECKPOINT, weights_only=True)
     torch.save({k: torch.full_like(v, float("nan")) if v.is_floating_point() else v
-                for k, v in state.items()}, run_dir / R.CHECKPOINT)
+                for k, v in state.items()}, run_dir / CHECKPOINT)
 
     def no_forward(*args, **kwargs):
         raise AssertionError("explain ran the model although edge_probs.npz holds the graphs")
@@ -393,9 +393,9 @@ def test_explain_reads_edge_probs_not_the_model(motif_run, tmp_path, monkeypatch
     assert res.exit_code != 0 and "explain ran the model" in repr(res.exception)
 
     # a file that lacks arrays (logits, class probabilities): incomplete, re-scored too
-    with np.load(run_dir / R.EDGE_PROBS) as npz:
+    with np.load(run_dir / EDGE_PROBS) as npz:
         old = {k: npz[k] for k in npz.files if k not in ("edge_logits", "prob", "num_nodes")}
-    np.savez_compressed(run_dir / R.EDGE_PROBS, **old)
+    np.savez_compressed(run_dir / EDGE_PROBS, **old)
     assert edge_scores_from_arrays(RunDir(run_dir).edge_arrays()) is None
     assert "edge_logits" in SCORE_ARRAYS
     res = CliRunner().invoke(main, ["explain", str(run_dir), "--out", str(tmp_path / "old")])

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import strip_keys
-from grprune.record import files as R
+from grprune.record.files import EDGE_PROBS, RESULTS, SUMMARY, read_json, read_records
 from grprune.record.settings import config_hash
 from grprune.resolve import resolve_config
 from grprune.data import load_dataset
@@ -36,10 +36,10 @@ def _strip(obj):
 
 def _outputs(run_dir):
     """Records, summary and edge_probs.npz arrays of a run, timings left out."""
-    summary = _strip(R.read_json(run_dir / R.SUMMARY))
-    with np.load(run_dir / R.EDGE_PROBS) as npz:
+    summary = _strip(read_json(run_dir / SUMMARY))
+    with np.load(run_dir / EDGE_PROBS) as npz:
         arrays = {k: npz[k] for k in npz.files}
-    return _strip(R.read_records(run_dir / R.RESULTS)), summary, arrays
+    return _strip(read_records(run_dir / RESULTS)), summary, arrays
 
 
 def _assert_identical(a, b):

@@ -15,8 +15,9 @@ from grprune.batch import collate
 from grprune.data import load_dataset
 from grprune.data.featurize import (FlatGraphs, Progress, featurize_chunk, featurize_ogb,
                                     parallel_scaffolds)
-from grprune.data.molecule_csv import cached_rows, read_rows
-from grprune.data.molecules import read_molecule_csv, smiles_to_graph
+from grprune.data.molecule_rows import cached_rows, read_rows
+from grprune.data.moleculenet_csv import read_molecule_csv
+from grprune.data.molecules import smiles_to_graph
 from grprune.data.ogbg import FILES
 from grprune.data.packed import PackedGraphs
 from grprune.data.splits import murcko_scaffolds

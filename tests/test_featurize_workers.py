@@ -11,7 +11,8 @@ import os
 import numpy as np
 import pytest
 
-import grprune.data.featurize as F
+from grprune.data.featurize import (_scaffold_chunk, featurize_chunk, featurize_ogb,
+                                    parallel_scaffolds)
 from grprune.data.workers import WORKER_DIED, WorkerDied, ordered_map
 from grprune.errors import DataError
 
@@ -23,7 +24,7 @@ def _dying_task(item):
     return item
 
 
-_REAL_CHUNK, _REAL_SCAFFOLDS = F.featurize_chunk, F._scaffold_chunk
+_REAL_CHUNK, _REAL_SCAFFOLDS = featurize_chunk, _scaffold_chunk
 
 
 def _dying_chunk(smiles, **kwargs):
@@ -40,7 +41,7 @@ def _dying_scaffolds(task):
 
 @pytest.fixture(scope="module")
 def smiles():
-    from grprune.data.molecules import read_molecule_csv
+    from grprune.data.moleculenet_csv import read_molecule_csv
     from grprune.data.ogbg import FILES
     rows, _ = read_molecule_csv(FILES / "ogbg_molbbbp/bbbp.csv.gz", "smiles", "p_np")
     return list(rows[:400])
@@ -60,10 +61,10 @@ def test_ordered_map_names_the_task_that_kills_its_worker_alone():
 def test_a_molecule_that_kills_its_worker_is_skipped_with_a_reason(smiles, monkeypatch):
     rows = list(smiles)
     rows[137] = "DIE"
-    want, kept_want, failed_want = F.featurize_ogb(rows[:137] + rows[138:], workers=0,
+    want, kept_want, failed_want = featurize_ogb(rows[:137] + rows[138:], workers=0,
                                                    progress="none")
-    monkeypatch.setattr(F, "featurize_chunk", _dying_chunk)
-    got, kept, failed = F.featurize_ogb(rows, workers=2, chunk_size=25, progress="none")
+    monkeypatch.setattr("grprune.data.featurize.featurize_chunk", _dying_chunk)
+    got, kept, failed = featurize_ogb(rows, workers=2, chunk_size=25, progress="none")
     assert failed[137] == WORKER_DIED
     assert {(p if p < 137 else p - 1): w for p, w in failed.items() if p != 137} == failed_want
     assert np.array_equal(np.where(kept > 137, kept - 1, kept), kept_want)
@@ -74,12 +75,12 @@ def test_a_molecule_that_kills_its_worker_is_skipped_with_a_reason(smiles, monke
 def test_a_molecule_that_kills_its_scaffold_worker_is_one_line(smiles, monkeypatch):
     rows = list(smiles)
     rows[260] = "DIE"
-    monkeypatch.setattr(F, "_scaffold_chunk", _dying_scaffolds)
+    monkeypatch.setattr("grprune.data.featurize._scaffold_chunk", _dying_scaffolds)
     with pytest.raises(DataError) as err:
-        F.parallel_scaffolds(rows, workers=2, chunk_size=25, progress="none")
+        parallel_scaffolds(rows, workers=2, chunk_size=25, progress="none")
     text = str(err.value)
     assert text == ("computing scaffolds: the worker process died on the SMILES 'DIE' (RDKit "
                     "crashed on it, or the memory ran out); remove it from the data file")
-    monkeypatch.setattr(F, "_scaffold_chunk", _REAL_SCAFFOLDS)
-    assert F.parallel_scaffolds(smiles, workers=2, chunk_size=25, progress="none") == \
-        F.parallel_scaffolds(smiles, workers=0, progress="none")
+    monkeypatch.setattr("grprune.data.featurize._scaffold_chunk", _REAL_SCAFFOLDS)
+    assert parallel_scaffolds(smiles, workers=2, chunk_size=25, progress="none") == \
+        parallel_scaffolds(smiles, workers=0, progress="none")

@@ -31,7 +31,8 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from grprune.record import files as R
+from grprune.record.files import (CHECKPOINT, CONFIG, EDGE_PROBS, RESULTS, STATE, SUMMARY,
+                                  read_records)
 from grprune.cli import main
 
 #: the tiny molecule run every run-directory case starts from
@@ -44,9 +45,9 @@ DATA_RUN_ARGS = ["--preset", "paper", "--epochs", "1", "-H", "train.batch_size=3
 #: ``grprune predict RUN ...``: an atom alone, and a molecule with bonds to keep or prune
 PREDICT_ARGS = ["--smiles", "C", "--smiles", "CCO", "--device", "cpu", "--bonds"]
 #: (run, file) kinds damaged in a run directory, each with its own seed
-RUN_FILES = [("finished", R.CONFIG), ("finished", R.SUMMARY), ("finished", R.RESULTS),
-             ("finished", R.CHECKPOINT), ("finished", R.EDGE_PROBS),
-             ("interrupted", R.STATE), ("interrupted", R.RESULTS), ("interrupted", R.CONFIG)]
+RUN_FILES = [("finished", CONFIG), ("finished", SUMMARY), ("finished", RESULTS),
+             ("finished", CHECKPOINT), ("finished", EDGE_PROBS),
+             ("interrupted", STATE), ("interrupted", RESULTS), ("interrupted", CONFIG)]
 
 
 # ------------------------------------------------------------------ mutations
@@ -195,10 +196,10 @@ def _not_clean(code: int, stderr: str) -> str:
 
 def _gap(run_dir: Path) -> str:
     """Why a resumed run that exited 0 is not whole (``""`` when it is)."""
-    epochs = [r.get("epoch") for r in R.read_records(run_dir / R.RESULTS)]
-    if not (run_dir / R.SUMMARY).is_file() or epochs != [0, 1]:
+    epochs = [r.get("epoch") for r in read_records(run_dir / RESULTS)]
+    if not (run_dir / SUMMARY).is_file() or epochs != [0, 1]:
         return (f"exit 0, but the run holds epochs {epochs} (summary.json: "
-                f"{(run_dir / R.SUMMARY).is_file()})")
+                f"{(run_dir / SUMMARY).is_file()})")
     return ""
 
 
@@ -224,7 +225,7 @@ def finished_run(tmp_path_factory, data_root):
     out = tmp_path_factory.mktemp("fuzz-finished") / "run"
     res = CliRunner().invoke(main, ["run", *RUN_ARGS, "--out", str(out)])
     assert res.exit_code == 0, res.output
-    for name in (R.CONFIG, R.SUMMARY, R.RESULTS, R.CHECKPOINT, R.EDGE_PROBS):
+    for name in (CONFIG, SUMMARY, RESULTS, CHECKPOINT, EDGE_PROBS):
         assert (out / name).is_file(), name
     res = CliRunner().invoke(main, ["predict", str(out), *PREDICT_ARGS, "--out",
                                     str(out.parent / "predicted.csv")])
@@ -239,14 +240,14 @@ def interrupted_run(tmp_path_factory, finished_run):
     from grprune.run import execute
     from grprune.record.runconfig import RunConfig
     out = tmp_path_factory.mktemp("fuzz-interrupted") / "run"
-    cfg = RunConfig.from_dict(json.loads((finished_run / R.CONFIG).read_text()))
+    cfg = RunConfig.from_dict(json.loads((finished_run / CONFIG).read_text()))
 
     def stop(record):
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
         execute(cfg, out, on_epoch=stop, log=lambda m: None)
-    assert (out / R.STATE).is_file() and not (out / R.SUMMARY).exists()
+    assert (out / STATE).is_file() and not (out / SUMMARY).exists()
     return out
 
 
@@ -261,11 +262,11 @@ def _readers(run: Path, sound: Path, graph: int, name: str) -> list[list[str]]:
                "--device", "cpu"]
     predict = ["predict", str(run), *PREDICT_ARGS, "--out", str(out / "p.csv")]
     rerun = ["run", *RUN_ARGS, "--out", str(run)]
-    return {R.CONFIG: [collect, explain, predict, rerun],
-            R.SUMMARY: [collect, explain, predict, rerun],
-            R.RESULTS: [collect, curves, explain, rerun],
-            R.CHECKPOINT: [explain, predict],
-            R.EDGE_PROBS: [explain]}[name]
+    return {CONFIG: [collect, explain, predict, rerun],
+            SUMMARY: [collect, explain, predict, rerun],
+            RESULTS: [collect, curves, explain, rerun],
+            CHECKPOINT: [explain, predict],
+            EDGE_PROBS: [explain]}[name]
 
 
 def _run_dir_cases(which: str, name: str, source: Path, sound: Path, graph: int,
@@ -311,7 +312,7 @@ def fuzzed(tmp_path_factory, finished_run, interrupted_run) -> dict[str, list[st
     """Every run-directory case and every molecule-CSV case, run in one child process:
     the problems found per file kind."""
     tmp = tmp_path_factory.mktemp("fuzz-cases")
-    graph = int(np.load(finished_run / R.EDGE_PROBS)["graph_index"][0])  # a test graph
+    graph = int(np.load(finished_run / EDGE_PROBS)["graph_index"][0])  # a test graph
     cases = []
     for seed, (which, name) in enumerate(RUN_FILES):
         source = finished_run if which == "finished" else interrupted_run
@@ -351,22 +352,22 @@ def test_a_state_file_with_damaged_tensor_bytes_is_not_resumed_silently(
     import zipfile
     run = tmp_path / "run"
     shutil.copytree(interrupted_run, run)
-    with zipfile.ZipFile(run / R.STATE) as archive:  # the largest tensor, zeroed
+    with zipfile.ZipFile(run / STATE) as archive:  # the largest tensor, zeroed
         info = max(archive.infolist(), key=lambda i: i.file_size)
-    data = bytearray((run / R.STATE).read_bytes())
+    data = bytearray((run / STATE).read_bytes())
     name_len, extra_len = struct.unpack_from("<HH", data, info.header_offset + 26)
     start = info.header_offset + 30 + name_len + extra_len
     data[start:start + info.file_size] = bytes(info.file_size)
-    (run / R.STATE).write_bytes(bytes(data))
+    (run / STATE).write_bytes(bytes(data))
     res = CliRunner().invoke(main, ["run", *RUN_ARGS, "--out", str(run)])
     if res.exit_code == 2:  # refused: one line, and the file kept aside
         assert not _not_clean(res.exit_code, res.stderr), res.stderr
         return
     assert res.exit_code == 0, res.output
-    sound = json.loads((finished_run / R.SUMMARY).read_text())
-    resumed = json.loads((run / R.SUMMARY).read_text())
+    sound = json.loads((finished_run / SUMMARY).read_text())
+    resumed = json.loads((run / SUMMARY).read_text())
     assert resumed["test"] == pytest.approx(sound["test"], rel=1e-4, abs=1e-5)
-    losses = [[r["loss"]["total"] for r in R.read_records(d / R.RESULTS)]
+    losses = [[r["loss"]["total"] for r in read_records(d / RESULTS)]
               for d in (run, finished_run)]
     assert losses[0] == pytest.approx(losses[1], rel=1e-4, abs=1e-5)
 
@@ -433,13 +434,13 @@ def test_a_state_of_the_right_form_but_wrong_contents_is_refused_then_starts_ove
     of it used); the same command then trains the run from epoch 0 to the end (checked for
     every fifth case, to keep the test short)."""
     import torch
-    state = torch.load(interrupted_run / R.STATE, weights_only=True)
+    state = torch.load(interrupted_run / STATE, weights_only=True)
     assert state["epoch"] == 0 and state["n_records"] == 1
     problems = []
     for k, (name, mutated) in enumerate(state_mutations(state)):
         run = tmp_path / str(k) / "run"
         shutil.copytree(interrupted_run, run)
-        torch.save(mutated, run / R.STATE)
+        torch.save(mutated, run / STATE)
         res = CliRunner().invoke(main, ["run", *RUN_ARGS, "--out", str(run)])
         why = _not_clean(res.exit_code, res.stderr)
         if res.exit_code != 2 or why or "state.pt was not loaded" not in res.stderr:

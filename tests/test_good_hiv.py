@@ -24,7 +24,7 @@ from grprune.data.good_hiv import (
     good_split,
     murcko_scaffold,
 )
-from grprune.data.molecules import MoleculeGraphs
+from grprune.data.moleculenet_csv import MoleculeGraphs
 from grprune.errors import DataError, GrpruneError
 
 PARTS = ("train", "id-valid", "id-test", "valid", "test")
@@ -252,7 +252,7 @@ def test_scaffold_load_caches_and_rebuilds(hiv, tmp_path, monkeypatch):
     small = MoleculeGraphs(graphs=hiv.graphs[:n], labels=hiv.labels.numpy()[:n],
                            smiles=hiv.smiles[:n], source_rows=np.arange(n), skipped_rows=[],
                            n_source_rows=n, lenient_rows=[])
-    monkeypatch.setattr(good_hiv.ogbg, "hiv_molecules", lambda root: (small, "hit"))
+    monkeypatch.setattr(good_hiv.dataset.ogbg, "hiv_molecules", lambda root: (small, "hit"))
     first = GoodHiv().load(root=tmp_path, split="scaffold", shift="covariate", seed=123)
     assert first.info["domain_cache"] == "built"
     check_disjoint(first.splits, n)

@@ -23,7 +23,7 @@ import pytest
 from click.testing import CliRunner
 
 from grprune.cli import main
-from grprune.record import files as R
+from grprune.record.files import RESULTS, STATE, read_records
 
 #: a YAML file of about 1 KB whose ``data.limit`` names 9**9 (387 million) strings
 ALIAS_BOMB = """\
@@ -100,7 +100,9 @@ def test_a_hostile_value_is_refused_in_one_line_before_anything_is_built(
 
 def test_a_message_never_expands_the_value_it_names():
     from grprune.errors import GrpruneError
-    from grprune.hparams import Param, coerce, short_repr
+    from grprune.coerce import coerce
+    from grprune.hparams import Param
+    from grprune.messages import short_repr
     nested: list = ["lol"] * 9
     for _ in range(8):  # 9**9 elements if expanded: the reference is shared
         nested = [nested] * 9
@@ -115,7 +117,7 @@ def test_a_message_never_expands_the_value_it_names():
 # ------------------------------------------------------------------ row 1: huge molecules
 
 def _bace_rows(n: int) -> list[tuple[str, int]]:
-    from grprune.data.molecules import read_molecule_csv
+    from grprune.data.moleculenet_csv import read_molecule_csv
     from grprune.data.ogbg import FILES
     smiles, labels = read_molecule_csv(FILES / "moleculenet" / "bace.csv.gz", "mol", "Class")
     return [(s, int(y)) for s, y in zip(smiles[:n], labels[:n])]
@@ -181,29 +183,29 @@ def test_a_state_of_another_run_or_range_is_refused_then_the_run_starts_over(
     import shutil
 
     import torch
-    good = torch.load(interrupted / R.STATE, weights_only=True)
+    good = torch.load(interrupted / STATE, weights_only=True)
     cases = {"row 9: epoch only": ({"epoch": 1}, "it lacks model"),
              "row 10: epoch -5": ({**good, "epoch": -5}, "its epoch is -5, outside this "
                                                          "run's epochs 0..2")}
     for name, (state, words) in cases.items():
         run = tmp_path / name.replace(" ", "-").replace(":", "")
         shutil.copytree(interrupted, run)
-        torch.save(state, run / R.STATE)
+        torch.save(state, run / STATE)
         line = one_error(CliRunner().invoke(main, [*RESUME, "--out", str(run)]))
         assert words in line and "run the same command again" in line, (name, line)
         assert (run / "state.rejected.pt").is_file()
         res = CliRunner().invoke(main, [*RESUME, "--out", str(run)])
         assert res.exit_code == 0, (name, res.output)
-        assert [r["epoch"] for r in R.read_records(run / R.RESULTS)] == [0, 1, 2]
+        assert [r["epoch"] for r in read_records(run / RESULTS)] == [0, 1, 2]
 
 
 def test_a_damaged_record_before_the_last_says_what_to_do(interrupted, tmp_path):
     import shutil
     run = tmp_path / "run"
     shutil.copytree(interrupted, run)
-    lines = (run / R.RESULTS).read_text().splitlines()
+    lines = (run / RESULTS).read_text().splitlines()
     lines[0] = lines[0][:-9]  # the first of the two records, damaged
-    (run / R.RESULTS).write_text("\n".join(lines) + "\n")
+    (run / RESULTS).write_text("\n".join(lines) + "\n")
     line = one_error(CliRunner().invoke(main, [*RESUME, "--out", str(run)]))
     assert "does not hold the 2 epoch records state.pt counts (epochs 0..1)" in line
     assert "where epoch 0 belongs" in line and "--force" in line
@@ -303,7 +305,7 @@ def test_scaffolds_are_computed_once_per_distinct_molecule(monkeypatch):
 
 
 def _hiv_csv(path: Path, n: int) -> Path:
-    from grprune.data.molecules import read_molecule_csv
+    from grprune.data.moleculenet_csv import read_molecule_csv
     from grprune.data.ogbg import FILES
     smiles, labels = read_molecule_csv(FILES / "moleculenet" / "hiv.csv.gz", "smiles",
                                        "HIV_active")

@@ -112,16 +112,17 @@ def test_the_commands_and_the_api_do_not_import_the_cli_group():
     assert not outside, f"{outside} import the command line"
 
 
-def test_the_record_layer_imports_only_errors_and_hparams():
+def test_the_record_layer_imports_only_errors_hparams_and_messages():
     g = graph()
     record = {m for m in g if m == "grprune.record" or m.startswith("grprune.record.")}
     assert {"grprune.record.files", "grprune.record.settings", "grprune.record.runconfig"} <= record
-    allowed = record | {"grprune", "grprune.errors", "grprune.hparams"}
+    allowed = record | {"grprune", "grprune.errors", "grprune.hparams", "grprune.messages"}
     for m in sorted(record):
         assert g[m] <= allowed, f"{m} imports {sorted(g[m] - allowed)}"
     # and the modules it may import import nothing of grprune above it
-    for m in ("grprune.errors", "grprune.hparams"):
-        assert g[m] <= {"grprune", "grprune.errors"}, f"{m} imports {sorted(g[m])}"
+    below = {"grprune", "grprune.errors", "grprune.messages", "grprune.coerce"}
+    for m in ("grprune.errors", "grprune.messages", "grprune.coerce", "grprune.hparams"):
+        assert g[m] <= below, f"{m} imports {sorted(g[m])}"
 
 
 def reached(g: dict[str, set[str]], start: str) -> set[str]:

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from grprune.cli import main
-from grprune.record import files as R
+from grprune.record.files import SUMMARY
 from grprune.data import load_dataset
 from grprune.data.substructure import RULES, edge_gt_array, matched_bonds, rule_matches
 
@@ -111,7 +111,7 @@ def test_one_epoch_run_and_explain(tmp_path, data_root):
                "-H", "train.warmup_epochs=0", "--progress", "none", "--device", "cpu",
                "--out", out)
     assert res.exit_code == 0, res.output
-    summary = json.loads((out / R.SUMMARY).read_text())
+    summary = json.loads((out / SUMMARY).read_text())
     assert summary["motif_edge_rocauc"] is not None  # the trainer's diagnostic applies
     res = _cli("explain", out, "--out", tmp_path / "ex", "--device", "cpu")
     assert res.exit_code == 0, res.output

@@ -1,7 +1,9 @@
 """The harness that runs the official PrunE code (``benchmarks/accuracy/official/``): its
 pure-Python parts, without the official code or its venv (what needs OGB's PyG loader is
 skipped where torch_geometric/ogb are not installed; the GOOD-Motif export's official side
-runs in the official venv where there is one, ``$OFFICIAL_VENV``)."""
+runs in the official venv where there is one, ``$OFFICIAL_VENV``). The tests that need the
+official venv, checkout or export take their paths from ``$OFFICIAL_VENV``, ``$OFFICIAL_SRC``
+and ``$OFFICIAL_DATA`` only (no machine's default), and skip naming the variable unset."""
 
 from __future__ import annotations
 
@@ -14,6 +16,16 @@ import pytest
 from test_benchmarks import ROOT, load_script
 
 HERE = "benchmarks/accuracy/official"
+
+
+def _workspace(var: str, what: str):
+    """The path in the environment variable ``var`` (``what`` it holds); the test is skipped,
+    naming ``var``, when it is unset: the tests take no machine's own paths as defaults."""
+    import os
+    from pathlib import Path
+    if not os.environ.get(var):
+        pytest.skip(f"set ${var} to {what} to run this test")
+    return Path(os.environ[var])
 
 
 @pytest.fixture(scope="module")
@@ -130,7 +142,6 @@ def test_good_motif_export_round_trip(tmp_path, monkeypatch):
     uses) finds the same counts and hashes."""
     import os
     import subprocess
-    from pathlib import Path
 
     from grprune.data.synthetic.good_motif import load_good_motif
     export = load_script(f"{HERE}/export.py")
@@ -147,13 +158,15 @@ def test_good_motif_export_round_trip(tmp_path, monkeypatch):
         assert side["n_graphs"] == 60 and side["parts"] == {"train": 36, "valid": 6, "test": 6}
         assert set(parts) == {"train", "valid", "test", "id-valid", "id-test"}
         assert all(x.shape[1] == 1 and (x == 1).all() for x, *_ in graphs)
-    python = Path(os.environ.get("OFFICIAL_VENV", "/work/official-venv")) / "bin" / "python"
+    venv = _workspace("OFFICIAL_VENV", "the official code's venv (setup.sh)")
+    python = venv / "bin" / "python"
     if not python.is_file():
-        pytest.skip("no official venv: the official loader's side is not checked")
+        pytest.skip(f"$OFFICIAL_VENV={venv} has no bin/python: the official loader's side "
+                    "is not checked")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    done = subprocess.run([str(python), str(ROOT / HERE / "check.py"), str(tmp_path / "data"),
-                           "--dataset", "good-motif"], capture_output=True, text=True,
-                          env=env, timeout=600)
+    done = subprocess.run([str(python), "-m", "benchmarks.accuracy.official.check",
+                           str(tmp_path / "data"), "--dataset", "good-motif"], cwd=ROOT,
+                          capture_output=True, text=True, env=env, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "identical: graphs, counts and split indices" in done.stdout
     assert done.stdout.count("official  good-motif") == 2
@@ -204,12 +217,10 @@ def test_patch_applies_once_and_refuses_another_commit(tmp_path, capsys):
 def test_patched_checkout_compiles():
     """Where a patched checkout of the official code is at hand ($OFFICIAL_SRC), every
     file the patches touch still compiles."""
-    import os
-    from pathlib import Path
-    src = Path(os.environ.get("OFFICIAL_SRC", "/work/official-src"))
+    src = _workspace("OFFICIAL_SRC", "a patched checkout of the official code")
     patch = load_script(f"{HERE}/patch.py")
     if not (src / "run.py").is_file() or patch.TAG not in (src / "run.py").read_text():
-        pytest.skip("no patched checkout of the official code")
+        pytest.skip(f"$OFFICIAL_SRC={src} is no patched checkout of the official code")
     for name in sorted({p.file for p in patch.PATCHES}):
         compile((src / name).read_text(), name, "exec")
 
@@ -288,7 +299,7 @@ def test_comparison_table_and_table1_column_from_results(tmp_path):
     assert "t = -4.59, ν = 5.2, p = 0.005" in text
     assert "7b41dae (official code), harness at grprune abc1234" in text
     table1 = load_script("benchmarks/accuracy/table1.py")
-    cells = table1.read_source(results, "official", "official schedule", None, None)
+    cells = table1.read_source(results, "official")
     assert [(c["method"], c["n"], c["warmup_selected"]) for c in cells] == \
         [("official code", 4, 1)]
     row = table1.readme_table([{**cells[0], "paper_mean": 81.59, "paper_std": 5.35}])
@@ -300,7 +311,7 @@ def test_comparison_table_and_table1_column_from_results(tmp_path):
                            "beyond seed noise.")
     three = [r for r in common.read_results(results) if r["seed"] < 3]
     results.write_text("".join(json.dumps(r) + "\n" for r in three))
-    cells = table1.read_source(results, "official", "official schedule", None, None)
+    cells = table1.read_source(results, "official")
     assert "unfinished (3 of 4 seeds), no verdict yet" in \
         table1.official_verdicts(cells, results)[-1]
 
@@ -428,28 +439,29 @@ def test_official_run_killed_and_resumed_gives_the_uninterrupted_curve(tmp_path)
     running only the epochs each kill lost again."""
     import os
     import subprocess
-    from pathlib import Path
 
-    venv = Path(os.environ.get("OFFICIAL_VENV", "/work/official-venv"))
-    src = Path(os.environ.get("OFFICIAL_SRC", "/work/official-src"))
-    data = Path(os.environ.get("OFFICIAL_DATA", "/work/official-data"))
+    venv = _workspace("OFFICIAL_VENV", "the official code's venv (setup.sh)")
+    src = _workspace("OFFICIAL_SRC", "a patched checkout of the official code")
+    data = _workspace("OFFICIAL_DATA", "export.py's root")
     patch = load_script(f"{HERE}/patch.py")
     if not (venv / "bin" / "python").is_file() or not (src / "modelNew/prune.py").is_file():
-        pytest.skip("no official venv or checkout of the official code")
+        pytest.skip(f"$OFFICIAL_VENV={venv} has no bin/python or $OFFICIAL_SRC={src} no "
+                    "checkout of the official code")
     if "_ckpt.save(self, e)" not in (src / "modelNew/prune.py").read_text():
         pytest.skip(f"{src} lacks patch.py's checkpoint patch")
     if not (data / "ogbg_molbbbp" / "grprune.json").is_file():
-        pytest.skip("no ogbg-molbbbp export")
+        pytest.skip(f"$OFFICIAL_DATA={data} holds no ogbg-molbbbp export (export.py)")
     extra = "--epochs 5 --pretraining_epochs 2"
 
     def run(work, kill=""):
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         env.update(OFFICIAL_WORK=str(work), OFFICIAL_SRC=str(src), OFFICIAL_DATA=str(data),
                    OFFICIAL_CHECKPOINT_KILL_AT=kill, OMP_NUM_THREADS="1")
-        return subprocess.run([str(venv / "bin" / "python"), str(ROOT / HERE / "runs.py"),
+        return subprocess.run([str(venv / "bin" / "python"), "-m",
+                               "benchmarks.accuracy.official.runs",
                                "--split", "scaffold", "--seeds", "0", "--extra", extra,
                                "--results", str(work / "results.jsonl")],
-                              capture_output=True, text=True, env=env, timeout=600)
+                              cwd=ROOT, capture_output=True, text=True, env=env, timeout=600)
 
     whole = run(tmp_path / "whole")
     assert whole.returncode == 0, whole.stdout + whole.stderr

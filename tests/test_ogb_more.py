@@ -150,7 +150,7 @@ def test_run_rejects_shift_for_molecules(tmp_path):
      "d0dfe9c88d08087bf77061f03bdd8b0c3ffeab584e4c04e52fc8c54bd290cdde"),
 ])
 def test_bundled_files_are_the_documented_bytes(path, sha256):
-    from grprune.data.molecules import file_sha256
+    from grprune.record.files import file_sha256
     assert file_sha256(FILES / path) == sha256
 
 

@@ -1,4 +1,5 @@
-"""``grprune.ops``: segment reductions, bond numbering and the one per-segment ranking rule."""
+"""``grprune.ops`` and ``grprune.csr``: segment reductions, bond numbering and the one per-segment
+ranking rule."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ import numpy as np
 import pytest
 import torch
 
+from grprune.csr import csr_segment_np
 from grprune.ops import (bond_ids, bond_ids_np, bond_max_np, bond_mean, bond_value,
-                         bonds_by_first_edge, csr_segment_np, rank_in_segment, rank_in_segment_np,
+                         bonds_by_first_edge, rank_in_segment, rank_in_segment_np,
                          segment_mean, segment_sum)
 
 
@@ -103,7 +105,7 @@ def _csr_case(seed: int, rows: int = 300, segments: int = 120, width: int = 16,
 
 @pytest.mark.parametrize("seed", range(3))
 def test_csr_segment_sum_equals_index_add_bit_for_bit_on_one_cpu_thread(seed):
-    from grprune.ops import Segments, csr_gather, csr_segment_mean, csr_segment_sum
+    from grprune.csr import Segments, csr_gather, csr_segment_mean, csr_segment_sum
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # train.deterministic's CPU setting
     try:
@@ -123,7 +125,7 @@ def test_csr_segment_sum_equals_index_add_bit_for_bit_on_one_cpu_thread(seed):
 
 
 def test_csr_segment_sum_and_gather_gradients_by_gradcheck():
-    from grprune.ops import Segments, csr_gather, csr_segment_sum
+    from grprune.csr import Segments, csr_gather, csr_segment_sum
     index, values, s = _csr_case(0, rows=40, segments=15, width=3, dtype=torch.float64)
     seg = Segments.of(index, s)  # some of the 15 segments are empty
     assert (seg.lengths == 0).any()
@@ -136,7 +138,7 @@ def test_csr_segment_sum_and_gather_gradients_by_gradcheck():
 
 
 def test_csr_segments_by_hand_sorted_empty_and_integer():
-    from grprune.ops import Segments, csr_gather, csr_segment_sum
+    from grprune.csr import Segments, csr_gather, csr_segment_sum
     seg = Segments.of(torch.tensor([2, 0, 2, 0]), 4)
     assert seg.order is not None and seg.order.tolist() == [1, 3, 0, 2]
     assert seg.lengths.tolist() == [2, 0, 2, 0]

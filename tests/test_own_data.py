@@ -18,7 +18,7 @@ from grprune.compat import dgl
 from grprune.resolve import resolve_config
 from grprune.data import DATASETS, from_graphs, load_dataset, save_dataset
 from grprune.data.dgl_graphs import example_graphs
-from grprune.data.molecule_csv import dgllife_graph, run_featurizer
+from grprune.data.molecule_featurizers import dgllife_graph, run_featurizer
 from grprune.record.runconfig import FeatureSpec, RunConfig
 from grprune.data.molecules import smiles_to_graph
 from grprune.data.ogbg import FILES

@@ -12,11 +12,11 @@ from conftest import tiny_molbbbp_run
 import torch
 from click.testing import CliRunner
 
-from grprune.record import files as R
+from grprune.record.files import CHECKPOINT, EDGE_PROBS, SUMMARY
 from grprune.cli import main
 from grprune.draw import parse_molecule
 from grprune.inference import load_run
-from grprune.predict import bonds_path, predict_smiles, read_smiles_csv
+from grprune.predict_memory import bonds_path, predict_smiles, read_smiles_csv
 from grprune.errors import GrpruneError
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -38,7 +38,7 @@ def test_graphs(bbbp_run):
     run = load_run(bbbp_run)
     dataset = run.load_dataset()
     trainer = Trainer(run.cfg, dataset, bbbp_run)
-    trainer.model.load_state_dict(torch.load(bbbp_run / R.CHECKPOINT, weights_only=True))
+    trainer.model.load_state_dict(torch.load(bbbp_run / CHECKPOINT, weights_only=True))
     ev, _ = trainer.evaluate("test", use_selector=True)
     return dataset, trainer.splits["test"], ev.prob
 
@@ -66,7 +66,7 @@ def test_predict_csv(bbbp_run, test_graphs, tmp_path):
     assert (ok["pred_label"].astype(int).iloc[:3] == prob[picks].argmax(1)).all()
 
     bonds = pd.read_csv(bonds_path(out))
-    npz = np.load(bbbp_run / R.EDGE_PROBS)
+    npz = np.load(bbbp_run / EDGE_PROBS)
     for row, s in enumerate(known + ["C1CC(", "", "C"]):
         sub = bonds[bonds["row"] == row]
         mol = parse_molecule(s)
@@ -126,7 +126,7 @@ def test_missing_column_and_case_insensitive(bbbp_run, tmp_path):
 def test_unfinished_and_synthetic_runs(bbbp_run, tmp_path):
     unfinished = tmp_path / "unfinished"
     shutil.copytree(bbbp_run, unfinished)
-    (unfinished / R.SUMMARY).unlink()
+    (unfinished / SUMMARY).unlink()
     res = _cli("predict", unfinished, "--smiles", "CCO")
     assert res.exit_code == 2 and "unfinished run" in res.output
 
@@ -134,7 +134,7 @@ def test_unfinished_and_synthetic_runs(bbbp_run, tmp_path):
     res = _cli("run", "--data", "good-motif", "--epochs", "1", "-H", "data.limit=16",
                "--progress", "none", "--device", "cpu", "--out", motif)
     assert res.exit_code == 0, res.output
-    assert json.loads((motif / R.SUMMARY).read_text())["model"]["feature_kind"] == "linear"
+    assert json.loads((motif / SUMMARY).read_text())["model"]["feature_kind"] == "linear"
     res = _cli("predict", motif, "--smiles", "CCO")
     assert res.exit_code == 2
     assert "predict works on molecule models; this run was trained on good-motif" in res.output

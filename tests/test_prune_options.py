@@ -9,7 +9,8 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from grprune.record import files as R
+from grprune.record.files import (CHECKPOINT, EDGE_PROBS, LAST_CHECKPOINT, RESULTS, SUMMARY,
+                                  read_records)
 from grprune.batch import collate, rank_in_segment
 from grprune.cli import main
 from grprune.resolve import resolve_config
@@ -121,7 +122,7 @@ def test_eta_decides_what_budget_evaluation_keeps(tmp_path, eta):
     _, summary = execute(cfg, tmp_path / "run", log=lambda m: None)
     # ceil(eta * U_g) of each graph's U_g bonds: at least eta, and at most one bond more
     assert eta <= summary.kept_edge_fraction <= eta + 0.1
-    probs = __import__("numpy").load(tmp_path / "run" / R.EDGE_PROBS)
+    probs = __import__("numpy").load(tmp_path / "run" / EDGE_PROBS)
     assert probs["edge_weight"].mean() == pytest.approx(summary.kept_edge_fraction)
 
 
@@ -131,7 +132,7 @@ def test_lr_milestones_multiply_the_rate_and_are_recorded(tmp_path):
     cfg = _cfg(reg="none", epochs=3, overrides=["train.lr_milestones=2,1", "train.lr_gamma=0.5"])
     assert cfg["train"]["lr_milestones"] == "1,2"
     execute(cfg, tmp_path / "run", log=lambda m: None)
-    assert [r["lr"] for r in R.read_records(tmp_path / "run" / R.RESULTS)] == [1e-3, 5e-4, 2.5e-4]
+    assert [r["lr"] for r in read_records(tmp_path / "run" / RESULTS)] == [1e-3, 5e-4, 2.5e-4]
 
 
 def test_a_warm_up_epoch_is_selected_only_when_allowed(tmp_path, monkeypatch):
@@ -150,8 +151,8 @@ def test_a_warm_up_epoch_is_selected_only_when_allowed(tmp_path, monkeypatch):
     from grprune.inference import load_run
     assert load_run(tmp_path / "True", lazy=True).use_selector is False  # predict/explain agree
     assert out[False].best_epoch == 1 and out[False].selected_phase == "train"
-    last = torch.load(tmp_path / "True" / R.LAST_CHECKPOINT, weights_only=True)
-    best = torch.load(tmp_path / "True" / R.CHECKPOINT, weights_only=True)
+    last = torch.load(tmp_path / "True" / LAST_CHECKPOINT, weights_only=True)
+    best = torch.load(tmp_path / "True" / CHECKPOINT, weights_only=True)
     assert any(not torch.equal(last[k], best[k]) for k in best)
 
 
@@ -159,7 +160,7 @@ def test_a_warm_up_epoch_is_selected_only_when_allowed(tmp_path, monkeypatch):
 def test_selector_diagnostics_per_split_and_epoch(tmp_path):
     execute(_cfg(data="good-motif", reg="size,eps-align", limit=48, preset="paper",
                  overrides=["train.warmup_epochs=1"]), tmp_path / "prune", log=lambda m: None)
-    recs = R.read_records(tmp_path / "prune" / R.RESULTS)
+    recs = read_records(tmp_path / "prune" / RESULTS)
     assert "selector" not in recs[0]["valid"]  # warm-up: no selector in use
     for split in ("valid", "test", "id-valid"):
         d = recs[1][split]["selector"]
@@ -168,12 +169,12 @@ def test_selector_diagnostics_per_split_and_epoch(tmp_path):
         assert 0 <= d["p_below_0.1"] <= 1 and 0 <= d["p_above_0.9"] <= 1
         assert 0 <= d["motif_rocauc"] <= 1 and 0 <= d["precision@50"] <= 1
         assert d["motif_rocauc_correct"] is None or 0 <= d["motif_rocauc_correct"] <= 1
-    summary = json.loads((tmp_path / "prune" / R.SUMMARY).read_text())
+    summary = json.loads((tmp_path / "prune" / SUMMARY).read_text())
     test = summary["selector_diagnostics"]["test"]
     assert summary["motif_edge_rocauc"] == test["motif_rocauc"]
     assert summary["spurious_precision_at_50"] == test["precision@50"]
     execute(_cfg(reg="none"), tmp_path / "erm", log=lambda m: None)
-    erm = R.read_records(tmp_path / "erm" / R.RESULTS)[-1]
+    erm = read_records(tmp_path / "erm" / RESULTS)[-1]
     assert "selector" not in erm["valid"]  # ERM: nothing to diagnose
 
 
@@ -201,13 +202,13 @@ def test_preset_values_sit_between_recommended_and_the_flags_and_are_recorded(tm
 
 
 def test_auto_takes_the_default_of_the_dataset_and_split(tmp_path, monkeypatch):
-    from grprune import presets as P
+    from grprune.presets import FALLBACK, default_for
     # the shipped defaults.yaml: the prior is official; paper validated better on molbbbp
     # scaffold, so that split lists it
-    assert P.FALLBACK == "official"
-    assert P.default_for("ogbg-molbbbp", "size") == P.default_for("ogbg-molbbbp") == "official"
-    assert P.default_for("ogbg-molbbbp", "scaffold") == "paper"
-    assert P.default_for("good-motif", "size") == P.default_for("my-own-data") == "official"
+    assert FALLBACK == "official"
+    assert default_for("ogbg-molbbbp", "size") == default_for("ogbg-molbbbp") == "official"
+    assert default_for("ogbg-molbbbp", "scaffold") == "paper"
+    assert default_for("good-motif", "size") == default_for("my-own-data") == "official"
     size = resolve_config(data="ogbg-molbbbp", flags={"data.split": "size"})
     assert size["preset"] == {**size["preset"], "name": "official", "requested": "auto"}
     assert resolve_config(data="ogbg-molbbbp", overrides=["data.split=size"])["hash"] == size["hash"]
@@ -217,15 +218,15 @@ def test_auto_takes_the_default_of_the_dataset_and_split(tmp_path, monkeypatch):
     # a dataset entry serves every split, a dataset/split entry wins over it
     table = tmp_path / "defaults.yaml"
     table.write_text("good-motif: official\ngood-motif/size: paper\n")
-    monkeypatch.setattr(P, "DEFAULTS_FILE", table)
-    assert (P.default_for("good-motif", "basis"), P.default_for("good-motif", "size"),
-            P.default_for("ogbg-molbbbp", "size")) == ("official", "paper", "official")
+    monkeypatch.setattr("grprune.presets.DEFAULTS_FILE", table)
+    assert (default_for("good-motif", "basis"), default_for("good-motif", "size"),
+            default_for("ogbg-molbbbp", "size")) == ("official", "paper", "official")
     assert resolve_config(data="good-motif")["preset"]["name"] == "official"   # basis
     res = CliRunner().invoke(main, ["ls", "presets"])
     assert res.exit_code == 0 and "default for: good-motif" in res.output
     table.write_text("good-motif: [official]\n")
     with pytest.raises(GrpruneError, match="must map dataset or dataset/split names"):
-        P.default_for("good-motif")
+        default_for("good-motif")
 
 
 def test_the_good_preset_is_goods_erm_protocol():
@@ -350,7 +351,7 @@ def test_sampled_evaluation_leaves_training_as_it_was(tmp_path):
                    overrides=[f"selector.eval_mode={mode}", "train.warmup_epochs=0",
                               "train.eval_train=true"])
         _, summary = execute(cfg, tmp_path / mode, log=lambda m: None)
-        runs[mode] = summary, R.read_records(tmp_path / mode / R.RESULTS)
+        runs[mode] = summary, read_records(tmp_path / mode / RESULTS)
     losses = {mode: [r["loss"]["total"] for r in records] for mode, (_, records) in runs.items()}
     assert losses["sample"] == losses["threshold"]
     summary, records = runs["sample"]

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import torch
 
-from grprune.record import files as R
+from grprune.record.files import ERROR, RESULTS, STATE, SUMMARY, keep_records, read_records, to_json
 from grprune.record.epoch import EpochRecord
 from grprune.record.error import ErrorRecord
 from grprune.record.rundir import RunDir
@@ -52,7 +52,7 @@ def test_the_run_s_error_json_writes_the_bytes_it_wrote_before(tmp_path):
                                    epoch=3, hash="abc123"))
     old = {"message": "loss became nan at epoch 3", "kind": "diverged", "epoch": 3,
            "hash": "abc123"}
-    assert (tmp_path / R.ERROR).read_text() == R.to_json(old) + "\n"
+    assert (tmp_path / ERROR).read_text() == to_json(old) + "\n"
     rec = rundir.error()
     assert rec is not None and rec.diverged and rec.epoch == 3 and rec.hash == "abc123"
 
@@ -74,9 +74,9 @@ def test_an_error_json_of_other_types_keeps_them_aside():
 
 
 def test_an_error_json_that_is_no_object_reads_as_none(tmp_path):
-    (tmp_path / R.ERROR).write_text("[1, 2]")
+    (tmp_path / ERROR).write_text("[1, 2]")
     assert RunDir(tmp_path).error() is None
-    (tmp_path / R.ERROR).write_text("{torn")
+    (tmp_path / ERROR).write_text("{torn")
     assert RunDir(tmp_path).error() is None
 
 
@@ -100,13 +100,13 @@ def _state(epoch: int = 1) -> dict:
 
 
 def test_a_state_pt_of_the_old_form_reads_typed_and_writes_the_same_keys(tmp_path):
-    torch.save(_state(), tmp_path / R.STATE)
+    torch.save(_state(), tmp_path / STATE)
     state = RunDir(tmp_path).read_state(epochs=3)
     assert isinstance(state, TrainState) and state.best == BEST
     assert state.epoch == 1 and state.n_records == 2 and state.next_epoch(3) == 2
     assert list(state.to_dict()) == list(STATE_KEYS)
     RunDir(tmp_path).save_state(state)
-    again = torch.load(tmp_path / R.STATE, weights_only=True)
+    again = torch.load(tmp_path / STATE, weights_only=True)
     assert list(again) == list(STATE_KEYS) and again["best"] == _state()["best"]
     assert torch.equal(again["rng"]["torch"], state.rng["torch"])
 
@@ -132,8 +132,8 @@ def test_records_are_appended_one_line_each(tmp_path):
     rundir = RunDir(tmp_path)
     for e in range(3):
         rundir.append_record(_line(e))
-    text = (tmp_path / R.RESULTS).read_text()
-    assert text == "".join(R.to_json(_line(e).to_dict(), indent=None) + "\n" for e in range(3))
+    text = (tmp_path / RESULTS).read_text()
+    assert text == "".join(to_json(_line(e).to_dict(), indent=None) + "\n" for e in range(3))
     assert [r.epoch for r in rundir.records()] == [0, 1, 2]
 
 
@@ -141,14 +141,14 @@ def test_a_torn_last_line_is_skipped_by_readers_and_cut_on_resume(tmp_path):
     rundir = RunDir(tmp_path)
     for e in range(3):
         rundir.append_record(_line(e))
-    sound = (tmp_path / R.RESULTS).read_bytes()
-    torn = R.to_json(_line(3).to_dict(), indent=None).encode()[:25]
-    with open(tmp_path / R.RESULTS, "ab") as fh:
+    sound = (tmp_path / RESULTS).read_bytes()
+    torn = to_json(_line(3).to_dict(), indent=None).encode()[:25]
+    with open(tmp_path / RESULTS, "ab") as fh:
         fh.write(torn)  # a crash mid-append
     assert [r.epoch for r in rundir.records()] == [0, 1, 2]
     assert [r.epoch for r in rundir.resumed_records(3)] == [0, 1, 2]
     rundir.keep_records(3)
-    assert (tmp_path / R.RESULTS).read_bytes() == sound
+    assert (tmp_path / RESULTS).read_bytes() == sound
     rundir.append_record(_line(3))
     assert [r.epoch for r in rundir.records()] == [0, 1, 2, 3]
 
@@ -157,21 +157,21 @@ def test_resuming_cuts_the_file_to_the_epochs_state_pt_counts(tmp_path):
     rundir = RunDir(tmp_path)
     for e in range(4):
         rundir.append_record(_line(e))
-    lines = (tmp_path / R.RESULTS).read_bytes().splitlines(keepends=True)
-    inode = (tmp_path / R.RESULTS).stat().st_ino
+    lines = (tmp_path / RESULTS).read_bytes().splitlines(keepends=True)
+    inode = (tmp_path / RESULTS).stat().st_ino
     rundir.keep_records(4)  # already so: nothing is written
-    assert (tmp_path / R.RESULTS).stat().st_ino == inode
+    assert (tmp_path / RESULTS).stat().st_ino == inode
     rundir.keep_records(2)  # the epochs after state.pt's go
-    assert (tmp_path / R.RESULTS).read_bytes() == b"".join(lines[:2])
+    assert (tmp_path / RESULTS).read_bytes() == b"".join(lines[:2])
     rundir.keep_records(0)  # a fresh start: no file
-    assert not (tmp_path / R.RESULTS).exists()
+    assert not (tmp_path / RESULTS).exists()
     rundir.keep_records(0)
 
 
 def test_a_sound_last_line_without_its_newline_gets_one(tmp_path):
-    path = tmp_path / R.RESULTS
+    path = tmp_path / RESULTS
     path.write_bytes(b'{"epoch": 0}\n{"epoch": 1}')
-    R.keep_records(path, 2)
+    keep_records(path, 2)
     assert path.read_bytes() == b'{"epoch": 0}\n{"epoch": 1}\n'
 
 
@@ -179,9 +179,9 @@ def test_a_sound_last_line_without_its_newline_gets_one(tmp_path):
 _TEARER = """
 import os, signal, sys
 from pathlib import Path
-from grprune.record import files as R
+from grprune.record import files
 target, nth = sys.argv[1], int(sys.argv[2])
-count, append = 0, R.append_bytes
+count, append = 0, files.append_bytes
 def tear(path, data):
     global count
     if Path(path).name == target:
@@ -190,7 +190,7 @@ def tear(path, data):
             append(path, data[: len(data) // 2])
             os.kill(os.getpid(), signal.SIGKILL)
     append(path, data)
-R.append_bytes = tear
+files.append_bytes = tear
 from grprune.cli import main
 main(sys.argv[3:])
 """
@@ -204,8 +204,8 @@ VOLATILE = {"epoch_time_s", "train_time_s", "wall_time_s", "data_load_s", "peak_
 
 def _numbers(run_dir: Path) -> tuple[list, dict]:
     from tests.conftest import strip_keys
-    summary = json.loads((run_dir / R.SUMMARY).read_text())
-    return (strip_keys(R.read_records(run_dir / R.RESULTS), VOLATILE),
+    summary = json.loads((run_dir / SUMMARY).read_text())
+    return (strip_keys(read_records(run_dir / RESULTS), VOLATILE),
             strip_keys(summary, VOLATILE))
 
 
@@ -215,14 +215,14 @@ def test_a_run_killed_mid_append_reads_without_the_torn_line_then_resumes_to_the
     whole, cut = tmp_path / "whole", tmp_path / "cut"
     subprocess.run([sys.executable, "-m", "grprune", *RUN, "--out", str(whole)], check=True,
                    capture_output=True, env=env, stdin=subprocess.DEVNULL)
-    killed = subprocess.run([sys.executable, "-c", _TEARER, R.RESULTS, "3", *RUN, "--out",
+    killed = subprocess.run([sys.executable, "-c", _TEARER, RESULTS, "3", *RUN, "--out",
                              str(cut)], capture_output=True, text=True, env=env,
                             stdin=subprocess.DEVNULL)
     assert killed.returncode == -signal.SIGKILL, killed.stderr
-    assert not (cut / R.SUMMARY).exists()
-    assert not (cut / R.RESULTS).read_bytes().endswith(b"\n")  # the torn third line
-    assert [r["epoch"] for r in R.read_records(cut / R.RESULTS)] == [0, 1]
+    assert not (cut / SUMMARY).exists()
+    assert not (cut / RESULTS).read_bytes().endswith(b"\n")  # the torn third line
+    assert [r["epoch"] for r in read_records(cut / RESULTS)] == [0, 1]
     subprocess.run([sys.executable, "-m", "grprune", *RUN, "--out", str(cut)], check=True,
                    capture_output=True, env=env, stdin=subprocess.DEVNULL)
-    assert (cut / R.RESULTS).read_bytes().count(b"\n") == 4
+    assert (cut / RESULTS).read_bytes().count(b"\n") == 4
     assert _numbers(cut) == _numbers(whole)

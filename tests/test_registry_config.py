@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Protocol, runtime_checkable
 
 import pytest
 
@@ -65,6 +66,92 @@ def test_broken_entry_point_plugin_is_reported_not_fatal(monkeypatch, capsys):
     assert "failed to load" in capsys.readouterr().err
     with pytest.raises(GrpruneError, match="failed to load"):
         reg.get("broken-one")
+
+
+class _Part:
+    pass
+
+
+class _MyPart(_Part):
+    pass
+
+
+@runtime_checkable
+class _Loader(Protocol):
+    metric: str
+
+    def load(self) -> None: ...
+
+
+def test_registration_refuses_what_is_not_of_the_base():
+    reg = Registry("widget", base=_Part)
+    reg.add("mine", _MyPart)  # a subclass: fine
+    assert reg.get("mine") is _MyPart
+    for wrong in (object, _MyPart()):  # another class; an instance, not a class
+        with pytest.raises(GrpruneError, match=r"widget 'wrong' .* cannot be registered: a "
+                                               r"widget must be a subclass of .*_Part"):
+            reg.add("wrong", wrong)
+    assert "wrong" not in reg
+    later = Registry("widget")  # a base set after construction (parts define it later)
+    later.lazy("lazy-one", "nowhere.at.all")
+    later.base = _Part
+    with pytest.raises(GrpruneError, match="must be a subclass"):  # when its module registers
+        later.add("lazy-one", object)
+    later.add("lazy-one", _MyPart)
+    assert later.get("lazy-one") is _MyPart
+
+
+def test_a_runtime_checkable_protocol_base_is_checked_by_what_it_declares():
+    class Fits:
+        metric = "accuracy"
+
+        def load(self) -> None: ...
+
+    class NoMetric:
+        def load(self) -> None: ...
+
+    reg = Registry("loader", base=_Loader)
+    reg.add("fits", Fits)
+    with pytest.raises(GrpruneError, match=r"loader 'no-metric' \(.*NoMetric\) cannot be "
+                                           r"registered: a loader must implement the protocol"):
+        reg.add("no-metric", NoMetric)
+    assert reg.names() == ["fits"]
+
+
+def test_a_dataset_that_is_no_dataset_source_fails_at_registration():
+    from grprune.data import DATASETS, DatasetSource
+
+    assert DATASETS.base is DatasetSource
+    with pytest.raises(GrpruneError, match=r"dataset 'not-a-source' \(.*\.NotASource\) cannot be "
+                                           r"registered: a dataset must be a subclass of "
+                                           r"grprune\.data\.registry\.DatasetSource"):
+        @DATASETS.register("not-a-source")
+        class NotASource:
+            def load(self, *, root, download=False):
+                return None
+    assert "not-a-source" not in DATASETS
+
+    @DATASETS.register("a-source")
+    class ASource(DatasetSource):
+        splits = ("random",)
+    try:
+        assert DATASETS.get("a-source") is ASource
+    finally:
+        DATASETS.unregister("a-source")
+
+
+def test_a_plugin_of_the_wrong_kind_is_reported_not_registered(monkeypatch, capsys):
+    class EP:
+        name, value = "wrong-kind", "somewhere:Thing"
+
+        def load(self):
+            return object
+
+    reg = Registry("regularizer", entry_point_group="grprune.test", base=_Part)
+    monkeypatch.setattr("grprune.registry.metadata.entry_points", lambda group: [EP()])
+    assert reg.names() == []
+    assert "must be a subclass" in reg.broken_plugins["wrong-kind"]
+    assert "failed to load" in capsys.readouterr().err
 
 
 def test_resolution_order_and_types(tmp_path):

@@ -171,7 +171,7 @@ def test_sweeps_planning_into_one_root_at_once_lose_nothing(tmp_path):
 
 
 def test_a_damaged_epoch_record_is_refused_not_resumed_with_a_gap(tmp_path, data_root):
-    from grprune.record import files as R
+    from grprune.record.files import RESULTS, SUMMARY, read_records
     from grprune.resolve import resolve_config
     from grprune.run import execute
     cfg = resolve_config(reg="none", preset="paper", flags={
@@ -184,10 +184,10 @@ def test_a_damaged_epoch_record_is_refused_not_resumed_with_a_gap(tmp_path, data
 
     with pytest.raises(KeyboardInterrupt):
         execute(cfg, run, on_epoch=stop, log=lambda m: None)
-    lines = (run / R.RESULTS).read_text().splitlines()
+    lines = (run / RESULTS).read_text().splitlines()
     assert len(lines) == 3
     lines[2] = lines[2][:-9]  # the last complete record, damaged
-    (run / R.RESULTS).write_text("\n".join(lines) + "\n")
+    (run / RESULTS).write_text("\n".join(lines) + "\n")
     res = CliRunner().invoke(main, ["run", "--reg", "none", "--preset", "paper", "--epochs", "4",
                                     "-H", "data.limit=48", "-H", "train.batch_size=32",
                                     "--device", "cpu", "--progress", "none", "--out", str(run)])
@@ -197,13 +197,13 @@ def test_a_damaged_epoch_record_is_refused_not_resumed_with_a_gap(tmp_path, data
     line = errors[0]
     assert "does not hold the 3 epoch records state.pt counts" in line and "--force" in line
     assert "grprune: resuming" not in res.output  # no note that it resumes, then a refusal
-    assert not (run / R.SUMMARY).exists()
+    assert not (run / SUMMARY).exists()
     res = CliRunner().invoke(main, ["run", "--reg", "none", "--preset", "paper", "--epochs", "4",
                                     "-H", "data.limit=48", "-H", "train.batch_size=32",
                                     "--device", "cpu", "--progress", "none", "--out", str(run),
                                     "--force"])
     assert res.exit_code == 0, res.output
-    assert [r["epoch"] for r in R.read_records(run / R.RESULTS)] == [0, 1, 2, 3]
+    assert [r["epoch"] for r in read_records(run / RESULTS)] == [0, 1, 2, 3]
 
 
 def test_a_terminated_run_says_how_to_resume(tmp_path, data_root):
@@ -230,8 +230,9 @@ def test_a_terminated_run_says_how_to_resume(tmp_path, data_root):
 
 
 def test_a_planner_never_writes_into_a_run_another_process_holds(tmp_path):
-    from grprune.record import files as R
-    from grprune.record.rundir import RUNNING_ELSEWHERE, RunDir
+    from grprune.record.files import CONFIG, LOG
+    from grprune.record.rundir import RunDir
+    from grprune.record.status import RUNNING_ELSEWHERE
     from grprune.sweep import expand, grid_from_options
     from grprune.sweep.launchers import launch_local
     from grprune.sweep.plan import Job, run_dir_of
@@ -240,18 +241,18 @@ def test_a_planner_never_writes_into_a_run_another_process_holds(tmp_path):
     conf = exp.configs[0]
     run_dir = run_dir_of(conf, tmp_path)
     run_dir.mkdir(parents=True)
-    (run_dir / R.CONFIG).write_text('{"the other child": "its config, features and all"}')
+    (run_dir / CONFIG).write_text('{"the other child": "its config, features and all"}')
     ends: list = []
     with RunDir(run_dir).lock():  # another sweep's child took it after this plan was made
         launch_local([Job(conf, run_dir, {})], on_start=lambda job: ends.append("started"),
                      on_done=lambda job, code, error: ends.append((code, error)))
     assert ends == [(None, RUNNING_ELSEWHERE)]
-    assert (run_dir / R.CONFIG).read_text().startswith('{"the other child"')
-    assert not (run_dir / R.LOG).exists()
+    assert (run_dir / CONFIG).read_text().startswith('{"the other child"')
+    assert not (run_dir / LOG).exists()
 
 
 def test_a_run_another_sweep_finished_after_the_plan_counts_as_skipped(tmp_path, data_root):
-    from grprune.record import files as R
+    from grprune.record.files import CONFIG
     from grprune.run import execute
     from grprune.sweep import expand, grid_from_options
     from grprune.sweep.plan import Outcome, run_sweep
@@ -262,9 +263,9 @@ def test_a_run_another_sweep_finished_after_the_plan_counts_as_skipped(tmp_path,
         for job in jobs:
             if job.conf is exp.configs[0]:  # another sweep finishes it before this one starts
                 execute(job.conf.cfg, job.run_dir, log=lambda m: None)
-                config = (job.run_dir / R.CONFIG).read_text()
+                config = (job.run_dir / CONFIG).read_text()
                 assert job.prepare()
-                assert (job.run_dir / R.CONFIG).read_text() == config  # features kept
+                assert (job.run_dir / CONFIG).read_text() == config  # features kept
                 on_done(job, 0, None)  # its child found it finished
             else:
                 assert job.prepare()

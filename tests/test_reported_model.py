@@ -171,9 +171,9 @@ def test_collect_marks_the_warm_up_cell_and_prints_one_seed_without_sd(runs, tmp
 
 
 def test_curves_leave_out_panels_without_data(runs, tmp_path):
-    from grprune import curves as C
-    groups = C.series([runs["default"][0]])
-    titles = [C.PANELS[i][0] for i in C.drawn_panels(groups)]
+    from grprune.curves import PANELS, drawn_panels, series
+    groups = series([runs["default"][0]])
+    titles = [PANELS[i][0] for i in drawn_panels(groups)]
     assert titles and not any("motif" in t or "Precision@50" in t for t in titles)
     res = _cli("curves", runs["default"][0], "--out", tmp_path / "c.png")
     assert res.exit_code == 0, res.output

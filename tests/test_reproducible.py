@@ -12,7 +12,7 @@ import pytest
 
 import grprune
 from tests.conftest import strip_keys
-from grprune.record import files as R
+from grprune.record.files import CHECKPOINT, EDGE_PROBS, RESULTS, STATE, SUMMARY, read_records
 
 # Fields that measure time, memory or the data cache, not the computation.
 VOLATILE = {"epoch_time_s", "train_time_s", "wall_time_s", "data_load_s", "peak_mem_mib",
@@ -45,8 +45,8 @@ def _strip(obj):
 
 
 def _numbers(run_dir: Path) -> tuple[list, dict]:
-    summary = json.loads((run_dir / R.SUMMARY).read_text())
-    return _strip(R.read_records(run_dir / R.RESULTS)), _strip(summary)
+    summary = json.loads((run_dir / SUMMARY).read_text())
+    return _strip(read_records(run_dir / RESULTS)), _strip(summary)
 
 
 def test_importing_grprune_fixes_mkl_reproducibility_mode_unless_the_user_chose_one():
@@ -74,7 +74,7 @@ def test_a_run_repeats_on_cpus_with_and_without_avx512(tmp_path):
     _output([*run, "--out", str(tmp_path / "default")])
     _output([*run, "--out", str(tmp_path / "avx2")], ATEN_CPU_CAPABILITY="avx2")
     assert _numbers(tmp_path / "default") == _numbers(tmp_path / "avx2")
-    summary = json.loads((tmp_path / "default" / R.SUMMARY).read_text())
+    summary = json.loads((tmp_path / "default" / SUMMARY).read_text())
     assert summary["determinism"]["cpu_capability"] == "AVX2"
 
 
@@ -145,10 +145,10 @@ def uninterrupted(tmp_path_factory) -> Path:
 
 
 @pytest.mark.parametrize("target, nth", [
-    (R.CHECKPOINT, 2),   # after a new best checkpoint, before that epoch's record
-    (R.RESULTS, 3),      # after the third record, before that epoch's state
-    (R.STATE, 2),        # between epochs
-    (R.EDGE_PROBS, 1),   # after training, while the summary is being made
+    (CHECKPOINT, 2),   # after a new best checkpoint, before that epoch's record
+    (RESULTS, 3),      # after the third record, before that epoch's state
+    (STATE, 2),        # between epochs
+    (EDGE_PROBS, 1),   # after training, while the summary is being made
 ])
 def test_a_run_killed_at_any_write_resumes_to_the_uninterrupted_numbers(
         tmp_path, uninterrupted, target, nth):
@@ -157,6 +157,6 @@ def test_a_run_killed_at_any_write_resumes_to_the_uninterrupted_numbers(
                              "--out", str(cut)], capture_output=True, text=True,
                             stdin=subprocess.DEVNULL)
     assert killed.returncode == -9, killed.stderr
-    assert not (cut / R.SUMMARY).exists()
+    assert not (cut / SUMMARY).exists()
     _output(["-m", "grprune", *RUN, "--out", str(cut)])
     assert _numbers(cut) == _numbers(uninterrupted)

@@ -12,7 +12,7 @@ import warnings
 import pytest
 from click.testing import CliRunner
 
-from grprune.record import files as R
+from grprune.record.files import CONFIG, SUMMARY
 from grprune.record.rundir import RunDir
 from grprune.cli import main
 from grprune.errors import GrpruneError
@@ -89,24 +89,24 @@ def test_a_version_1_run_directory_is_refused_and_remade_with_the_command_it_nam
     from grprune.record.runconfig import MIN_VERSION
     old_dir = tmp_path / "old"
     shutil.copytree(bbbp_run, old_dir)
-    cfg = json.loads((old_dir / R.CONFIG).read_text())
-    (old_dir / R.CONFIG).write_text(json.dumps(_v1(cfg)))
+    cfg = json.loads((old_dir / CONFIG).read_text())
+    (old_dir / CONFIG).write_text(json.dumps(_v1(cfg)))
     status = RunDir(old_dir).status(cfg)
     assert status.state == "outdated" and status.config is None
     assert MIN_VERSION == 2 and "version 1;" in status.reason
     with pytest.raises(GrpruneError, match="reads run directories of version 2 and later"):
         load_run(old_dir)
-    for args in (["explain", str(old_dir)], ["run", "--config", str(old_dir / R.CONFIG),
+    for args in (["explain", str(old_dir)], ["run", "--config", str(old_dir / CONFIG),
                                              "--out", str(old_dir)]):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # run --config: the moved keys' notes
             res = CliRunner().invoke(main, args)
         assert res.exit_code == 2, res.output
         assert "config.json is of version 1" in res.output
-        assert f"grprune run --config {old_dir / R.CONFIG} --out {old_dir} --force" in " ".join(
+        assert f"grprune run --config {old_dir / CONFIG} --out {old_dir} --force" in " ".join(
             res.output.split())
     with pytest.warns(UserWarning, match="moved"):
-        res = CliRunner().invoke(main, ["run", "--config", str(old_dir / R.CONFIG), "--out",
+        res = CliRunner().invoke(main, ["run", "--config", str(old_dir / CONFIG), "--out",
                                         str(old_dir), "--force", "--progress", "none"])
     assert res.exit_code == 0, res.output
     remade = load_run(old_dir)
@@ -116,8 +116,8 @@ def test_a_version_1_run_directory_is_refused_and_remade_with_the_command_it_nam
 
 # -- the FeatureSpec record ---------------------------------------------------------------------
 def test_config_json_records_the_features(bbbp_run):
-    cfg = RunConfig.from_dict(json.loads((bbbp_run / R.CONFIG).read_text()))
-    summary = json.loads((bbbp_run / R.SUMMARY).read_text())
+    cfg = RunConfig.from_dict(json.loads((bbbp_run / CONFIG).read_text()))
+    summary = json.loads((bbbp_run / SUMMARY).read_text())
     assert cfg.features == FeatureSpec(kind="ogb", node_dim=9, edge_dim=3, classes=2)
     assert cfg.features == FeatureSpec.from_dict(summary["model"])  # the older record agrees
     assert cfg["hash"] == summary["config_hash"]
@@ -126,9 +126,9 @@ def test_config_json_records_the_features(bbbp_run):
 def test_load_run_builds_the_model_without_the_dataset(bbbp_run, tmp_path, monkeypatch):
     copy = tmp_path / "run"
     shutil.copytree(bbbp_run, copy)
-    summary = json.loads((copy / R.SUMMARY).read_text())
+    summary = json.loads((copy / SUMMARY).read_text())
     summary.pop("model")
-    (copy / R.SUMMARY).write_text(json.dumps(summary))
+    (copy / SUMMARY).write_text(json.dumps(summary))
 
     def no_data(*a, **k):
         raise AssertionError("the dataset was loaded")
@@ -153,7 +153,7 @@ def _all_parts():
 
 def test_every_declared_search_value_is_in_its_domain():
     for prefix, cls in _all_parts():
-        for key, param in getattr(cls, "params", {}).items():
+        for key, param in cls.params.items():
             for value in param.search:
                 assert param.contains(value), f"{prefix}{key}: {value!r} not in {param.domain()}"
 
@@ -216,10 +216,10 @@ def test_a_run_writes_config_json_once_with_its_features(tmp_path, monkeypatch, 
     plan = plan_run(data="ogbg-molbbbp", epochs=1, hparams={"data.limit": 40},
                     progress="none", out=tmp_path / "run")
     status, summary = execute(plan.cfg, plan.run_dir, log=lambda msg: None)
-    configs = [obj for name, obj in writes if name == R.CONFIG]
+    configs = [obj for name, obj in writes if name == CONFIG]
     assert status == "completed" and len(configs) == 1 and "features" in configs[0]
-    assert [name for name, _ in writes] == [R.CONFIG, R.SUMMARY]
+    assert [name for name, _ in writes] == [CONFIG, SUMMARY]
     assert isinstance(summary, RunSummary) and summary.config_hash == plan.cfg.hash
-    stored = json.loads((plan.run_dir / R.SUMMARY).read_text())
+    stored = json.loads((plan.run_dir / SUMMARY).read_text())
     assert RunSummary.from_dict(stored).to_dict() == stored
     assert list(stored)[-3:] == ["data_load_s", "wall_time_s", "dataset_info"]

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from grprune.cli import main
 from grprune.collect import scan_runs
-from grprune.record import files as R
+from grprune.record.files import CONFIG, ERROR, SUMMARY, atomic_write_json
 from grprune.record.rundir import RunDir
 from grprune.run import execute
 from grprune.sweep import expand, grid_from_options
@@ -50,7 +50,7 @@ def states(tmp_path_factory):
     dirs["foreign"].mkdir(parents=True)
     (dirs["foreign"] / "notes.txt").write_text("mine")
     dirs["corrupt config"].mkdir(parents=True)
-    (dirs["corrupt config"] / R.CONFIG).write_text("{torn")
+    (dirs["corrupt config"] / CONFIG).write_text("{torn")
     execute(cfgs["finished"], dirs["finished"], log=lambda m: None)
     other = expand([grid_from_options(reg=["none"], epochs="2", seeds="100", device="cpu",
                                       hparams=["data.limit=32", "train.batch_size=16"])])
@@ -58,12 +58,12 @@ def states(tmp_path_factory):
     for name in ("interrupted", "failed", "locked"):
         with pytest.raises(KeyboardInterrupt):
             execute(cfgs[name], dirs[name], on_epoch=stop, log=lambda m: None)
-    R.atomic_write_json(dirs["failed"] / R.ERROR, {"message": "boom"})
+    atomic_write_json(dirs["failed"] / ERROR, {"message": "boom"})
     execute(cfgs["outdated"], dirs["outdated"], log=lambda m: None)  # then as version 1 wrote it
-    old = json.loads((dirs["outdated"] / R.CONFIG).read_text())
+    old = json.loads((dirs["outdated"] / CONFIG).read_text())
     old["encoder"].update(old.pop("model"))
     old.pop("features")
-    R.atomic_write_json(dirs["outdated"] / R.CONFIG, {**old, "version": 1})
+    atomic_write_json(dirs["outdated"] / CONFIG, {**old, "version": 1})
     return root, dirs, cfgs
 
 
@@ -102,4 +102,4 @@ def test_every_state_is_judged_once_and_acted_on_alike(states):
         if code == 2:
             assert len([x for x in res.output.splitlines() if x.strip()]) == 1
     assert (dirs["foreign"] / "notes.txt").read_text() == "mine"  # left alone
-    assert json.loads((dirs["failed"] / R.SUMMARY).read_text())["epochs_run"] == 2
+    assert json.loads((dirs["failed"] / SUMMARY).read_text())["epochs_run"] == 2

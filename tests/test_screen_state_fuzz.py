@@ -33,7 +33,7 @@ def _cli(*args):
 def stopped(tmp_path_factory, data_root):
     """(args of the screen, the folder, the sound files of the stopped screen by name, the
     uninterrupted screen's output bytes by name)."""
-    from grprune.data.molecules import read_molecule_csv
+    from grprune.data.moleculenet_csv import read_molecule_csv
     from grprune.data.ogbg import FILES
     root = tmp_path_factory.mktemp("state-fuzz")
     run = tiny_molbbbp_run(root / "run", limit=48)

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from grprune.cli import main
 from grprune.inference import load_run
-from grprune.predict import TOO_LARGE, predict_smiles, smiles_key
+from grprune.predict_memory import TOO_LARGE, predict_smiles, smiles_key
 from grprune.selectors.base import keyed_uniform
 
 
@@ -37,7 +37,7 @@ def sampled_run(tmp_path_factory, data_root):
 
 @pytest.fixture(scope="module")
 def library():
-    from grprune.data.molecules import read_molecule_csv
+    from grprune.data.moleculenet_csv import read_molecule_csv
     from grprune.data.ogbg import FILES
     smiles, _ = read_molecule_csv(FILES / "ogbg_molbbbp/bbbp.csv.gz", "smiles", "p_np")
     return list(smiles[100:160])
@@ -145,7 +145,7 @@ def test_too_large_molecule_is_reported_not_canonicalized(sampled_run):
 
 
 def test_killed_predict_resumes_or_starts_clean(sampled_run, library, tmp_path, monkeypatch):
-    import grprune.screen as screen
+    import grprune.predict_stream as screen
     csv = tmp_path / "lib.csv"
     pd.DataFrame({"smiles": library}).to_csv(csv, index=False)
     out = tmp_path / "p.csv"

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from grprune.cli import main
 from grprune.evaluation import edge_arrays_problem
 from grprune.inference import load_run
-from grprune.record import files as R
+from grprune.record.files import EDGE_PROBS
 from grprune.record.rundir import RunDir
 
 
@@ -25,7 +25,7 @@ def _cli(*args):
 @pytest.fixture(scope="module")
 def id_csv(tmp_path_factory):
     """160 BBBP molecules with IDs: rows 10 and 50 share ID 'DUP', row 7's SMILES is bad."""
-    from grprune.data.molecules import read_molecule_csv
+    from grprune.data.moleculenet_csv import read_molecule_csv
     from grprune.data.ogbg import FILES
     smiles, labels = read_molecule_csv(FILES / "ogbg_molbbbp/bbbp.csv.gz", "smiles", "p_np")
     df = pd.DataFrame({"cid": [f"M-{i}" for i in range(160)], "smiles": list(smiles[:160]),
@@ -61,7 +61,7 @@ def test_data_info_reports_duplicate_ids(id_csv, data_root):
 
 
 def test_edge_probs_carry_row_and_id(id_run):
-    npz = np.load(id_run / R.EDGE_PROBS)
+    npz = np.load(id_run / EDGE_PROBS)
     run = load_run(id_run)
     ds = run.load_dataset()
     gi = npz["graph_index"]
@@ -73,7 +73,7 @@ def test_edge_probs_carry_row_and_id(id_run):
 def test_inconsistent_edge_probs_are_recomputed(id_run, tmp_path):
     run_dir = tmp_path / "run"
     shutil.copytree(id_run, run_dir)
-    sound = {k: v for k, v in np.load(run_dir / R.EDGE_PROBS).items()}
+    sound = {k: v for k, v in np.load(run_dir / EDGE_PROBS).items()}
     test_graph = int(sound["graph_index"][0])
     res = _cli("explain", run_dir, "--graphs", test_graph, "--out", tmp_path / "a")
     assert res.exit_code == 0 and "edge_probs.npz" in res.output, res.output

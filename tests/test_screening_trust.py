@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from grprune.cli import main
 from grprune.inference import load_run
-from grprune.predict import predict_smiles
+from grprune.predict_memory import predict_smiles
 
 #: rows of the library that training skips, and why (the SMILES themselves below)
 BROKEN = {3: "CC(C)(C)(C)(C)C", 5: "N#N#N", 8: "C1CC(", 12: ""}
@@ -39,7 +39,7 @@ def lib_csv(tmp_path_factory):
     """80 BBBP molecules with IDs CMPD-0000.. in column ``cid`` and SMILES in ``SMILES``:
     two valence errors, a syntax error and an empty row (:data:`BROKEN`), and two molecules
     with bracket atoms (:data:`BRACKETS`)."""
-    from grprune.data.molecules import read_molecule_csv
+    from grprune.data.moleculenet_csv import read_molecule_csv
     from grprune.data.ogbg import FILES
     smiles, labels = read_molecule_csv(FILES / "ogbg_molbbbp/bbbp.csv.gz", "smiles", "p_np")
     df = pd.DataFrame({"cid": [f"CMPD-{i:04d}" for i in range(80)], "SMILES": list(smiles[:80]),
@@ -120,7 +120,7 @@ def test_output_has_one_smiles_column(strict_run, lib_csv, tmp_path, draw):
 
 def test_state_line_and_first_progress_after_a_small_chunk(strict_run, lib_csv, tmp_path,
                                                            monkeypatch):
-    import grprune.screen as screen
+    import grprune.predict_stream as screen
     monkeypatch.setattr(screen, "FIRST_CHUNK_ROWS", 7)  # the default chunk size stays 20,000
     out = tmp_path / "p.csv"
     res = _cli("predict", strict_run, "--csv", lib_csv, "--smiles-column", "SMILES",
@@ -151,7 +151,7 @@ def test_chunk_rows_applies_to_csv_only(strict_run):
 
 _KILLER = """
 import os, signal, sys
-import grprune.screen as screen
+import grprune.predict_stream as screen
 real, calls = screen.score_chunk, []
 def score_chunk(*args, **kwargs):
     calls.append(1)

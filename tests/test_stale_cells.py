@@ -1,7 +1,7 @@
 """Table 1 holds at HEAD: a short prefix of one committed run per preset and method, re-run
 and compared with its committed epoch records bit for bit on the CPU.
 
-The committed runs are ``benchmarks/accuracy/prune/molbbbp-n10.*`` (``table1.py runs`` and
+The committed runs are ``benchmarks/accuracy/prune/molbbbp-n10/molbbbp-n10.*`` (``table1.py runs`` and
 ``table1.py epochs`` of ``molbbbp-n10.yaml``). A change that moves the numbers of a preset
 fails here, and the message names the Table-1 cells made with that preset and method, to
 be re-run (and the change to add to ``table1.py``'s ``NUMBER_CHANGES``).
@@ -26,7 +26,7 @@ from grprune.run import plan_run
 from grprune.trainer import Trainer
 
 ROOT = Path(__file__).resolve().parents[1]
-EPOCHS = ROOT / "benchmarks/accuracy/prune/molbbbp-n10.epochs.csv"
+EPOCHS = ROOT / "benchmarks/accuracy/prune/molbbbp-n10/molbbbp-n10.epochs.csv"
 TABLE1 = ROOT / "benchmarks/accuracy/table1.csv"
 #: where the committed records were made: bit for bit holds on this CPU kind and torch
 REFERENCE = {"cpu": "AMD EPYC", "torch": "2.13.0+cpu"}

@@ -33,7 +33,7 @@ import torch
 from torch.fx.experimental.proxy_tensor import make_fx
 
 from grprune.batch import Bucket, GraphBatch, collate, pad_batch
-from grprune.ops import Segments
+from grprune.csr import Segments
 from grprune.regularizers import REGULARIZERS, Regularizer, StepContext
 from grprune.regularizers.env import EnvSlots
 from grprune.selectors import Selection
@@ -417,7 +417,7 @@ def test_a_padded_step_with_an_env_objective_is_one_graph(reg, tmp_path):
     """The whole step (:func:`grprune.step.step_loss`, GIN on ogbg-molbbbp) compiles without
     a break; GroupDRO with :meth:`~grprune.regularizers.env.GroupDRO.reserve` (without, it
     reads the batch's largest id back)."""
-    from grprune import step as S
+    from grprune.step import StepClock, step_loss
     from grprune.data import load_dataset
     from grprune.regularizers.env import GroupDRO
     from grprune.resolve import resolve_config
@@ -432,8 +432,8 @@ def test_a_padded_step_with_an_env_objective_is_one_graph(reg, tmp_path):
         dro.reserve(int(torch.as_tensor(data.envs).max()) + 1)
     batch = next(iter(trainer._batches("train", train=True)))
     assert batch.padded
-    clock = S.StepClock()
-    explained = torch._dynamo.explain(S.step_loss)(trainer.model, trainer.regs, batch, False, 1,
+    clock = StepClock()
+    explained = torch._dynamo.explain(step_loss)(trainer.model, trainer.regs, batch, False, 1,
                                                    0, clock)
     assert explained.graph_break_count == 0, explained.break_reasons
     assert explained.graph_count == 1
@@ -449,7 +449,7 @@ def test_a_compiled_step_follows_a_schedule_without_compiling_again(reg, flags, 
     eager step's (whose regularizers read the Python integers)."""
     from torch._dynamo.utils import counters
 
-    from grprune import step as S
+    from grprune.step import TrainStep, step_loss
     from grprune.data import load_dataset
     from grprune.resolve import resolve_config
     from grprune.trainer import Trainer
@@ -461,7 +461,7 @@ def test_a_compiled_step_follows_a_schedule_without_compiling_again(reg, flags, 
     trainer = Trainer(resolve_config(reg=reg, selector=selector, flags={**base, **flags}),
                       data, tmp_path)
     batch = next(iter(trainer._batches("train", train=True)))
-    compiled = S.TrainStep("default", backend="eager")
+    compiled = TrainStep("default", backend="eager")
     torch._dynamo.reset()
     counters.clear()
     for t in range(5):
@@ -470,6 +470,6 @@ def test_a_compiled_step_follows_a_schedule_without_compiling_again(reg, flags, 
         torch.manual_seed(t)
         got = compiled(trainer.model, trainer.regs, batch, False, t, t)[0]
         torch.manual_seed(t)
-        want = S.step_loss(trainer.model, trainer.regs, batch, False, t, t)[0]
+        want = step_loss(trainer.model, trainer.regs, batch, False, t, t)[0]
         torch.testing.assert_close(got, want, rtol=1e-6, atol=0)
     assert counters["stats"]["unique_graphs"] == 1

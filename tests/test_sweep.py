@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from grprune.record import files as R
+from grprune.record.files import CONFIG, RESULTS, SUMMARY, atomic_write_json, read_records
 from grprune.record.rundir import RunDir
 from grprune.cli import main
 from grprune.resolve import resolve_config
@@ -23,7 +23,7 @@ from grprune.regularizers import REGULARIZERS
 from grprune.record.files import ERROR, LOG
 from grprune.sweep import (PLAN, expand, grid_from_options, load_spec, parse_hparams,
                            parse_reg, parse_seeds, run_status)
-from grprune.sweep.grid import run_command
+from grprune.sweep.expansion import run_command
 from grprune.sweep.plan import Job, child_args, run_dir_of
 
 SMALL = ["--epochs", "2", "-H", "data.limit=48"]
@@ -130,11 +130,11 @@ def test_written_config_resolves_to_the_same_hash(tmp_path):
                  root=str(tmp_path / "data"), hparams=["selector.tau=0.5"])
     for conf in ex.configs:
         run_dir = run_dir_of(conf, tmp_path)
-        R.atomic_write_json(run_dir / R.CONFIG, conf.cfg)
+        atomic_write_json(run_dir / CONFIG, conf.cfg)
         args = child_args(conf, run_dir)
         assert args[:2] == ["run", "--config"] and args[-4:] == [
             "--device", "cpu", "--root", str(tmp_path / "data")]
-        cfg = resolve_config(file=run_dir / R.CONFIG,
+        cfg = resolve_config(file=run_dir / CONFIG,
                              flags={"train.device": "cpu", "data.root": str(tmp_path / "d2")})
         assert cfg["hash"] == conf.hash == run_dir.name.rsplit("-", 1)[1]
 
@@ -244,19 +244,19 @@ def test_run_status(tmp_path):
     (d / "notes.txt").write_text("mine")
     assert run_status(conf.cfg, d) == ("foreign", "a non-empty directory without "
                                                    "config.json (notes.txt, ...)")
-    (d / R.CONFIG).write_text("{torn")
+    (d / CONFIG).write_text("{torn")
     assert run_status(conf.cfg, d)[0] == "foreign"
-    R.atomic_write_json(d / R.CONFIG, {**conf.cfg, "train": {**conf.cfg["train"], "seed": 9},
+    atomic_write_json(d / CONFIG, {**conf.cfg, "train": {**conf.cfg["train"], "seed": 9},
                                        "hash": "x"})
     assert "holds another configuration" in run_status(conf.cfg, d)[1]
-    R.atomic_write_json(d / R.CONFIG, {**conf.cfg, "train": {**conf.cfg["train"],
+    atomic_write_json(d / CONFIG, {**conf.cfg, "train": {**conf.cfg["train"],
                                                              "device": "cuda"}})
     assert run_status(conf.cfg, d)[0] == "interrupted"  # volatile keys do not count
-    R.atomic_write_json(d / ERROR, {"message": "boom"})
+    atomic_write_json(d / ERROR, {"message": "boom"})
     assert run_status(conf.cfg, d) == ("failed", "boom")
-    R.atomic_write_json(d / R.SUMMARY, {"test": 0.5})  # no metric: corrupt, left alone
+    atomic_write_json(d / SUMMARY, {"test": 0.5})  # no metric: corrupt, left alone
     assert run_status(conf.cfg, d) == ("foreign", "summary.json has no 'metric'")
-    R.atomic_write_json(d / R.SUMMARY, {"metric": "rocauc", "test": 0.5})
+    atomic_write_json(d / SUMMARY, {"metric": "rocauc", "test": 0.5})
     assert run_status(conf.cfg, d)[0] == "finished"
 
 
@@ -291,7 +291,7 @@ def test_local_launcher_stops_children_on_interrupt(tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         launchers.launch_local(jobs, on_start, lambda *a: None, workers=2)
     assert len(procs) == 2 and all(p.poll() is not None for p in procs)  # children ended
-    assert all((j.run_dir / R.CONFIG).is_file() for j in jobs[:2])  # prepared, interrupted
+    assert all((j.run_dir / CONFIG).is_file() for j in jobs[:2])  # prepared, interrupted
     assert not jobs[2].run_dir.exists()  # never started: still pending
 
 
@@ -393,16 +393,16 @@ def mini(tmp_path_factory):
     for eta in (0.75, 0.85):
         conf = by[(eta, 0, False)]
         execute(conf.cfg, run_dir_of(conf, root), log=lambda msg: None)
-    finished = {p: (p / R.SUMMARY).stat().st_mtime_ns for p in root.glob("*/*") if p.is_dir()}
+    finished = {p: (p / SUMMARY).stat().st_mtime_ns for p in root.glob("*/*") if p.is_dir()}
     first = sweep("-H", "reg.size.eta=0.75,0.85", "--seeds", "0", *SMALL, "--workers", "2",
                   "--out", root, "--progress", "plain")
     plan1 = json.loads((root / PLAN).read_text())
 
     interrupted = run_dir_of(by[(0.75, 1, False)], root)
-    R.atomic_write_json(interrupted / R.CONFIG, by[(0.75, 1, False)].cfg)
+    atomic_write_json(interrupted / CONFIG, by[(0.75, 1, False)].cfg)
     failed = run_dir_of(by[(0.85, 1, False)], root)
-    R.atomic_write_json(failed / R.CONFIG, by[(0.85, 1, False)].cfg)
-    R.atomic_write_json(failed / ERROR, {"message": "old failure"})
+    atomic_write_json(failed / CONFIG, by[(0.85, 1, False)].cfg)
+    atomic_write_json(failed / ERROR, {"message": "old failure"})
     assert run_status(by[(0.85, 1, False)].cfg, failed)[0] == "failed"
     foreign = run_dir_of(by[(0.85, 0, True)], root)
     foreign.mkdir(parents=True)
@@ -430,15 +430,15 @@ def test_first_sweep_finds_the_finished_runs(mini):
 def test_finished_runs_are_skipped(mini):
     assert "2 done, 2 skipped (already finished), 1 failed" in mini["second"].output
     for run_dir, mtime in mini["finished"].items():
-        assert (run_dir / R.SUMMARY).stat().st_mtime_ns == mtime
+        assert (run_dir / SUMMARY).stat().st_mtime_ns == mtime
 
 
 def test_interrupted_and_failed_runs_restart_and_complete(mini):
     for run_dir in (mini["interrupted"], mini["failed"]):
-        assert run_status(json.loads((run_dir / R.CONFIG).read_text()),
+        assert run_status(json.loads((run_dir / CONFIG).read_text()),
                           run_dir)[0] == "finished"
         assert not (run_dir / ERROR).exists()  # the stale error.json is gone
-        assert len(R.read_records(run_dir / R.RESULTS)) == 2
+        assert len(read_records(run_dir / RESULTS)) == 2
 
 
 def test_a_failed_run_keeps_error_json_and_others_go_on(mini):
@@ -447,7 +447,7 @@ def test_a_failed_run_keeps_error_json_and_others_go_on(mini):
     assert error["message"] == "ValueError: boom in training"
     assert error["returncode"] == 1 and error["stderr_tail"][-1] == error["message"]
     assert set(error) >= {"time", "command", "hash"}
-    assert not (mini["crashed"] / R.SUMMARY).exists()
+    assert not (mini["crashed"] / SUMMARY).exists()
     rel = mini["crashed"].relative_to(mini["root"]).as_posix()
     assert f"failed: {rel}: ValueError: boom in training" in mini["second"].output
 

@@ -131,7 +131,8 @@ def test_a_run_killed_and_resumed_leaves_one_stream_and_one_mlflow_run(tmp_path)
 def test_a_sweep_hands_its_log_options_to_every_child(tmp_path):
     """``sweep --log``: each child ``grprune run`` gets the tracker options, outside the
     configuration (the config hash is the same with and without them)."""
-    from grprune.sweep.grid import expand, grid_from_options
+    from grprune.sweep.expansion import expand
+    from grprune.sweep.grid import grid_from_options
     from grprune.sweep.plan import run_sweep
     expansion = expand([grid_from_options(reg=["none"], seeds="0-1", hparams=["data.limit=50"])])
     seen: list[list[str]] = []

@@ -13,13 +13,13 @@ from click.testing import CliRunner
 
 import grprune.regularizers.env  # noqa: F401  (registers irm, vrex, groupdro)
 import grprune.selectors.drop_edge  # noqa: F401  (registers drop-edge)
-from grprune.record import files as R
+from grprune.record.files import RESULTS, SUMMARY, read_records
 from grprune.batch import collate
 from grprune.cli import main
 from grprune.resolve import resolve_config
 from grprune.encoders import ENCODERS
 from grprune.errors import GrpruneError
-from grprune.model import GraphClassifier
+from grprune.model import GraphClassifier, ModelOutput
 from grprune.regularizers import REGULARIZERS, StepContext
 from grprune.selectors import SELECTORS
 from grprune.build import build_model
@@ -32,11 +32,14 @@ ENVS = [0, 0, 1, 1, 1]
 
 
 def _ctx(logits=LOGITS, labels=LABELS, envs=ENVS, epoch=0):
+    """A step over one single-atom graph per row of ``logits`` (the environment losses
+    read labels, environments and logits; no model)."""
     logits = torch.tensor(logits, dtype=torch.float64, requires_grad=True)
-    batch = SimpleNamespace(y=torch.tensor(labels), env=torch.tensor(envs))
-    # stand-ins with only what the environment losses read (labels, envs, logits)
-    return StepContext(batch=batch, output=SimpleNamespace(logits=logits, selection=None),  # type: ignore[arg-type]
-                       model=None, epoch=epoch)  # type: ignore[arg-type]
+    batch = collate([(make_graph(1, []), y, e, i)
+                     for i, (y, e) in enumerate(zip(labels, envs))])
+    empty = torch.zeros(len(labels), 0, dtype=torch.float64)
+    out = ModelOutput(logits=logits, graph_repr=empty, node_repr=empty)
+    return StepContext(batch=batch, output=out, model=None, epoch=epoch)  # type: ignore[arg-type]
 
 
 def _ce(z, y):
@@ -64,7 +67,7 @@ def test_irm_full_matches_finite_differences():
     z = torch.tensor(LOGITS, dtype=torch.float64)
     g = ((torch.softmax(z, -1) - F.one_hot(torch.tensor(LABELS), 2)) * z).sum(-1)
     assert g[:2].mean().item() == pytest.approx(_grad(ENV0), rel=1e-6)
-    assert reg.hparams["weight"] == 100.0  # DomainBed irm_lambda
+    assert reg.hp.weight == 100.0  # DomainBed irm_lambda
 
 
 def test_irm_halves_is_domainbeds_product_of_two_halves():
@@ -90,7 +93,7 @@ def test_vrex_is_the_biased_variance_of_environment_risks():
     mean = (r0 + r1) / 2
     expected = ((r0 - mean) ** 2 + (r1 - mean) ** 2) / 2
     assert reg.loss(_ctx()).item() == pytest.approx(expected, rel=1e-9)
-    assert reg.hparams["weight"] == 10.0  # DomainBed vrex_lambda
+    assert reg.hp.weight == 10.0  # DomainBed vrex_lambda
 
 
 def test_groupdro_q_update_and_loss_over_two_steps():
@@ -267,13 +270,13 @@ def test_cli_runs_on_molbbbp(args, term, tmp_path):
     res = CliRunner().invoke(main, ["run", *args, *SMALL, "--out", str(out)],
                              catch_exceptions=False)
     assert res.exit_code == 0, res.output
-    records = R.read_records(out / R.RESULTS)
+    records = read_records(out / RESULTS)
     assert len(records) == 2
     for rec in records:
         assert math.isfinite(rec["loss"]["total"])
         if term is not None:
             assert math.isfinite(rec["loss"][term])
-    summary = json.loads((out / R.SUMMARY).read_text())
+    summary = json.loads((out / SUMMARY).read_text())
     if term is None:  # DropEdge: about 80 % of the edges kept in training, all in evaluation
         assert summary["selector"] == "drop-edge"
         assert 0.7 < records[0]["loss"]["kept_edge_fraction"] < 0.9

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-from types import SimpleNamespace
 
 import pytest
 import torch
@@ -12,12 +11,12 @@ from click.testing import CliRunner
 
 import grprune.regularizers.ciga  # noqa: F401  (registers "ciga")
 import grprune.regularizers.gsat  # noqa: F401  (registers "gsat")
-from grprune.record import files as R
+from grprune.record.files import CONFIG, RESULTS, read_records
 from grprune.batch import collate
 from grprune.cli import main
 from grprune.resolve import resolve_config
 from grprune.encoders import ENCODERS
-from grprune.model import GraphClassifier
+from grprune.model import GraphClassifier, ModelOutput
 from grprune.regularizers import REGULARIZERS, StepContext
 from grprune.regularizers.ciga import causal_edge_mask, ciga_hinge, sup_contrast_loss
 from grprune.regularizers.gsat import gsat_info_loss, gsat_r
@@ -37,6 +36,14 @@ def _selection(logits, relaxed=None):
     logits = torch.as_tensor(logits, dtype=torch.float32)
     prob = torch.sigmoid(logits)
     return Selection(edge_logits=logits, edge_prob=prob, edge_weight=prob, relaxed=relaxed)
+
+
+def _ctx(batch, selection, epoch=0):
+    """A step on ``batch`` whose output carries ``selection`` (the subgraph losses read
+    the batch, the selection and the epoch; no model, no logits)."""
+    empty = torch.zeros(batch.num_graphs, 0)
+    out = ModelOutput(logits=empty, graph_repr=empty, node_repr=empty, selection=selection)
+    return StepContext(batch=batch, output=out, model=None, epoch=epoch)  # type: ignore[arg-type]
 
 
 def _kl(a, r, eps=1e-6):
@@ -61,7 +68,7 @@ def test_gsat_kl_matches_hand_computation():
 def test_gsat_loss_uses_the_sample_or_the_probability():
     relaxed = torch.tensor([0.3, 0.3, 0.8, 0.8])
     sel = _selection([0.0, 0.0, 2.0, 2.0], relaxed=relaxed)
-    ctx = SimpleNamespace(selection=sel, epoch=0)
+    ctx = _ctx(collate([(make_graph(3, [(0, 1), (1, 2)]), 0, 0, 0)]), sel)  # two bonds
     r = 0.9  # first epoch of the schedule
     sample = REGULARIZERS.make("gsat").loss(ctx).item()
     assert sample == pytest.approx(sum(_kl(a, r) for a in (0.3, 0.3, 0.8, 0.8)) / 4, rel=1e-5)
@@ -136,7 +143,7 @@ def test_ciga_topk_per_graph_on_bonds(toy_batch):
 def test_ciga_split_weights(toy_batch):
     b = toy_batch
     logits = torch.tensor([0.1, 0.3, -5.0, 0.7, 0.7, 0.9])[b.bond]
-    ctx = SimpleNamespace(batch=b, selection=_selection(logits))
+    ctx = _ctx(b, _selection(logits))
     keep, causal_w, spurious_w = REGULARIZERS.make("ciga", ratio=0.5).split(ctx)
     p = torch.sigmoid(logits)
     assert torch.equal(causal_w, torch.where(keep, p, torch.zeros_like(p)))
@@ -193,10 +200,11 @@ def test_ciga_composes_alpha_beta_gamma(toy_batch, monkeypatch):
     out = model(toy_batch)
     ctx = StepContext(batch=toy_batch, output=out, model=model)
     parts: dict[str, torch.Tensor] = {}
-    import grprune.regularizers.ciga as C
-    monkeypatch.setattr(C, "sup_contrast_loss", lambda *a: parts.setdefault("con", torch.tensor(0.3)))
-    monkeypatch.setattr(C, "ciga_hinge", lambda *a: parts.setdefault("hinge", torch.tensor(0.7)))
-    monkeypatch.setattr(C, "cross_entropy",
+    monkeypatch.setattr("grprune.regularizers.ciga.sup_contrast_loss",
+                        lambda *a: parts.setdefault("con", torch.tensor(0.3)))
+    monkeypatch.setattr("grprune.regularizers.ciga.ciga_hinge",
+                        lambda *a: parts.setdefault("hinge", torch.tensor(0.7)))
+    monkeypatch.setattr("grprune.regularizers.ciga.cross_entropy",
                         lambda *a, **k: parts.setdefault("ce", torch.full((4,), 0.2)))
     reg = REGULARIZERS.make("ciga", weight=4.0, causal_ce=2.0, spurious_weight=0.5)
     terms = {k: v.item() for k, v in reg.terms(ctx).items()}
@@ -267,8 +275,8 @@ def test_cli_run(name, extra, tmp_path):
             "--progress", "none", "--device", "cpu", "--out", str(out)]
     res = CliRunner().invoke(main, args, catch_exceptions=False)
     assert res.exit_code == 0, res.output
-    records = R.read_records(out / R.RESULTS)
+    records = read_records(out / RESULTS)
     assert len(records) == 2
     assert all(math.isfinite(rec["loss"][name]) for rec in records)
-    cfg = json.loads((out / R.CONFIG).read_text())
+    cfg = json.loads((out / CONFIG).read_text())
     assert name in cfg["reg"]

@@ -15,7 +15,7 @@ dataset column and method, averaged over seeds and over the epochs after ERM war
 Scores are ×100. Rows pool the runs of a method whatever their hyperparameters: run it on a
 sweep with one setting per method (as the benchmark specs are). Usage::
 
-    python benchmarks/accuracy/epochs.py runs/acc-motif [--out FILE.md]
+    python -m benchmarks.accuracy.epochs runs/acc-motif [--out FILE.md]
 """
 from __future__ import annotations
 

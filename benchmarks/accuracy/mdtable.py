@@ -2,8 +2,7 @@
 
 The one renderer of ``table1.py`` (``table1.md`` and the top README's results table) and
 ``official/table.py`` (``official/README.md``'s comparison table). Standard library only, so
-that any venv can import it; both scripts append this folder to ``sys.path`` (last, so
-that it shadows no installed package) and ``from mdtable import ...``.
+that any venv can import it: both scripts ``from benchmarks.accuracy.mdtable import ...``.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 # 4-layer GIN with virtual node, hidden 64, eta=0.85, K=50, lambda1=10, lambda2=0.01.
 #
 # Usage: JOBS=2 bash benchmarks/accuracy/molbbbp_seeds.sh [OUT_ROOT] [VARIANT...]
-#   then python benchmarks/accuracy/table.py OUT_ROOT
+#   then python -m benchmarks.accuracy.table OUT_ROOT
 # Variants: erm; prune (paper loss forms, grprune defaults); prune-official (official
 # loss forms, tau=0.2, sampled evaluation as in the official code); prune-sample
 # (paper forms, sampled evaluation). JOBS runs in parallel, one torch thread each

@@ -1,6 +1,6 @@
 """Mean +- std over seeds of the summary.json files under a root: one row per variant.
 
-Usage: python benchmarks/accuracy/table.py runs/bench-molbbbp
+Usage: python -m benchmarks.accuracy.table runs/bench-molbbbp
 """
 import json
 import statistics

@@ -15,13 +15,23 @@ written by ``official/runs.py``) as method ``official code``.
 Usage::
 
     # one row per finished run of a sweep: the committed form of a study's runs
-    python benchmarks/accuracy/table1.py runs runs/prune-ec50 \\
-        --out benchmarks/accuracy/prune/drugood-ec50.runs.csv
+    python -m benchmarks.accuracy.table1 runs runs/prune-ec50 \\
+        --out benchmarks/accuracy/prune/drugood-ec50/drugood-ec50.runs.csv
     # table1.csv and table1.md, and the README's results table from them
-    python benchmarks/accuracy/table1.py build --readme README.md
+    python -m benchmarks.accuracy.table1 build --readme README.md
 
 Scores are ×100 (accuracy on GOOD-Motif, ROC-AUC elsewhere), mean ± sample std over seeds,
 test at the epoch of the best OOD-valid score.
+
+Every grprune run table is in one per-run format, :data:`RUN_FIELDS` (this script's ``runs``
+writes it, and ``prune/ablation.py table`` writes it with its diagnostics after those
+columns), read by one reader. Two sources stay in their own formats. The official code's
+``official/results.jsonl`` is written by ``official/runs.py`` in the official code's venv,
+one record per run with the official and grprune commits and the hashes of the exported
+split and data, which ``official/common.py`` checks on reading; they have no place among
+grprune's columns, and its cells are the official code's, not a preset's. GOOD-protocol
+ERM (``prune/good_erm.py``) holds unfinished runs too, with their epochs done: only its
+finished seeds make a cell, and the rest is what table1.md says about where the runs stand.
 """
 
 from __future__ import annotations
@@ -30,10 +40,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from benchmarks.accuracy.mdtable import header, mean_std, row, splice
+
 HERE = Path(__file__).resolve().parent
-# mdtable.py, the Markdown shared with official/table.py (last: it shadows no package)
-sys.path.append(str(HERE))
-from mdtable import header, mean_std, row, splice  # noqa: E402
 
 #: (dataset, split, name in the tables) in the paper's column order
 COLUMNS = [("good-motif", "basis", "GOOD-Motif basis (accuracy)"),
@@ -55,66 +64,62 @@ PAPER = {("good-motif", "basis"): {"ERM": (68.66, 4.25), "PrunE": (91.48, 0.40)}
          ("drugood-ec50", "assay"): {"ERM": (64.93, 6.25), "PrunE": (78.01, 0.42)},
          ("ogbg-molbbbp", "scaffold"): {"ERM": (68.10, 1.68), "PrunE": (70.32, 1.73)},
          ("ogbg-molbbbp", "size"): {"ERM": (78.29, 3.76), "PrunE": (81.59, 5.35)}}
-EPYC = "2 cores of an AMD EPYC (CPU)"
-#: the committed tables, oldest first: (file under benchmarks/accuracy, kind, protocol,
-#: commit, hardware); kind "study" is an ``ablation.py table`` .runs.csv (GOOD-Motif), "runs" this script's ``runs``
-#: (protocol, commit and hardware per row), "good" ``prune/good_erm.py``'s table of
-#: GOOD-protocol runs, finished or not; a "runs", "good" or "official" file that is not
-#: there yet is a study not run (:data:`REMAKE` names the ones that re-make stale cells)
+#: the committed tables, oldest first: (file under benchmarks/accuracy, kind); kind "runs"
+#: is a per-run table (:data:`RUN_FIELDS`, protocol, commit and hardware per row: this
+#: script's ``runs``, or ``prune/ablation.py table``'s), "official" the official code's
+#: ``official/results.jsonl``, "good" ``prune/good_erm.py``'s table of GOOD-protocol runs,
+#: finished or not; a file that is not there yet is a study not run (:data:`REMAKE` names
+#: the ones that re-make stale cells)
 SOURCES = [
-    ("prune/motif-full.runs.csv", "study", "paper", "a2bbff1", EPYC + ", AVX-512 kernels"),
-    ("prune/motif-full-d9fd056.runs.csv", "study", "paper", "d9fd056", EPYC),
-    ("prune/drugood-ec50.runs.csv", "runs", None, None, None),
-    ("official/results.jsonl", "official", "official schedule", None, None),
-    ("prune/motif-good-erm.runs.csv", "good", "good", None, None),
-    ("prune/molbbbp-n10.runs.csv", "runs", None, None, None),
-    ("prune/good-hiv-cpu.runs.csv", "runs", None, None, None),
-    ("prune/motif-official.runs.csv", "runs", None, None, None),
+    ("prune/motif-paper/motif-full.runs.csv", "runs"),
+    ("prune/motif-paper/motif-full-rerun.runs.csv", "runs"),
+    ("prune/drugood-ec50/drugood-ec50.runs.csv", "runs"),
+    ("official/results.jsonl", "official"),
+    ("prune/motif-good-erm/motif-good-erm.runs.csv", "good"),
+    ("prune/molbbbp-n10/molbbbp-n10.runs.csv", "runs"),
+    ("prune/good-hiv/good-hiv-cpu.runs.csv", "runs"),
+    ("prune/motif-paper/motif-official.runs.csv", "runs"),
 ]
 #: the ERM warm-up epochs of the ``official`` preset (``train.warmup_epochs``), which its
 #: selection may pick (``train.select_warmup``), as the official code's does
 WARMUP_EPOCHS = 10
 #: the method name of the official code's rows
 OFFICIAL_CODE = "official code"
-#: ``ablation.py`` labels of the runs that are a preset as it is
-STUDY_LABELS = {"official": ("PrunE", "official"), "paper": ("PrunE", "paper"),
-                "ERM (official model)": ("ERM", "official"),
-                "ERM (paper model)": ("ERM", "paper")}
 #: where PrunE stays under the paper, why (shown in table1.md)
 NOTES = {
     ("good-motif", "basis"): "the `official` selector prunes the spurious base in 2 of 4 "
         "seeds at d9fd056 and 4 of 4 at a2bbff1 (84.73; 8 seeds 81.55 ± 7.37): "
-        "prune/README.md, Table 1 and its § paragraph",
+        "prune/motif-paper/README.md, Table 1 and its § paragraph",
     ("good-motif", "size"): "no recipe makes the selector drop a familiar, larger base; an "
-        "oracle selector takes the same classifier to 85.67: prune/README.md, the probe and "
+        "oracle selector takes the same classifier to 85.67: prune/motif-probe/README.md, the probe and "
         "oracle sections",
     ("good-hiv", "scaffold"): "shortened protocol (3000 graphs per part, 30 epochs) until "
         "good-hiv-full.yaml finishes; its one full-protocol seed points the other way: "
         "PrunE 56.31, a warm-up model, against ERM 66.42 with the same model (seed 0, "
-        "prune/good-hiv-full.csv): prune/README.md, GOOD-HIV",
+        "prune/good-hiv/good-hiv-full.csv): prune/good-hiv/README.md, GOOD-HIV",
     ("good-hiv", "size"): "shortened protocol, as scaffold",
     ("drugood-ec50", "scaffold"): "`official` selects an ERM warm-up epoch at 3 of 4 seeds "
         "(no PrunE epoch validated higher; at HEAD seed 1 selects a PrunE epoch that keeps "
         "75 % of the test bonds, at 669ca8b all 4 were warm-up), so the cell is mostly ERM "
         "with the official model; grprune's ERM is 3.2 points above the paper's ERM; "
         "the official code gives no EC50 settings (official.yaml says where each value comes "
-        "from): prune/README.md, DrugOOD EC50",
+        "from): prune/drugood-ec50/README.md, DrugOOD EC50",
     ("drugood-ec50", "size"): "`official` prunes at seeds 0-2 (63 %, 86 % and 84 % of test "
         "bonds kept) and selected a warm-up epoch at seed 3; PrunE sits at ERM's level (64.54), "
-        "which is 3.5 points above the paper's ERM: prune/README.md, DrugOOD EC50",
+        "which is 3.5 points above the paper's ERM: prune/drugood-ec50/README.md, DrugOOD EC50",
     ("drugood-ec50", "assay"): "the default is `paper` here (PrunE validates higher than "
         "`official`, z = +3.27 on 4 seeds; `official` selected an ERM warm-up epoch at all 4); "
         "it keeps 96-100 % of test bonds and ties ERM with its model (72.60), which is 7.7 "
         "points above the paper's ERM; the bundled EC50 curation (MoleOOD's, ChEMBL 29) is "
-        "not verified against DrugOOD's release: prune/README.md, DrugOOD EC50; "
+        "not verified against DrugOOD's release: prune/drugood-ec50/README.md, DrugOOD EC50; "
         "../shared/data/PROVENANCE.md",
     ("ogbg-molbbbp", "scaffold"): "the `paper` selector keeps 97-100 % of test bonds at "
         "every seed, so PrunE is at ERM's level (n = 10: no difference that matters): "
-        "prune/README.md, \"Seeds where they are cheap\"",
+        "prune/molbbbp-n10/README.md, \"Seeds where they are cheap\"",
     ("ogbg-molbbbp", "size"): "the `official` selector prunes at 7 of 10 seeds (48-59 % of "
         "test bonds kept) and 3 select a warm-up epoch; PrunE - ERM is +0.76 at n = 10, with "
         "an interval that holds the paper's +3.30 and 0; a quarter of the variance is "
-        "evaluation noise: prune/README.md, \"Seeds where they are cheap\"",
+        "evaluation noise: prune/molbbbp-n10/README.md, \"Seeds where they are cheap\"",
 }
 #: GOOD-protocol ERM (``--preset good``) takes a column into the table once this many
 #: seeds of it have finished; until then table1.md says where its runs stand
@@ -124,7 +129,8 @@ GOOD_SEEDS = 4
 GOOD_LEADERBOARD = {("good-motif", "basis"): (63.80, 10.36, 10)}
 #: what GOOD's protocol is, for table1.md's line on runs not yet in the table
 GOOD_PROTOCOL = (
-    "ERM on GOOD's own protocol (`--preset good`, `prune/motif-good-erm.yaml`: GOOD's model, "
+    "ERM on GOOD's own protocol (`--preset good`, `prune/motif-good-erm/motif-good-erm.yaml`: "
+    "GOOD's model, "
     "200 epochs on all 18,000 graphs, OOD-test at the first epoch of the best OOD-valid)")
 FIELDS = ["dataset", "split", "method", "preset", "protocol", "n", "test_mean", "test_std",
           "valid_mean", "paper_mean", "paper_std", "warmup_selected", "not_pruning",
@@ -150,7 +156,7 @@ NUMBER_CHANGES = [
     ("01577ad", ("PrunE", "official"), "sampled evaluation's noise keyed per graph, "
      "so an `official` cell's scores and selected epochs moved"),
 ]
-BEGIN = "<!-- table1: written by benchmarks/accuracy/table1.py build; edit that, not this -->"
+BEGIN = "<!-- table1: written by benchmarks.accuracy.table1 build; edit that, not this -->"
 END = "<!-- /table1 -->"
 
 
@@ -164,7 +170,7 @@ def run_rows(dirs: list[Path]) -> list[dict]:
     (``prune/choose.py``'s :func:`protocol_changes`): ``paper`` protocol when only harmless
     keys differ from the preset, ``shortened`` when protocol keys do; ablations are left out."""
     from grprune import collect as C
-    choose = _load("prune/choose.py")
+    from benchmarks.accuracy.prune import choose
     rows = []
     for run in C.scan_runs(dirs).runs:
         changes = choose.protocol_changes(run)
@@ -210,15 +216,6 @@ def epoch_rows(dirs: list[Path]) -> list[dict]:
     return sorted(rows, key=lambda r: tuple(str(r[k]) for k in EPOCH_FIELDS[:5]) + (r["epoch"],))
 
 
-def _load(relpath: str):
-    import importlib.util
-    spec = importlib.util.spec_from_file_location(Path(relpath).stem, HERE / relpath)
-    assert spec is not None and spec.loader is not None, relpath
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _cell(values, scale: float = 100, **keys) -> dict:
     import statistics
     v = [scale * float(x) for x in values]
@@ -226,20 +223,14 @@ def _cell(values, scale: float = 100, **keys) -> dict:
             "test_std": statistics.stdev(v) if len(v) > 1 else 0.0}
 
 
-def read_source(path: Path, kind: str, protocol, commit, hardware) -> list[dict]:
+def read_source(path: Path, kind: str) -> list[dict]:
     """One source's cells: dataset, split, method, preset, protocol, n, test_mean, test_std,
     valid_mean (×100), commit, hardware."""
     if kind == "official":
         return _official_cells(path)
     if kind == "good":
         return good_cells(path)[0]
-    df = _read_csv(path)
-    if kind == "study":
-        df = df[df["label"].isin(list(STUDY_LABELS))].assign(dataset="good-motif")
-        df["method"] = df["label"].map(lambda x: STUDY_LABELS[x][0])
-        df["preset"] = df["label"].map(lambda x: STUDY_LABELS[x][1])
-        df = df.assign(protocol=protocol, commit=commit, hardware=hardware)
-    return _group_cells(df)
+    return _group_cells(_read_csv(path))
 
 
 def _read_csv(path: Path):
@@ -284,7 +275,7 @@ def _official_cells(path: Path) -> list[dict]:
     """The official code's cells from ``official/results.jsonl`` (``official/common.py``
     reads it): one per (dataset, split), test and valid already ×100."""
     import statistics
-    common = _load("official/common.py")
+    from benchmarks.accuracy.official import common
     try:
         runs = common.read_results(path)
     except (OSError, ValueError) as exc:
@@ -347,23 +338,24 @@ def good_pending(path: Path) -> str:
         return ""
     return (f"{GOOD_PROTOCOL} is unfinished or not run, so it draws no conclusion there and "
             f"stays out of the table: {'; '.join(pending)}. A column enters with {GOOD_SEEDS} "
-            "finished seeds. The runs epoch by epoch: `prune/motif-good-erm.runs.csv` and "
-            "`.epochs.csv` (`prune/good_erm.py`), read in prune/README.md, \"ERM on GOOD's "
+            "finished seeds. The runs epoch by epoch: "
+            "`prune/motif-good-erm/motif-good-erm.runs.csv` and "
+            "`.epochs.csv` (`prune/good_erm.py`), read in prune/motif-good-erm/README.md, \"ERM on GOOD's "
             "own protocol\".")
 
 
 def good_verdicts(rows: list[dict]) -> list[str]:
     """table1.md's lines on the ``protocol=good`` ERM rows beside GOOD's own leaderboard
     (:data:`GOOD_LEADERBOARD`; Welch's t of ``official/table.py``), with the end condition
-    stated in advance in prune/README.md: within one leaderboard sd, GOOD's protocol (not
+    stated in advance in prune/motif-good-erm/README.md: within one leaderboard sd, GOOD's protocol (not
     its draw of the data) explains grprune's lower ERM; under 50, GOOD's selection does."""
     good = [r for r in rows if r["protocol"] == "good" and (r["dataset"], r["split"])
             in GOOD_LEADERBOARD]
     if not good:
         return []
-    welch = _load("official/table.py").welch
+    from benchmarks.accuracy.official.table import welch
     out = ["", "ERM on GOOD's own protocol beside GOOD's leaderboard (10 runs; Welch's t, "
-           "two-sided p; prune/README.md, \"ERM on GOOD's own protocol\"):", ""]
+           "two-sided p; prune/motif-good-erm/README.md, \"ERM on GOOD's own protocol\"):", ""]
     for r in good:
         mean, std, n = GOOD_LEADERBOARD[(r["dataset"], r["split"])]
         t, _, p = welch(r["test_mean"], r["test_std"], r["n"], mean, std, n)
@@ -392,13 +384,13 @@ def build(sources=SOURCES, root: Path = HERE) -> list[dict]:
     GOOD-protocol ERM rows after the rest of their column."""
     from grprune.presets import default_for
     cells = []
-    for order, (rel, kind, protocol, commit, hardware) in enumerate(sources):
+    for order, (rel, kind) in enumerate(sources):
         if not (root / rel).is_file():
             if kind in ("official", "good", "runs"):  # not run yet: the table says so
                 continue
             fail(f"no such file: {root / rel}")
         cells += [{**c, "order": order}
-                  for c in read_source(root / rel, kind, protocol, commit, hardware)]
+                  for c in read_source(root / rel, kind)]
     rows = []
     for dataset, split, _ in COLUMNS:
         preset = default_for(dataset, split)
@@ -528,11 +520,12 @@ def readme_table(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n\n" + LEGEND + "\n"
 
 
-def markdown(rows: list[dict], good: Path = HERE / "prune/motif-good-erm.runs.csv") -> str:
+def markdown(rows: list[dict],
+             good: Path = HERE / "prune/motif-good-erm/motif-good-erm.runs.csv") -> str:
     """table1.md: the README's table, every row with its commit and hardware, and notes
     (among them :func:`good_pending` of ``good``, ``prune/good_erm.py``'s table)."""
     out = ["# Table 1, reproduced", "",
-           "Written by `python benchmarks/accuracy/table1.py build` from the committed run "
+           "Written by `python -m benchmarks.accuracy.table1 build` from the committed run "
            "tables it names (`SOURCES`); do not edit. Test score ×100 (accuracy on GOOD-Motif, "
            "ROC-AUC elsewhere), mean ± sample std over seeds (n shown when under 4), at the "
            "epoch of the best OOD-valid score. The preset is the one `--preset auto` uses "
@@ -568,15 +561,17 @@ def markdown(rows: list[dict], good: Path = HERE / "prune/motif-good-erm.runs.cs
     return "\n".join(out) + "\n"
 
 
-#: the sweep spec (under benchmarks/accuracy/prune) and per-run table that re-make a
+#: the sweep spec and per-run table (under benchmarks/accuracy) that re-make a
 #: dataset's Table-1 cells at HEAD: what table1.md prints beside a cell HEAD does not
 #: reproduce
-REMAKE = {"good-motif": ("motif-full.yaml", "motif-official.runs.csv",
+REMAKE = {"good-motif": ("prune/motif-full.yaml", "prune/motif-paper/motif-official.runs.csv",
                          "35-40 minutes a run on one CPU core; 3-7 on a GPU with MPS"),
-          "good-hiv": ("good-hiv-cpu.yaml", "good-hiv-cpu.runs.csv", "about 5 minutes a run"),
-          "drugood-ec50": ("drugood-ec50.yaml", "drugood-ec50.runs.csv",
-                           "about 10 minutes a run"),
-          "ogbg-molbbbp": ("molbbbp-n10.yaml", "molbbbp-n10.runs.csv", "2-4 minutes a run")}
+          "good-hiv": ("prune/good-hiv/good-hiv-cpu.yaml", "prune/good-hiv/good-hiv-cpu.runs.csv",
+                       "about 5 minutes a run"),
+          "drugood-ec50": ("prune/drugood-ec50/drugood-ec50.yaml",
+                           "prune/drugood-ec50/drugood-ec50.runs.csv", "about 10 minutes a run"),
+          "ogbg-molbbbp": ("prune/molbbbp-n10/molbbbp-n10.yaml",
+                           "prune/molbbbp-n10/molbbbp-n10.runs.csv", "2-4 minutes a run")}
 
 
 def remake_lines(rows: list[dict]) -> list[str]:
@@ -593,25 +588,25 @@ def remake_lines(rows: list[dict]) -> list[str]:
         reg = "size,eps-align" if r["method"] == "PrunE" else "none"
         out.append(f"- {r['dataset']} {r['split']} {r['method']} `{r['preset']}`: "
                    f"{why}. {cost}: `grprune sweep --spec "
-                   f"benchmarks/accuracy/prune/{spec} --split {r['split']} --preset "
+                   f"benchmarks/accuracy/{spec} --split {r['split']} --preset "
                    f"{r['preset']} --reg {reg} --out runs/remake --workers 2 && python "
-                   f"benchmarks/accuracy/table1.py runs runs/remake --out "
-                   f"benchmarks/accuracy/prune/{runs}`.")
+                   f"-m benchmarks.accuracy.table1 runs runs/remake --out "
+                   f"benchmarks/accuracy/{runs}`.")
     return out
 
 
 #: evaluation-noise measurements of `official` cells (``prune/evalnoise.py``'s
 #: ``.epochs.csv``), per column; a column listed without its file is not measured yet
-EVALNOISE = {("ogbg-molbbbp", "size"): "prune/evalnoise-molbbbp-size.epochs.csv",
-             ("good-motif", "basis"): "prune/evalnoise-motif-basis.epochs.csv",
-             ("good-motif", "size"): "prune/evalnoise-motif-size.epochs.csv"}
+EVALNOISE = {("ogbg-molbbbp", "size"): "prune/evalnoise/evalnoise-molbbbp-size.epochs.csv",
+             ("good-motif", "basis"): "prune/evalnoise/evalnoise-motif-basis.epochs.csv",
+             ("good-motif", "size"): "prune/evalnoise/evalnoise-motif-size.epochs.csv"}
 
 
 def evalnoise_lines(rows: list[dict], root: Path = HERE) -> list[str]:
     """table1.md's lines on how much of each measured `official` PrunE cell is evaluation
     noise (:data:`EVALNOISE`, ``prune/evalnoise.py``'s ``summary``), beside the cell."""
     import pandas as pd
-    evalnoise = _load("prune/evalnoise.py")
+    from benchmarks.accuracy.prune import evalnoise
     out = ["", "Evaluation noise of the `official` PrunE cells (sampled evaluation, one keyed "
            "draw per graph): each seed trained once and every epoch re-scored under other "
            "noise keys and with M averaged draws, the weights unchanged "
@@ -622,8 +617,8 @@ def evalnoise_lines(rows: list[dict], root: Path = HERE) -> list[str]:
                      == (dataset, split, "PrunE", "official")), None)
         beside = f" (the cell: {cell_text(cell)}, n = {cell['n']})" if cell else ""
         if not (root / rel).is_file():
-            out.append(f"- {dataset} {split}{beside}: not measured yet: `python benchmarks/"
-                       f"accuracy/prune/evalnoise.py --data {dataset} --split {split} "
+            out.append(f"- {dataset} {split}{beside}: not measured yet: `python -m "
+                       f"benchmarks.accuracy.prune.evalnoise --data {dataset} --split {split} "
                        f"--seeds 0-3 --out benchmarks/accuracy/{rel[:-len('.epochs.csv')]}`"
                        f" ({REMAKE[dataset][2]}, plus the re-scoring).")
             continue
@@ -637,7 +632,8 @@ def evalnoise_lines(rows: list[dict], root: Path = HERE) -> list[str]:
     return out
 
 
-#: the end condition of the n = 10 seeds line (stated in prune/README.md before the runs):
+#: the end condition of the n = 10 seeds line (stated in prune/molbbbp-n10/README.md before
+#: the runs):
 #: a column is settled when the 95 % interval of PrunE - ERM excludes 0, or lies inside
 #: +-MARGIN points (no difference that matters); otherwise it stays open at n = 10
 MARGIN = 2.0
@@ -650,7 +646,7 @@ def difference(prune: dict, erm: dict) -> tuple[float, float, float]:
     import math
 
     from scipy import stats
-    welch = _load("official/table.py").welch
+    from benchmarks.accuracy.official.table import welch
     d = prune["test_mean"] - erm["test_mean"]
     t, df, _ = welch(prune["test_mean"], prune["test_std"], prune["n"],
                      erm["test_mean"], erm["test_std"], erm["n"])
@@ -666,7 +662,7 @@ def differences(rows: list[dict]) -> list[str]:
     difference, its 95 % interval and the verdict of :data:`MARGIN`."""
     out = ["", f"PrunE − ERM per column, same preset and protocol, with the 95 % confidence "
            f"interval (Welch). Settled: the interval excludes 0, or lies inside ±{MARGIN:g} "
-           "points (no difference that matters); open otherwise (prune/README.md, \"Seeds "
+           "points (no difference that matters); open otherwise (prune/molbbbp-n10/README.md, \"Seeds "
            "where they are cheap\").", ""]
     for dataset, split, _ in COLUMNS:
         got = {r["method"]: r for r in rows if (r["dataset"], r["split"]) == (dataset, split)
@@ -695,7 +691,7 @@ def official_verdicts(rows: list[dict], results: Path | None = None) -> list[str
     if not any(r["method"] == OFFICIAL_CODE for r in rows):
         return []
     names = {(d, s): name for d, s, name in COLUMNS}
-    table = _load("official/table.py")
+    from benchmarks.accuracy.official import table
     compared = {r["column"]: r for r in table.rows(results or table.common.RESULTS)}
     out = ["", "The official code beside grprune's `official` preset, same data, split and "
            "seeds (official/README.md; Welch's t, two-sided p):", ""]

@@ -2,10 +2,10 @@
 
 ::
 
-    python benchmarks/scale/featurize.py --rows 10000,100000 --out benchmarks/scale/cpu-2core.jsonl
-    python benchmarks/scale/featurize.py --rows 1000000 --methods grprune,grprune-cached,dataset \\
+    python -m benchmarks.scale.featurize --rows 10000,100000 --out benchmarks/scale/cpu-2core.jsonl
+    python -m benchmarks.scale.featurize --rows 1000000 --methods grprune,grprune-cached,dataset \\
         --out benchmarks/scale/cpu-2core.jsonl                                # the 10^6 rows
-    python benchmarks/scale/featurize.py --table benchmarks/scale/cpu-2core.jsonl
+    python -m benchmarks.scale.featurize --table benchmarks/scale/cpu-2core.jsonl
 
 **Rows.** Unique molecules made offline by :func:`make_molecules`: the BRICS fragments
 (``rdkit.Chem.BRICS.BRICSDecompose``) of the first :data:`SOURCE_ROWS` molecules of each
@@ -21,7 +21,7 @@ kind of molecules at ~8 ms each here, too slow for 10^6.) Files are cached under
 
 **Methods**, each timed in its own process on the same CSV (``smiles``, ``label``):
 
-* ``grprune``: :func:`grprune.data.molecule_csv.cached_rows` with the ``ogb`` featurizer
+* ``grprune``: :func:`grprune.data.molecule_rows.cached_rows` with the ``ogb`` featurizer
   into an empty data root: read the CSV, featurize (chunks, 2 worker processes), write
   the graph cache;
 * ``grprune-cached``: the same call again (the cache hit: the second load);
@@ -76,7 +76,7 @@ def brics_fragments() -> list[str]:
     from rdkit import Chem, rdBase
     from rdkit.Chem import BRICS
 
-    from grprune.data.molecules import read_molecule_csv
+    from grprune.data.moleculenet_csv import read_molecule_csv
     from grprune.data.ogbg import FILES
 
     frags: set[str] = set()
@@ -266,7 +266,7 @@ def _child(method: str, csv: Path, root: Path) -> dict:
 
     out: dict = {}
     if method in ("grprune", "grprune-cached"):
-        from grprune.data.molecule_csv import cached_rows
+        from grprune.data.molecule_rows import cached_rows
         t = time.perf_counter()
         data = cached_rows(csv, "smiles", "label", "ogb", root)
         out.update(seconds=time.perf_counter() - t, graphs=len(data["graphs"]),

@@ -19,9 +19,9 @@ RUN a finished ``ogbg-molbbbp`` run. ``chemprop``: chemprop 2.x's ``chemprop pre
 --model-paths MODEL.pt -o preds.csv`` from a model trained on the bundled BBBP data, run from
 its own virtual environment (``--chemprop``), never the project's.
 
-    python benchmarks/scale/predict.py --run RUN --chemprop-model MODEL.pt \\
+    python -m benchmarks.scale.predict --run RUN --chemprop-model MODEL.pt \\
         --rows 10000,100000 --tools grprune,chemprop --out benchmarks/scale/predict-cpu-2core.jsonl
-    python benchmarks/scale/predict.py --table benchmarks/scale/predict-cpu-2core.jsonl
+    python -m benchmarks.scale.predict --table benchmarks/scale/predict-cpu-2core.jsonl
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-sys.path.insert(0, str(HERE))
 
 
 def hardware() -> dict:
@@ -98,7 +97,7 @@ def input_csv(rows: int, distinct: int) -> tuple[Path, int]:
     ``distinct`` rows, beyond that its ``distinct`` molecules repeated in order
     (``brics-chains-<distinct>-seed0-x<k>.csv``). Predict keeps nothing between rows (each
     row is parsed, featurized and scored), so a repeat costs what a new molecule costs."""
-    from featurize import rows_csv
+    from benchmarks.scale.featurize import rows_csv
     if rows <= distinct:
         return rows_csv(rows, recipe="chains"), rows
     base = rows_csv(distinct, recipe="chains")

@@ -3,9 +3,9 @@ data.
 
 Usage::
 
-    python benchmarks/speed/bench.py --device cpu  --out benchmarks/speed/cpu.jsonl
-    python benchmarks/speed/bench.py --device cuda --out benchmarks/speed/cuda.jsonl
-    python benchmarks/speed/table.py benchmarks/speed/cpu.jsonl benchmarks/speed/cuda.jsonl
+    python -m benchmarks.speed.bench --device cpu  --out benchmarks/speed/cpu.jsonl
+    python -m benchmarks.speed.bench --device cuda --out benchmarks/speed/cuda.jsonl
+    python -m benchmarks.speed.table benchmarks/speed/cpu.jsonl benchmarks/speed/cuda.jsonl
 
 Each (dataset, method) is measured in its own process, so peak memory belongs to one
 method. In that process the dataset is loaded from grprune's cache (timed), the model is

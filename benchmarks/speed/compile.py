@@ -3,8 +3,8 @@
 
 Usage::
 
-    python benchmarks/speed/compile.py --device cuda --out "$OUT" --budget 200   # device.sh
-    python benchmarks/speed/compile.py --device cpu --quick --out /tmp/c         # try on a CPU
+    python -m benchmarks.speed.compile --device cuda --out "$OUT" --budget 200   # device.sh
+    python -m benchmarks.speed.compile --device cpu --quick --out /tmp/c         # try on a CPU
 
 Runs, in this one process and one after the other, :data:`CASES` (``targets.py``'s
 ``motif-prune-epoch``, GOOD-Motif basis epochs of PrunE, and ``molbbbp-prune-run-100``, a
@@ -29,15 +29,11 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-import targets  # noqa: E402  (benchmarks/speed/targets.py: the cases and their records)
+from benchmarks.speed import targets  # the cases and their records
 
 #: ``what`` of targets.RUNS, in order: GOOD-Motif first, whose 3 epochs compile each bucket
 #: once (no warm-up) and leave 2 to time; the 100-epoch run compiles each twice (ERM warm-up)

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/speed/determinism.py --out benchmarks/speed/determinism-cpu-2core.jsonl
+    python -m benchmarks.speed.determinism --out benchmarks/speed/determinism-cpu-2core.jsonl
 
 Each measurement is one ``bench.py`` worker process (molbbbp by default, the paper's
 model; see ``bench.py``) started with ``--threads`` torch threads (default: every core).
@@ -17,7 +17,7 @@ With ``--isa`` it compares torch's CPU kernels instead, both with ``train.determ
 on: ``avx512`` (what an AVX-512 CPU ran before grprune pinned the kernels) against
 ``avx2`` (grprune's pin, ``ATEN_CPU_CAPABILITY``), printed as ``avx2 / avx512``::
 
-    python benchmarks/speed/determinism.py --isa --rounds 3 --out benchmarks/speed/isa-cpu-2core.jsonl
+    python -m benchmarks.speed.determinism --isa --rounds 3 --out benchmarks/speed/isa-cpu-2core.jsonl
 """
 
 from __future__ import annotations

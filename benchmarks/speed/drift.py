@@ -2,8 +2,8 @@
 
 Usage::
 
-    python benchmarks/speed/drift.py --device cuda --budget 200 --out "$OUT/drift.jsonl"
-    python benchmarks/speed/drift.py --device cpu --quick --out /tmp/d/drift.jsonl  # a try
+    python -m benchmarks.speed.drift --device cuda --budget 200 --out "$OUT/drift.jsonl"
+    python -m benchmarks.speed.drift --device cpu --quick --out /tmp/d/drift.jsonl  # a try
 
 Without deterministic kernels a GPU sums in whatever order its atomics land, so two runs of
 one configuration and seed part in the last bits from the first step on, and training can
@@ -95,7 +95,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--commit", default=None, help="commit to record (default: "
                     "$GRPRUNE_COMMIT, else git's, else unknown)")
     args = ap.parse_args(argv)
-    sys.path.insert(0, str(ROOT))
     from grprune.provenance import environment, git_commit
 
     epochs, limit = (3, 200) if args.quick else (args.epochs, 0)

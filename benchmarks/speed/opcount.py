@@ -2,9 +2,9 @@
 
 Usage::
 
-    python benchmarks/speed/opcount.py --out benchmarks/speed/opcount-cpu-2core.jsonl
-    python benchmarks/speed/opcount.py --only molbbbp --label pad-on -H train.pad_buckets=8
-    python benchmarks/speed/opcount.py --device cuda --out "$OUT/opcount-cuda.jsonl"
+    python -m benchmarks.speed.opcount --out benchmarks/speed/opcount-cpu-2core.jsonl
+    python -m benchmarks.speed.opcount --only molbbbp --label pad-on -H train.pad_buckets=8
+    python -m benchmarks.speed.opcount --device cuda --out "$OUT/opcount-cuda.jsonl"
 
 A step on a GPU costs about one launch (~26 µs of host time, issue 49) per kernel, and the
 host, not the GPU, sets the pace of grprune's small-batch steps. The launches can be counted
@@ -221,7 +221,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--commit", default=None, help="commit to record (default: "
                     "$GRPRUNE_COMMIT, else git's, else unknown)")
     args = ap.parse_args(argv)
-    sys.path.insert(0, str(ROOT))
     from grprune.errors import GrpruneError
     from grprune.provenance import git_commit
 

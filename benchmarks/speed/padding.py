@@ -2,8 +2,8 @@
 
 Usage::
 
-    python benchmarks/speed/padding.py                      # ogbg-molbbbp and GOOD-Motif basis
-    python benchmarks/speed/padding.py --data ogbg-molbbbp --epochs 3
+    python -m benchmarks.speed.padding                      # ogbg-molbbbp and GOOD-Motif basis
+    python -m benchmarks.speed.padding --data ogbg-molbbbp --epochs 3
 
 For each dataset the script builds the run's :class:`~grprune.trainer.Trainer` with
 ``train.pad_buckets=true`` (default batch size 64, the whole training split), prints the

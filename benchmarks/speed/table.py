@@ -1,6 +1,6 @@
 """Markdown tables from bench.py records, with ratios to ERM and the paper's numbers.
 
-Usage: python benchmarks/speed/table.py FILE.jsonl [FILE.jsonl ...]
+Usage: python -m benchmarks.speed.table FILE.jsonl [FILE.jsonl ...]
 """
 import json
 import sys

@@ -2,9 +2,9 @@
 
 Usage::
 
-    python benchmarks/speed/targets.py --device cuda --out "$OUT"           # device.sh speed
-    python benchmarks/speed/targets.py --device cpu --quick --out /tmp/t    # try it on a CPU
-    python benchmarks/speed/targets.py --list                               # the plan, in order
+    python -m benchmarks.speed.targets --device cuda --out "$OUT"           # device.sh speed
+    python -m benchmarks.speed.targets --device cpu --quick --out /tmp/t    # try it on a CPU
+    python -m benchmarks.speed.targets --list                               # the plan, in order
 
 Each measurement is one ``grprune run`` in a process of its own, as a user starts it, and
 appends one JSON object to ``OUT/cuda-targets.jsonl`` as soon as it is measured, so a call
@@ -80,7 +80,6 @@ def commit_of(given: str | None) -> str:
     ``unknown`` (the device machine gets the tree without ``.git``)."""
     if given or os.environ.get("GRPRUNE_COMMIT"):
         return given or os.environ["GRPRUNE_COMMIT"]
-    sys.path.insert(0, str(ROOT))
     from grprune.provenance import git_commit
     return git_commit() or "unknown"
 
@@ -300,7 +299,6 @@ def main() -> None:
         print("\n".join(PLAN))
         return
     if args.profile_worker:
-        sys.path.insert(0, str(ROOT))
         print(profile_worker(args.profile_worker, args.fast, args.device, args.profile_steps))
         return
     if args.out is None:

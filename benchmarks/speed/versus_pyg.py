@@ -3,7 +3,7 @@
 Usage::
 
     pip install torch_geometric        # the reference only; grprune does not need it
-    python benchmarks/speed/versus_pyg.py --out benchmarks/speed/versus-pyg-cpu-2core.jsonl
+    python -m benchmarks.speed.versus_pyg --out benchmarks/speed/versus-pyg-cpu-2core.jsonl
 
 ogbg-molbbbp scaffold (1631 training graphs), the model of ``pyg_reference.py``: 4-layer
 GIN, hidden 64, no virtual node, dropout 0.5, batch 64, Adam 1e-3; PrunE with a 2-layer
@@ -61,8 +61,7 @@ def time_pyg(method: str, epochs: int) -> list[float]:
     from torch_geometric.loader import DataLoader
 
     from grprune.data import load_dataset
-    sys.path.insert(0, str(Path(__file__).parent))
-    import pyg_reference as P
+    from benchmarks.speed import pyg_reference as P
     torch.manual_seed(0)
     ds = load_dataset("ogbg-molbbbp")
     data = P.pyg_data(ds)
@@ -100,9 +99,11 @@ def main() -> None:
     records = []
     for rnd in range(args.rounds):
         for impl, method in jobs:
-            cmd = [sys.executable, __file__, "--worker", impl, method, "--epochs",
-                   str(args.epochs), "--threads", str(args.threads), "--out", os.devnull]
-            out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True)
+            cmd = [sys.executable, "-m", "benchmarks.speed.versus_pyg", "--worker", impl,
+                   method, "--epochs", str(args.epochs), "--threads", str(args.threads),
+                   "--out", os.devnull]
+            out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True,
+                                 cwd=Path(__file__).resolve().parents[2])
             rec = {**json.loads(out.stdout.strip().splitlines()[-1]), "round": rnd}
             records.append(rec)
             with open(args.out, "a") as fh:

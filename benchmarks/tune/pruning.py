@@ -7,12 +7,12 @@ Optuna's ``MedianPruner(n_startup_trials=2)``, checked on each epoch's validatio
 ``none``). The measure is the number of epochs trained (each trial's records, a pruned
 trial's up to its pruning epoch), and the best validation ROC-AUC of each study. "Within
 noise" means within one seed standard deviation of the validation score of one
-configuration, taken from ``benchmarks/accuracy/prune/molbbbp-n10.runs.csv`` (the same
+configuration, taken from ``benchmarks/accuracy/prune/molbbbp-n10/molbbbp-n10.runs.csv`` (the same
 dataset, split and method at 10 seeds).
 
-    python benchmarks/tune/pruning.py --out runs/tune-pruning \
+    python -m benchmarks.tune.pruning --out runs/tune-pruning \
         --write benchmarks/tune/pruning-molbbbp
-    python benchmarks/tune/pruning.py --out runs/tune-pruning --prune-after 0 \
+    python -m benchmarks.tune.pruning --out runs/tune-pruning --prune-after 0 \
         --write benchmarks/tune/pruning-molbbbp-after0
 
 writes ``pruning-molbbbp.json`` (both studies' trials) and ``pruning-molbbbp.md``. A re-run
@@ -33,7 +33,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-SEEDS_TABLE = REPO / "benchmarks/accuracy/prune/molbbbp-n10.runs.csv"
+SEEDS_TABLE = REPO / "benchmarks/accuracy/prune/molbbbp-n10/molbbbp-n10.runs.csv"
 #: the studies' shared settings: molbbbp scaffold PrunE (its default preset), the declared
 #: search space, a shortened schedule
 SETTINGS = ["--data", "ogbg-molbbbp", "--split", "scaffold", "--reg", "size,eps-align",
@@ -99,7 +99,7 @@ def markdown(result: dict, pruned: list[dict], full: list[dict], commit: str,
     lines = [
         "# Pruning in `grprune tune`: epochs saved and the best validation score",
         "",
-        f"Made by `python benchmarks/tune/pruning.py` at `{commit}` on {hardware}: "
+        f"Made by `python -m benchmarks.tune.pruning` at `{commit}` on {hardware}: "
         f"ogbg-molbbbp scaffold, PrunE (its default preset), the declared search space, "
         f"{r['trials']} trials of {r['epochs_per_trial']} epochs from the same seeded random "
         f"sampler, once with the median pruner (no trial pruned before epoch "

@@ -4,7 +4,7 @@
 # Usage: JOBS=2 bash benchmarks/zoo/run.sh DATASET OUT_ROOT [extra grprune flags...]
 #   e.g. bash benchmarks/zoo/run.sh ogbg-molbbbp runs/zoo-molbbbp
 #        bash benchmarks/zoo/run.sh good-motif runs/zoo-motif --split basis --epochs 10 -H data.limit=3000
-#   then python benchmarks/zoo/table.py OUT_ROOT
+#   then python -m benchmarks.zoo.table OUT_ROOT
 # Methods (METHODS="..." to pick): erm, prune (size,eps-align), gsat, ciga, irm, vrex,
 # groupdro, drop-edge.
 # Each with its declared defaults (grprune ls regularizers). JOBS runs in parallel, one

@@ -1,6 +1,6 @@
 """One row per method from the summary.json files under a root (benchmarks/zoo/run.sh).
 
-Usage: python benchmarks/zoo/table.py runs/zoo-molbbbp [ERM_DIR_NAME]
+Usage: python -m benchmarks.zoo.table runs/zoo-molbbbp [ERM_DIR_NAME]
 Prints test/valid metric, kept edges and median epoch time relative to ERM's.
 """
 import json

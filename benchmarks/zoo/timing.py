@@ -1,6 +1,6 @@
 """Per-epoch training time of every method relative to ERM, one run at a time.
 
-Usage: python benchmarks/zoo/timing.py OUT_ROOT [DATASET] [EPOCHS] [extra grprune flags...]
+Usage: python -m benchmarks.zoo.timing OUT_ROOT [DATASET] [EPOCHS] [extra grprune flags...]
 Runs each method for EPOCHS epochs (default 3, no warm-up, no train-split evaluation)
 sequentially with one torch thread, and prints the median time of the training pass
 per epoch (``train_time_s`` in results.jsonl; evaluation excluded) and its ratio to ERM.

@@ -65,7 +65,7 @@ def collect(dirs, select, presets, layout, out, sensitivity, plot) -> None:
       grprune collect runs/presets --presets select        # choose the preset on validation
       grprune collect runs/eta --sensitivity reg.size.eta --plot eta.png
     """
-    from grprune import collect as C
+    import grprune.collect
     from grprune.collect.protocol import trained_with
 
     for d in dirs:
@@ -73,9 +73,9 @@ def collect(dirs, select, presets, layout, out, sensitivity, plot) -> None:
             raise GrpruneError(f"no such directory: {d}")
         if not d.is_dir():
             raise GrpruneError(f"not a directory: {d}")
-    scan = C.scan_runs(dirs)
-    sweeps = C.sweep_report(scan)
-    notes = C.notes_for(scan, sweeps)
+    scan = grprune.collect.scan_runs(dirs)
+    sweeps = grprune.collect.sweep_report(scan)
+    notes = grprune.collect.notes_for(scan, sweeps)
     console = _console()
     if not scan.runs:
         where = ", ".join(map(str, dirs))
@@ -87,28 +87,30 @@ def collect(dirs, select, presets, layout, out, sensitivity, plot) -> None:
         sys.exit(1)
     base = dirs[0]
     if sensitivity:
-        points = C.sensitivity(scan.runs, sensitivity, select=select)
-        console.print(C.sensitivity_table(points))
+        points = grprune.collect.sensitivity(scan.runs, sensitivity, select=select)
+        console.print(grprune.collect.sensitivity_table(points))
         name = "sensitivity-" + sensitivity.replace("/", "_")
         png = plot or base / f"{name}.png"
-        C.plot_sensitivity(points, png)
+        grprune.collect.plot_sensitivity(points, png)
         csv_path = png.with_suffix(".csv")
-        atomic_write_bytes(csv_path, C.sensitivity_csv(points).encode())
+        atomic_write_bytes(csv_path, grprune.collect.sensitivity_csv(points).encode())
         click.echo(f"grprune: wrote {png} and {csv_path}", err=True)
     else:
-        rows = C.aggregate(scan.runs, select=select, presets=presets)
+        rows = grprune.collect.aggregate(scan.runs, select=select, presets=presets)
         trained = trained_with(scan.runs)
         for r in rows:
             r["trained_with"] = trained
         md_notes = ([f"trained with: {trained}"] if trained else []) + notes
         if trained:
             console.print(f"Trained with: {trained}", markup=False, style="bold yellow")
-        console.print(C.rich_table(rows, layout, select))
-        if C.warmup_legend(rows):  # what a cell marked † is: an ERM warm-up model
-            console.print(C.warmup_legend(rows), markup=False, style="yellow", soft_wrap=True)
-        console.print(C.SELECTION_TEXT[select] + ".", markup=False,
+        console.print(grprune.collect.rich_table(rows, layout, select))
+        legend = grprune.collect.warmup_legend(rows)
+        if legend:  # what a cell marked † is: an ERM warm-up model
+            console.print(legend, markup=False, style="yellow", soft_wrap=True)
+        console.print(grprune.collect.SELECTION_TEXT[select] + ".", markup=False,
                       style="bold red" if select == "oracle" else "dim")
-        md, csv_path = C.write_outputs(rows, out or base / "results", layout, select, md_notes)
+        md, csv_path = grprune.collect.write_outputs(rows, out or base / "results", layout,
+                                                     select, md_notes)
         click.echo(f"grprune: wrote {md} and {csv_path}", err=True)
     if notes:
         click.echo(click.style("Not collected / incomplete:", fg="yellow"), err=True)
@@ -135,13 +137,13 @@ def curves(dirs, out) -> None:
     Example:
       grprune curves runs/prune-motif --out curves.png
     """
-    from grprune import curves as C
+    from grprune.curves import plot, series
 
     for d in dirs:
         if not d.is_dir():
             raise GrpruneError(f"no such directory: {d}")
-    groups = C.series(dirs)
-    path = C.plot(groups, out or dirs[0] / "curves.png")
+    groups = series(dirs)
+    path = plot(groups, out or dirs[0] / "curves.png")
     for g in groups:
         click.echo(f"  {g.label}: {len(g.runs)} run(s)", err=True)
     click.echo(f"grprune: wrote {path}", err=True)

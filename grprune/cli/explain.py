@@ -138,95 +138,6 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
-def _csv_ids(run, csv_file: Path, id_column: str | None) -> list[str] | None:
-    """The ``--csv`` file's compound IDs: ``--id-column``, else the run's
-    ``data.id_column`` where the CSV has that column; None for neither."""
-    from grprune.data.molecules import match_columns, read_text_csv
-    df = read_text_csv(csv_file, "--csv")
-    name = id_column or run.cfg.data.id_column
-    if not name:
-        return None
-    if id_column is None and name.casefold() not in {str(c).casefold() for c in df.columns}:
-        return None  # the run's ID column is not in this file: rows identify molecules
-    col = match_columns(df.columns, {"--id-column": name}, f"--csv {csv_file}")["--id-column"]
-    return [str(x) for x in df[col].tolist()]
-
-
-def _with_csv_columns(molecules, csv_file: Path, keep_columns: str | None,
-                      smiles_column: str | None):
-    """:func:`grprune.predict.with_input_columns` of ``--csv``, ``--keep-columns`` and
-    ``--smiles-column``."""
-    from grprune.data.molecules import read_text_csv
-    from grprune.predict import with_input_columns
-    keep = [c.strip() for c in keep_columns.split(",") if c.strip()] if keep_columns else None
-    return with_input_columns(molecules, read_text_csv(csv_file, "--csv"), keep, smiles_column)
-
-
-def _short(smiles: str, width: int = 120) -> str:
-    """User text for a printed table: cut to ``width`` characters (a 20,000-atom chain
-    would fill the screen), rich markup escaped (``[nH]`` is a bracket atom, not a tag)."""
-    from rich.markup import escape
-    return escape(smiles if len(smiles) <= width else smiles[:width - 1] + "…")
-
-
-def _why(row: dict) -> str:
-    """The status cell of a printed row of predictions: ``ok``, else the reason it was not
-    scored."""
-    return _short(str(row.get("reason") or row["status"]), 200)
-
-
-def _score_columns(df) -> list[str]:
-    """The score columns of a prediction table: ``prob_*``, ``pred_*``, or an ensemble's
-    ``score_mean``, ``score_sd``."""
-    from grprune.predict_columns import shown_score_columns
-    return [*shown_score_columns([str(c) for c in df.columns]),
-            *(c for c in ("score_mean", "score_sd") if c in df.columns)]
-
-
-def _label(value, ok: bool) -> str:
-    """The label cell: the predicted class; ``-`` where there is none (a molecule not
-    scored; a regression or multi-task run, whose ``pred_label`` is empty)."""
-    import pandas as pd
-    return "-" if not ok or value is None or pd.isna(value) or str(value) == "" else str(value)
-
-
-def _kept(r: dict) -> str:
-    """The kept-bonds cell: ``kept/bonds``, or the bonds alone (an ensemble keeps none)."""
-    return (f"{r['bonds_kept']}/{r['num_bonds']}" if "bonds_kept" in r
-            else f"{r['num_bonds']} bonds")
-
-
-def _model_name(run) -> str:
-    """A run's directory name, or an ensemble's :attr:`grprune.ensemble.Ensemble.name`."""
-    from grprune.ensemble import Ensemble
-    return run.name if isinstance(run, Ensemble) else run.run_dir.name
-
-
-def _prediction_table(run, pred, ids: list[str] | None, shown: int):
-    """The printed table of predict: the first ``shown`` molecules."""
-    from rich.table import Table
-
-    from grprune.predict import OK
-    df = pred.molecules
-    prob_cols = _score_columns(df)
-    table = Table(title=_short(f"{run.dataset_name} model {_model_name(run)}: "
-                               f"{pred.n_ok}/{len(df)} molecules scored", 400))
-    for col, just in (("row", "right"), *((("id", "left"),) if ids else ()),
-                      ("canonical SMILES", "left"), ("status", "left"),
-                      *((c, "right") for c in prob_cols), ("label", "right"),
-                      ("kept bonds", "right")):
-        table.add_column(col, justify=just, overflow="fold")
-    for rec in df.head(shown).itertuples(index=False):
-        r = rec._asdict()
-        ok = r["status"] == OK
-        table.add_row(str(r["row"]), *((_short(ids[r["row"]]),) if ids else ()),
-                      _short(r["canonical_smiles"] or r["smiles"]), _why(r),
-                      *((f"{r[c]:.4f}" if ok else "-") for c in prob_cols),
-                      _label(r["pred_label"], ok),
-                      _kept(r) if ok else "-")
-    return table
-
-
 @click.command("predict")
 @click.argument("run_dir", type=click.Path(path_type=Path), required=False)
 @option("--run", "runs", multiple=True, type=click.Path(path_type=Path), metavar="DIR",
@@ -311,195 +222,31 @@ def predict(run_dir, runs, calibrated, smiles, csv_file, chunk_rows, smiles_colu
       grprune predict RUN --calibrated --csv library.csv --out calibrated.csv
     """
     from grprune.api import load_model
-    from grprune.ensemble import Ensemble
-    from grprune.predict import check_molecule_run
+    from grprune.predict import PredictRequest, check_request, predict_request
 
     paths = [*([run_dir] if run_dir is not None else []), *runs]
-    rows_per_chunk = _check_predict_options(paths, smiles, csv_file, chunk_rows, smiles_column,
-                                            id_column, keep_columns, out, bonds, top_k,
-                                            batch_size)
-    run = load_model(paths, device, calibrated=calibrated, log=_note)
-    check_molecule_run(run)
-    if isinstance(run, Ensemble) and len(run) > 1:
-        if bonds or draw_dir is not None:
-            raise GrpruneError(f"{'--bonds' if bonds else '--draw'} shows one model's kept "
-                               f"bonds; it does not apply to an ensemble of several runs")
-        _note(f"scoring with an ensemble of {len(run)} runs: "
-              + ", ".join(str(r.run_dir) for r in run.members))
-    if calibrated:
-        _note("probabilities calibrated: " + "; ".join(
-            f"{r.run_dir.name} {c.describe()}" for r, c in zip(run.members, run.calibrators)))
-    if run.warmup_note:  # an ERM warm-up model: every bond is kept
-        _note(run.warmup_note)
-    from grprune.screen import can_stream
-    if csv_file is not None and draw_dir is None and can_stream(run):
-        n_ok = _predict_stream(run, csv_file, smiles_column, id_column, keep_columns, out,
-                               bonds, batch_size, progress, rows_per_chunk)
-    else:
-        n_ok = _predict_in_memory(run, smiles, csv_file, smiles_column, id_column,
-                                  keep_columns, out, bonds, draw_dir, top_k, fmt, batch_size)
-    scored, too_large = n_ok
-    if scored == 0:  # as the help says: exit status 1 when none is, too large ones included
-        _note("no molecule could be scored" + (
-            f" ({too_large:,} too large: over the atom or size limit)" if too_large else ""))
-        click.get_current_context().exit(1)
-
-
-def _check_predict_options(paths, smiles, csv_file, chunk_rows, smiles_column, id_column,
-                           keep_columns, out, bonds, top_k, batch_size) -> int:
-    """Refuse predict's option combinations that cannot work (one line each), before a
-    run is loaded; the rows per chunk."""
     if not paths:
         raise GrpruneError("name the run: grprune predict RUN ..., or --run DIR (repeatable)")
-    if bool(smiles) == (csv_file is not None):
-        raise GrpruneError("give either --smiles (repeatable) or --csv FILE")
-    for name, given in (("--smiles-column", smiles_column), ("--keep-columns", keep_columns),
-                        ("--id-column", id_column), ("--chunk-rows", chunk_rows)):
-        if given is not None and csv_file is None:
-            raise GrpruneError(f"{name} applies to --csv only")
-    if top_k is not None and top_k < 1:
-        raise GrpruneError(f"--top-k must be at least 1, got {top_k}")
-    if batch_size < 1:
-        raise GrpruneError(f"--batch-size must be at least 1, got {batch_size}")
-    if bonds and out is None:
-        raise GrpruneError("--bonds needs --out FILE")
-    if out is not None and out.suffix.lower() == ".parquet" and csv_file is None:
-        raise GrpruneError("--out .parquet applies to --csv; write --smiles results to a .csv")
-    from grprune.screen import CHUNK_ROWS
-    from grprune.screen_files import check_output, check_target
-    rows_per_chunk = _positive_int("--chunk-rows", chunk_rows, CHUNK_ROWS)
-    if out is not None:
-        check_output(out)  # Parquet without pyarrow: one line, before anything is read
-    if csv_file is not None and not csv_file.is_file():
-        raise GrpruneError(f"--csv not found: {csv_file}")
-    if out is not None:  # a directory, or the input itself: before the run is loaded
-        check_target(out, csv_file, bonds)
-    return rows_per_chunk
+    request = check_request(PredictRequest(
+        smiles=tuple(smiles), csv_file=csv_file, smiles_column=smiles_column,
+        id_column=id_column, keep_columns=keep_columns, out=out, bonds=bonds,
+        draw_dir=draw_dir, top_k=top_k, fmt=fmt, batch_size=batch_size, progress=progress,
+        chunk_rows=chunk_rows))
+    run = load_model(paths, device, calibrated=calibrated, log=_note)
+    if predict_request(run, request, log=_note, show=_show).scored == 0:
+        click.get_current_context().exit(1)  # as the help says: none scored, exit status 1
 
 
-def _positive_int(name: str, text: str | None, default: int) -> int:
-    """An option's positive integer (``default`` when not given).
-
-    Raises
-    ------
-    GrpruneError
-        One line, for text that is no integer or one below 1.
-    """
-    if text is None:
-        return default
-    from grprune.hparams import short_repr
-    digits = str(text).replace("_", "").replace(",", "")
-    try:
-        if len(digits) > 40:  # int() refuses 4,300 digits (and no chunk is near 40)
-            raise ValueError(digits)
-        value = int(digits)
-    except ValueError:
-        raise GrpruneError(f"{name} must be a whole number of rows, got "
-                           f"{short_repr(text)}") from None
-    if value < 1:
-        raise GrpruneError(f"{name} must be at least 1, got {value}")
-    return value
-
-
-def _predict_stream(run, csv_file, smiles_column, id_column, keep_columns, out, bonds,
-                    batch_size, progress, chunk_rows) -> tuple[int, int]:
-    """``predict --csv`` through :func:`grprune.screen.screen_csv`; the molecules scored
-    and those too large to score."""
-    from grprune.screen import ScreenOptions, screen_csv
-    keep = [c.strip() for c in keep_columns.split(",") if c.strip()] if keep_columns else None
-    opts = ScreenOptions(smiles_column=smiles_column, id_column=id_column, keep_columns=keep,
-                         batch_size=batch_size, bonds=bonds, progress=progress,
-                         chunk_rows=chunk_rows)
-    summary = screen_csv(run, csv_file, out, opts, log=_note)
-    shown = 50
-    _console().print(_stream_table(run, summary, shown))
-    if summary.rows > shown:
-        click.echo(f"... {summary.rows - shown:,} more rows" + (
-            "" if out else "; use --out FILE for all of them"))
-    _report_duplicates(summary.duplicate_ids, summary.duplicate_rows)
-    _note(summary.line())
-    if out is not None:
-        _note("wrote " + " and ".join(str(f) for f in summary.files))
-    from grprune.data.molecules import TOO_LARGE
-    return summary.scored, summary.skipped.get(TOO_LARGE, 0)
-
-
-def _report_duplicates(count: int, first: list) -> None:
-    """One note on repeated compound IDs: how many rows, and the first ones."""
-    if count:
-        shown = "; ".join(f"row {r} has ID {i!r} of row {f}" for r, i, f in first[:5])
-        _note(f"{count} row{'s' if count > 1 else ''} repeat{'' if count > 1 else 's'} an "
-              f"earlier row's ID ({shown}{' ...' if count > 5 else ''}); scores are per "
-              f"row, but lookups by ID are ambiguous")
-
-
-def _stream_table(run, summary, shown: int):
-    """The printed table of a streamed predict: its first ``shown`` rows."""
+def _show(printed) -> None:
+    """Print predict's table (:class:`grprune.predict_printed.PrintedTable`): its cells
+    escaped (``[nH]`` is a bracket atom, not a tag), then the line under it."""
+    from rich.markup import escape
     from rich.table import Table
-
-    from grprune.predict import OK
-    df = summary.head
-    prob_cols = _score_columns(df)
-    table = Table(title=_short(f"{run.dataset_name} model {_model_name(run)}: "
-                               f"{summary.scored:,}/{summary.rows:,} molecules scored", 400))
-    id_col = summary.id_column
-    for col in ("row", *(("id",) if id_col else ()), "canonical SMILES", "status", *prob_cols,
-                "label", "kept bonds"):
-        table.add_column(col, justify="left" if col in ("id", "canonical SMILES", "status")
-                         else "right", overflow="fold")
-    for r in df.head(shown).to_dict("records"):
-        ok = r["status"] == OK
-        table.add_row(str(r["row"]), *((_short(str(r[id_col])),) if id_col else ()),
-                      _short(r["canonical_smiles"] or r["smiles"]), _why(r),
-                      *((f"{r[c]:.4f}" if ok else "-") for c in prob_cols),
-                      _label(r["pred_label"], ok),
-                      _kept(r) if ok else "-")
-    return table
-
-
-def _predict_in_memory(run, smiles, csv_file, smiles_column, id_column, keep_columns, out,
-                       bonds, draw_dir, top_k, fmt, batch_size) -> tuple[int, int]:
-    """``predict --smiles``, ``--draw`` and runs with other featurizers: every molecule in
-    memory (:func:`grprune.ensemble.score_smiles`); the molecules scored and those too
-    large to score."""
-    from grprune.ensemble import score_smiles
-    from grprune.predict import OK, draw_prediction, read_smiles_csv, write_prediction
-    from grprune.data.molecules import TOO_LARGE
-    inputs = list(smiles) if smiles else read_smiles_csv(csv_file, smiles_column)
-    ids = _csv_ids(run, csv_file, id_column) if csv_file is not None else None
-    pred = score_smiles(run, inputs, batch_size=batch_size)
-    if csv_file is not None:  # the input's own columns (IDs, names) go beside the scores
-        pred.molecules = _with_csv_columns(pred.molecules, csv_file, keep_columns,
-                                           smiles_column)
-    if ids is not None:
-        seen: dict[str, int] = {}
-        dups = []
-        for r, i in enumerate(ids):
-            if i != "" and i in seen:
-                dups.append((r, i, seen[i]))
-            seen.setdefault(i, r)
-        _report_duplicates(len(dups), dups[:10])
-        pred.bonds.insert(1, "id", [ids[r] for r in pred.bonds["row"]])
-    df, shown = pred.molecules, 50
-    _console().print(_prediction_table(run, pred, ids, shown))
-    if len(df) > shown:
-        click.echo(f"... {len(df) - shown} more rows" + ("" if out else "; use --out FILE "
-                                                          "for all of them"))
-    if out is not None:
-        files = write_prediction(pred, out, bonds=bonds)
-        _note("wrote " + " and ".join(str(f) for f in files))
-    if draw_dir is not None:
-        from grprune.draw import rdkit_drawing_error
-        if rdkit_drawing_error():
-            _note(f"RDKit cannot draw molecules here ({rdkit_drawing_error()}); "
-                  f"drawing plain graphs (node = atom index)")
-        drawn = draw_prediction(pred, draw_dir, fmt=fmt, top_k=top_k, ids=ids)
-        _note(f"wrote {_count(len(drawn), 'picture')} to {draw_dir}")
-    failed = df[df["status"] != OK]
-    if len(failed):
-        by = failed.groupby("status")["row"].apply(list)
-        parts = [f"{status}: row{'s' if len(rows) > 1 else ''} "
-                 f"{', '.join(map(str, rows[:10]))}{' ...' if len(rows) > 10 else ''}"
-                 for status, rows in by.items()]
-        _note(f"{len(failed)} of {len(df)} molecules not scored ({'; '.join(parts)})")
-    return pred.n_ok, int((df["status"] == TOO_LARGE).sum())
+    table = Table(title=escape(printed.title))
+    for col, justify in printed.columns:
+        table.add_column(col, justify=justify, overflow="fold")
+    for row in printed.rows:
+        table.add_row(*(escape(cell) for cell in row))
+    _console().print(table)
+    if printed.more is not None:
+        click.echo(printed.more)

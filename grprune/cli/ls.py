@@ -11,16 +11,16 @@ def _presets_table():
     from rich.markup import escape
     from rich.table import Table
 
-    from grprune import presets as P
+    from grprune import presets
     table = Table(title="presets (--preset NAME; auto = each dataset's default)",
                   show_lines=True)
     for col in ("name", "applies to", "settings"):
         table.add_column(col)
-    listed = P.defaults()
-    for name, path in P.available().items():
-        preset = P.parse(path, name)
+    listed = presets.defaults()
+    for name, path in presets.available().items():
+        preset = presets.parse(path, name)
         chosen = [key for key, p in listed.items() if p == name]
-        if name == P.FALLBACK:
+        if name == presets.FALLBACK:
             chosen.append("every dataset and split defaults.yaml does not list"
                           if listed else "every dataset")
         head = f"{name}\n{preset.description}\n({path})"
@@ -62,8 +62,8 @@ def ls(kind) -> None:
     def add_rows(table: Table, cls, prefix: str, lead: tuple[str, ...]) -> None:
         for key, default, text, domain in cls.describe_hparams():
             if prefix == "data" and key == "split":
-                domain = "one of " + ", ".join(getattr(cls, "splits", ()))
-            param = getattr(cls, "params", {}).get(key)
+                domain = "one of " + ", ".join(cls.splits)
+            param = cls.params.get(key)
             search = ", ".join(map(str, param.search)) if param and param.search else ""
             table.add_row(*lead, f"{prefix}.{key}", escape(str(default)), escape(domain),
                           escape(search), escape(text))
@@ -76,8 +76,7 @@ def ls(kind) -> None:
             cls = registry.get(part)
             doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
             if name == "datasets":
-                doc = f"{getattr(cls, 'description', doc)}. Splits: " \
-                      f"{', '.join(getattr(cls, 'splits', ()))}."
+                doc = f"{cls.description}. Splits: {', '.join(cls.splits)}."
             table.add_row(part, "", "", "", "", escape(doc))
             add_rows(table, cls, prefix.replace("NAME", part), ("",))
         console.print(table)

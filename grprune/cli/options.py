@@ -65,7 +65,7 @@ class Option(click.Option):
         digits); everything else is click's."""
         if (isinstance(self.type, (click.types.IntParamType, click.types.FloatParamType))
                 and isinstance(value, str) and len(value) > MAX_NUMBER_CHARS):
-            from grprune.hparams import short_repr
+            from grprune.messages import short_repr
             raise click.BadParameter(f"{short_repr(value, 100)} is not a number it takes "
                                      f"(at most {MAX_NUMBER_CHARS} characters)", ctx, self)
         return super().type_cast_value(ctx, value)

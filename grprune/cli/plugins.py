@@ -58,7 +58,7 @@ def _import_file(path: str) -> None:
         raise GrpruneError(f"--plugin {path}: no such file")
     name = file.stem
     loaded = sys.modules.get(name)
-    loaded_file = getattr(loaded, "__file__", None)
+    loaded_file = getattr(loaded, "__file__", None)  # None: not loaded, or no file (builtin)
     if loaded_file and Path(loaded_file).resolve() == file.resolve():
         return  # imported already, e.g. by module name
     spec = importlib.util.spec_from_file_location(name, file)

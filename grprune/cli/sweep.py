@@ -201,7 +201,7 @@ def print_plan(expansion, root: Path, show_commands: bool) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from grprune.sweep.grid import dropped_text, run_command
+    from grprune.sweep.expansion import dropped_text, run_command
     from grprune.sweep.plan import rel_dir, run_dir_of, run_status
 
     console = Console(width=None if sys.stdout.isatty() else 200)
@@ -315,7 +315,7 @@ def sweep(ctx, **params) -> None:
       grprune sweep --spec sweep.yaml --launcher ray --address auto --out /shared/runs
       grprune --plugin my_regs sweep --reg size,eps-align,edge-entropy --seeds 0-3
     """
-    from grprune.sweep.grid import expand
+    from grprune.sweep.expansion import expand
     from grprune.sweep.plan import run_sweep, write_plan
     from grprune.sweep.plan import Outcome
 

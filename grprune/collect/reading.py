@@ -15,7 +15,8 @@ from grprune.errors import GrpruneError
 from grprune.naming import canonical_reg
 from grprune.record.files import PLAN
 from grprune.record.runconfig import RunConfig
-from grprune.record.rundir import RunDir, load_json
+from grprune.record.rundir import RunDir
+from grprune.record.status import load_json
 from grprune.record.settings import flat_items
 from grprune.record.summary import RunSummary
 
@@ -48,10 +49,6 @@ class Run:
     summary: RunSummary
     hparams: dict
     seed: Any
-
-    def __post_init__(self) -> None:
-        self.config = RunConfig.from_dict(self.config)
-        self.summary = RunSummary.from_dict(self.summary)
 
     @property
     def dataset(self) -> str:

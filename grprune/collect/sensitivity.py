@@ -30,7 +30,7 @@ from grprune.collect.selection import (
 )
 from grprune.errors import GrpruneError, did_you_mean
 from grprune.naming import method_label, method_rank
-from grprune.record import files as R
+from grprune.record.files import atomic_write_bytes
 
 # ---------------------------------------------------------------------------
 # Sensitivity
@@ -239,7 +239,7 @@ def plot_sensitivity(points: Sequence[dict], path: str | Path) -> Path:
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
-    R.atomic_write_bytes(path, buf.getvalue())
+    atomic_write_bytes(path, buf.getvalue())
     return Path(path)
 
 

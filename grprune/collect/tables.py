@@ -20,7 +20,7 @@ from grprune.collect.common import (
 from grprune.errors import GrpruneError
 from grprune.record.metricinfo import FRACTION_METRICS, oriented
 from grprune.naming import ablation_rank, method_rank
-from grprune.record import files as R
+from grprune.record.files import atomic_write_bytes
 
 # ---------------------------------------------------------------------------
 # Output: Markdown, CSV, rich
@@ -268,8 +268,8 @@ def write_outputs(rows: Sequence[dict], prefix: str | Path, layout: str = "table
     prefix = Path(prefix)
     md = prefix.with_name(prefix.name + ".md")
     cs = prefix.with_name(prefix.name + ".csv")
-    R.atomic_write_bytes(md, to_markdown(rows, layout, select, notes).encode())
-    R.atomic_write_bytes(cs, to_csv(rows).encode())
+    atomic_write_bytes(md, to_markdown(rows, layout, select, notes).encode())
+    atomic_write_bytes(cs, to_csv(rows).encode())
     return md, cs
 
 

@@ -9,7 +9,8 @@
 
 from grprune import compat as _compat  # noqa: F401  (DGL workaround before DGL is imported)
 from grprune.data.dataset import GraphDataset
-from grprune.data.molecules import load_molecule_csv, smiles_to_graph
+from grprune.data.moleculenet_csv import load_molecule_csv
+from grprune.data.molecules import smiles_to_graph
 from grprune.data.registry import DATASETS, DatasetSource, default_root, load_dataset
 from grprune.data.splits import load_split_files, random_split, scaffold_split, size_split
 from grprune.data.dgl_graphs import from_graphs, save_dataset  # noqa: E402  (dgl-graphs)

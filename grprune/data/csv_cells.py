@@ -31,7 +31,7 @@ from typing import IO, Iterator, Sequence
 
 import numpy as np
 
-from grprune.hparams import short_text
+from grprune.messages import short_text
 
 #: the most bytes of one CSV cell read (1 MiB): a SMILES is refused past 100,000 bytes
 #: (:data:`grprune.data.molecules.MAX_SMILES_BYTES`), and IDs and names are short
@@ -166,7 +166,7 @@ def _cell_ends(data: bytes, parity: int) -> np.ndarray:
 
 def shown_names(names: Sequence[str], limit: int = 200) -> str:
     """A list of names (a header's columns) for a message, comma-separated, at most about
-    ``limit`` characters: each long name shortened (:func:`grprune.hparams.short_text`),
+    ``limit`` characters: each long name shortened (:func:`grprune.messages.short_text`),
     and the names past the limit counted.
 
     >>> shown_names(["ID", "smiles", "y" * 500], 100)

@@ -74,6 +74,23 @@ class GraphDataset(Dataset):
         If lengths disagree, a label is out of range, or a split index is out of range.
     """
 
+    # every field, declared so that callers read them directly (set by __init__); the
+    # optional ones are None where the source has none
+    name: str
+    graphs: Sequence[dgl.DGLGraph]
+    labels: torch.Tensor
+    envs: torch.Tensor
+    splits: dict[str, np.ndarray]
+    num_classes: int
+    metric: str
+    atom_encoder: str
+    task: str
+    source_rows: np.ndarray
+    info: dict[str, Any]
+    smiles: list[str] | None = None
+    ids: list[str] | None = None
+    target_scale: tuple[Sequence[float], Sequence[float]] | None = None
+
     def __init__(
         self,
         name: str,

@@ -46,14 +46,14 @@ import os
 import sys
 import time
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Generator, Sequence
 
 import numpy as np
 
 from grprune.data.workers import (WORKER_DIED, WorkerDied, end_process_pool,  # noqa: F401
                                   find_killer, ordered_map, process_pool, run_alone)
 from grprune.errors import DataError
-from grprune.hparams import short_repr
+from grprune.messages import short_repr
 
 #: distinct SMILES from which worker processes are used (below: serial, no start-up cost)
 PARALLEL_MIN_ROWS = 5000
@@ -264,16 +264,18 @@ def featurize_ogb(smiles: Sequence[str], *, workers: int | None = None,
                    note=f"the distinct SMILES of {len(smiles):,} rows")
     task = (featurize_chunk if max_atoms is None
             else functools.partial(featurize_chunk, max_atoms=max_atoms))
-    results = (map(task, chunks) if pool is None else
-               ordered_map(task, chunks, workers, pool,  # rescue: the chunk died alone
-                           rescue=lambda rows, k: _without_killers(task, rows, died=True)))
+    # a generator either way, so that close() ends ordered_map's pools
+    results: Generator[Any, None, None] = (
+        (task(chunk) for chunk in chunks) if pool is None else
+        ordered_map(task, chunks, workers, pool,  # rescue: the chunk died alone
+                    rescue=lambda rows, k: _without_killers(task, rows, died=True)))
     try:
         for k, (part, failed) in enumerate(results):
             parts.append(part)
             failed_unique.update({k * chunk_size + p: why for p, why in failed.items()})
             bar.advance(len(chunks[k]))
     finally:
-        getattr(results, "close", lambda: None)()  # ends ordered_map's pools
+        results.close()  # ends ordered_map's pools
         end_process_pool(pool)
         bar.close()
     del chunks
@@ -365,8 +367,10 @@ def parallel_scaffolds(smiles: Sequence[str], include_chirality: bool = True, *,
     pool = process_pool(workers, start=True) if workers > 1 and len(tasks) > 1 else None
     bar = Progress(len(unique), what, progress, verb="scaffolds of",
                    note=f"the distinct ones of {len(smiles):,}")
-    results = (map(_scaffold_chunk, tasks) if pool is None else
-               ordered_map(_scaffold_chunk, tasks, workers, pool, rescue=_scaffold_killer))
+    # a generator either way, so that close() ends ordered_map's pools
+    results: Generator[Any, None, None] = (
+        (_scaffold_chunk(t) for t in tasks) if pool is None else
+        ordered_map(_scaffold_chunk, tasks, workers, pool, rescue=_scaffold_killer))
     try:
         out: list[str] = []
         for k, part in enumerate(results):
@@ -375,13 +379,13 @@ def parallel_scaffolds(smiles: Sequence[str], include_chirality: bool = True, *,
     except _ScaffoldKiller:
         raise
     except DataError:
-        getattr(results, "close", lambda: None)()
+        results.close()
         end_process_pool(pool)
         pool = None
         murcko_scaffolds(smiles, include_chirality)  # raises naming the row's own index
         raise
     finally:
-        getattr(results, "close", lambda: None)()  # ends ordered_map's pools
+        results.close()  # ends ordered_map's pools
         end_process_pool(pool)
         bar.close()
     return [out[i] for i in distinct]
@@ -448,6 +452,7 @@ class Progress:
         mode = (mode or os.environ.get("GRPRUNE_FEATURIZE_PROGRESS") or "auto").strip().lower()
         if mode == "auto":
             mode = ("none" if self.total < PROGRESS_MIN_ROWS else
+                    # a stream may lack isatty (a user's file-like object)
                     "rich" if getattr(self.stream, "isatty", lambda: False)() else "plain")
         self.mode = mode if mode in ("rich", "plain") else "none"
         self.t0 = time.perf_counter()

@@ -6,7 +6,7 @@ solubility). Labels are then a float array (S, T), NaN where a cell is empty or 
 NaN (``nan``, ``NA``): a missing label, masked out of the loss
 (:func:`grprune.losses.masked_target_loss`) and of the metrics (:func:`grprune.metrics.evaluate`),
 as OGB's molpcba/tox21 and chemprop mask them. One binary label column keeps the
-classification path (:func:`grprune.data.molecule_csv.read_rows`), unchanged.
+classification path (:func:`grprune.data.molecule_rows.read_rows`), unchanged.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Sequence
 import numpy as np
 
 from grprune.errors import GrpruneError
-from grprune.hparams import short_repr
+from grprune.messages import short_repr
 
 #: ``data.task`` values
 TASKS = ("classification", "regression")

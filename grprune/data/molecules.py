@@ -1,4 +1,5 @@
-"""Molecules to DGL graphs: SMILES featurization and MoleculeNet CSV reading.
+"""Molecules to DGL graphs: OGB featurization of SMILES, the size limits checked before
+RDKit parses a molecule, and lenient parsing.
 
 Graphs use OGB's featurization (:func:`ogb.utils.smiles2graph`): 9 categorical
 atom features and 3 categorical bond features, every bond present as two
@@ -16,21 +17,16 @@ valence check, then featurized with OGB's ``atom_to_feature_vector`` and
 
 from __future__ import annotations
 
-import difflib
 import re
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
-import pandas as pd
 import torch
 
-from grprune.record.files import file_sha256  # noqa: F401  (re-exported)
 from grprune.compat import dgl
-from grprune.data.csv_cells import cut_size, open_csv, shown_names
+from grprune.data.csv_cells import cut_size
 from grprune.errors import DataError
-from grprune.hparams import short_repr, short_text
+from grprune.messages import short_repr
 
 if TYPE_CHECKING:  # RDKit and OGB are imported where used, so that importing is cheap
     from rdkit import Chem
@@ -251,11 +247,12 @@ def featurize_smiles(
     kept : np.ndarray of int64, shape (G,)
         Position in ``smiles`` of each graph (increasing).
     """
-    graphs, kept, _ = _featurize(smiles, lenient)
+    graphs, kept, _ = featurize_smiles_with_lenient(smiles, lenient)
     return graphs, kept
 
 
-def _featurize(smiles: Sequence[str], lenient: bool) -> tuple[list, np.ndarray, list[int]]:
+def featurize_smiles_with_lenient(smiles: Sequence[str], lenient: bool
+                                  ) -> tuple[list, np.ndarray, list[int]]:
     """:func:`featurize_smiles` plus the positions kept only by lenient parsing."""
     graphs, kept, lenient_pos = [], [], []
     for i, s in enumerate(smiles):
@@ -271,96 +268,6 @@ def _featurize(smiles: Sequence[str], lenient: bool) -> tuple[list, np.ndarray, 
             lenient_pos.append(i)
         kept.append(i)
     return graphs, np.asarray(kept, dtype=np.int64), lenient_pos
-
-
-
-def read_text_csv(path: str | Path, what: str, hint: str = "") -> pd.DataFrame:
-    """A CSV file (plain or compressed, inferred from the suffix) with every cell a string.
-
-    Missing cells are ``""``, never NaN; a cell over
-    :data:`~grprune.data.csv_cells.CELL_LIMIT` bytes is not read but noted
-    (:func:`grprune.data.csv_cells.open_csv`: a SMILES so long is skipped as too large).
-
-    Parameters
-    ----------
-    path : str or Path
-    what : str
-        How messages name the file (``"data file"``, ``"--csv"``).
-    hint : str
-        Appended to the message of an unreadable file.
-
-    Raises
-    ------
-    DataError
-        If the file is missing, empty or unreadable (gzip, parser or decoding errors).
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(f"{what} not found: {path}")
-    try:
-        with open_csv(path) as fh:  # a cell over CELL_LIMIT bytes is never held whole
-            return pd.read_csv(fh, dtype=str, keep_default_na=False)
-    except pd.errors.EmptyDataError:
-        raise DataError(f"{what} {path} is empty") from None
-    except Exception as exc:  # gzip/zlib/EOF/parser/decoding errors
-        raise DataError(f"cannot read {what} {path}: {type(exc).__name__}: {exc}{hint}") from None
-
-def match_columns(columns: Sequence[str], wanted: Mapping[str, str], where: str) -> dict[str, str]:
-    """The CSV column each wanted name refers to, matched one way everywhere.
-
-    An exact match wins; otherwise a name matches the one column equal to it up
-    to case (``SMILES`` for ``smiles``). Training (``data.smiles_column``,
-    ``data.label_column``, ``data.id_column``), ``grprune predict --csv``
-    (``--smiles-column``, ``--keep-columns``) and ``grprune data info`` all match
-    through this function.
-
-    Parameters
-    ----------
-    columns : sequence of str
-        The CSV's header.
-    wanted : mapping of str to str
-        What asks (e.g. ``"data.smiles_column"``, named in the message) -> the
-        column name asked for; a key equal to its name is not repeated.
-    where : str
-        How the message names the file (``"data file mols.csv"``).
-
-    Returns
-    -------
-    dict of str to str
-        What asks -> the column's name as the header spells it.
-
-    Raises
-    ------
-    DataError
-        Naming every missing column in one message, with the columns present and
-        a close match where there is one.
-
-    Examples
-    --------
-    >>> match_columns(["ID", "SMILES", "y"], {"smiles": "smiles", "label": "y"}, "f.csv")
-    {'smiles': 'SMILES', 'label': 'y'}
-    """
-    columns = [str(c) for c in columns]
-    found, missing = {}, []
-    for asker, name in wanted.items():
-        exact = [c for c in columns if c == name]
-        folded = [c for c in columns if c.casefold() == str(name).casefold()]
-        match = exact or (folded if len(folded) == 1 else [])
-        if match:
-            found[asker] = match[0]
-        else:
-            asked = f" ({short_text(asker, 60)})" if asker != name else ""
-            by_folded = {c.casefold(): c for c in columns if len(c) <= 1000}  # close, case aside
-            close = difflib.get_close_matches(str(name).casefold(), list(by_folded), n=1,
-                                              cutoff=0.5) if len(str(name)) <= 1000 else []
-            hint = f" Did you mean {short_repr(by_folded[close[0]], 60)}?" if close else ""
-            missing.append(f"{short_repr(name, 60)}{asked}{hint}")
-    if missing:
-        s = "s" if len(missing) > 1 else ""
-        raise DataError(f"{short_text(where, 80)} has no column{s} {'; '.join(missing[:3])}"
-                        f"{' ...' if len(missing) > 3 else ''}. Its columns: "
-                        f"{shown_names(columns)}")
-    return found
 
 
 def unparsable_reason(smiles: str) -> str:
@@ -390,185 +297,3 @@ def unparsable_reason(smiles: str) -> str:
     if problems:
         return " ".join(problems[0].Message().split())
     return "RDKit cannot build the molecule"
-
-
-def read_molecule_csv(
-    path: str | Path, smiles_column: str, label_column: str
-) -> tuple[list[str], np.ndarray]:
-    """Read the SMILES and integer class labels of a CSV (plain or ``.gz``).
-
-    Parameters
-    ----------
-    path : str or Path
-        The CSV file; compression is inferred from the suffix.
-    smiles_column, label_column : str
-        Column names (e.g. ``"smiles"`` and ``"p_np"`` for BBBP).
-
-    Returns
-    -------
-    smiles : list of str, length S
-        One entry per data row; a missing SMILES becomes ``""``.
-    labels : np.ndarray of int64, shape (S,)
-
-    Raises
-    ------
-    DataError
-        If the file is missing, unreadable, truncated or corrupt, empty, lacks
-        either column, or a label is not a non-negative integer (the message
-        names the row).
-    """
-    path = Path(path)
-    df = read_text_csv(path, "data file", hint=" (the file is corrupt or truncated; "
-                                               "restore or re-download it)")
-    cols = match_columns(df.columns, {"SMILES column": smiles_column,
-                                      "label column": label_column}, f"CSV file {path}")
-    smiles_column, label_column = cols["SMILES column"], cols["label column"]
-    if len(df) == 0:
-        raise DataError(f"CSV file {path} has a header but no data rows")
-    raw = df[label_column].str.strip()
-    values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
-    bad = ~np.isfinite(values) | (values < 0) | (values != np.round(values))
-    if bad.any():
-        row = int(np.flatnonzero(bad)[0])
-        raise DataError(
-            f"CSV file {path}, row {row} (line {row + 2}): label {raw.iloc[row]!r} in column "
-            f"{label_column!r} is not a non-negative integer class label"
-            + (f" ({int(bad.sum())} bad rows in all)" if bad.sum() > 1 else "")
-        )
-    return df[smiles_column].tolist(), values.astype(np.int64)
-
-
-@dataclass
-class MoleculeGraphs:
-    """Featurized molecules of one CSV file.
-
-    Attributes
-    ----------
-    graphs : list of dgl.DGLGraph, length G
-    labels : np.ndarray of int64, shape (G,)
-    smiles : list of str, length G
-    source_rows : np.ndarray of int64, shape (G,)
-        0-based data row of each graph in the CSV.
-    skipped_rows : list of int
-        Data rows whose SMILES RDKit cannot parse.
-    n_source_rows : int
-        Number of data rows in the CSV.
-    lenient_rows : list of int
-        Data rows kept only by lenient parsing (``lenient=True``).
-    """
-
-    graphs: Sequence
-    labels: np.ndarray
-    smiles: list[str]
-    source_rows: np.ndarray
-    skipped_rows: list[int] = field(default_factory=list)
-    n_source_rows: int = 0
-    lenient_rows: list[int] = field(default_factory=list)
-
-
-def load_molecule_csv(
-    path: str | Path, smiles_column: str, label_column: str, lenient: bool = False
-) -> MoleculeGraphs:
-    """Read a molecule CSV and featurize it, skipping unparsable SMILES.
-
-    Parameters
-    ----------
-    path : str or Path
-        CSV file, plain or gzip-compressed.
-    smiles_column, label_column : str
-        Column names.
-    lenient : bool
-        Keep molecules that fail only RDKit's valence check (module docstring).
-
-    Returns
-    -------
-    MoleculeGraphs
-        G graphs in file order; ``skipped_rows`` lists the rows left out.
-
-    Raises
-    ------
-    DataError
-        See :func:`read_molecule_csv`.
-    """
-    smiles, labels = read_molecule_csv(path, smiles_column, label_column)
-    graphs, kept, lenient_rows = _featurize(smiles, lenient)
-    skipped = sorted(set(range(len(smiles))) - set(kept.tolist()))
-    return MoleculeGraphs(
-        graphs=graphs,
-        labels=labels[kept],
-        smiles=[smiles[i] for i in kept],
-        source_rows=kept,
-        skipped_rows=skipped,
-        n_source_rows=len(smiles),
-        lenient_rows=lenient_rows,
-    )
-
-
-def cached_molecule_csv(
-    path: str | Path,
-    smiles_column: str,
-    label_column: str,
-    cache_dir: str | Path,
-    lenient: bool = False,
-) -> tuple[MoleculeGraphs, str]:
-    """:func:`load_molecule_csv` through an on-disk graph cache.
-
-    The cache (:func:`grprune.data.cache.load_or_build`) is keyed by the
-    file's sha256, the columns, ``lenient`` and the RDKit and OGB versions, so a
-    changed source or library rebuilds it.
-
-    Parameters
-    ----------
-    path : str or Path
-        CSV file, plain or gzip-compressed.
-    smiles_column, label_column : str
-        Column names.
-    cache_dir : str or Path
-        Folder of this cache (e.g. ``<root>/moleculenet_hiv/grprune_v1``).
-    lenient : bool
-        See :func:`load_molecule_csv`.
-
-    Returns
-    -------
-    MoleculeGraphs
-        As :func:`load_molecule_csv`; ``smiles`` re-read from the CSV on a hit.
-    status : str
-        Cache status (``"hit"``, ``"built"``, ``"rebuilt (...)"``, ``"not written (...)"``).
-
-    Raises
-    ------
-    DataError
-        See :func:`read_molecule_csv`.
-    """
-    import ogb
-    import rdkit
-
-    from grprune.data.cache import load_or_build
-
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(f"data file not found: {path}")
-    key = {"format_version": 2, "source_file": path.name, "source_sha256": file_sha256(path),
-           "smiles_column": smiles_column, "label_column": label_column,
-           "lenient": bool(lenient), "rdkit_version": rdkit.__version__,
-           "ogb_version": ogb.__version__}
-
-    def build():
-        mg = load_molecule_csv(path, smiles_column, label_column, lenient=lenient)
-        tensors = {"labels": torch.from_numpy(mg.labels),
-                   "source_rows": torch.from_numpy(mg.source_rows)}
-        extra = {"n_source_rows": mg.n_source_rows, "skipped_rows": mg.skipped_rows,
-                 "lenient_rows": mg.lenient_rows}
-        return mg.graphs, tensors, extra
-
-    graphs, tensors, meta, status = load_or_build(
-        Path(cache_dir), key, build, ("skipped_rows", "n_source_rows", "lenient_rows"),
-        ("labels", "source_rows"))
-    source_rows = tensors["source_rows"].numpy().astype(np.int64)
-    all_smiles, _ = read_molecule_csv(path, smiles_column, label_column)
-    return MoleculeGraphs(
-        graphs=graphs, labels=tensors["labels"].numpy().astype(np.int64),
-        smiles=[all_smiles[i] for i in source_rows], source_rows=source_rows,
-        skipped_rows=[int(r) for r in meta["skipped_rows"]],
-        n_source_rows=int(meta["n_source_rows"]),
-        lenient_rows=[int(r) for r in meta["lenient_rows"]]), status

@@ -38,7 +38,8 @@ import torch
 
 from grprune.data.cache import CACHE_DIRNAME, cached_strings
 from grprune.data.dataset import GraphDataset
-from grprune.data.molecules import cached_molecule_csv, graph_from_arrays, read_molecule_csv
+from grprune.data.moleculenet_csv import cached_molecule_csv, read_molecule_csv
+from grprune.data.molecules import graph_from_arrays
 from grprune.record.files import file_sha256
 from grprune.data.packed import graph_sizes
 from grprune.hparams import Param
@@ -342,7 +343,7 @@ def hiv_molecules(root: Path):
     Returns
     -------
     (MoleculeGraphs, str)
-        See :func:`grprune.data.molecules.cached_molecule_csv`.
+        See :func:`grprune.data.moleculenet_csv.cached_molecule_csv`.
     """
     src = OgbgMolhiv()
     return cached_molecule_csv(src.bundled_csv(), src.smiles_column, src.label_column,

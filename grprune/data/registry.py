@@ -15,7 +15,8 @@ config, ``-H data.KEY=VALUE`` on the command line (``--split`` and ``--shift``
 are flags), passed to :meth:`DatasetSource.load` as a keyword argument after
 :meth:`DatasetSource.resolve_params` has coerced and checked it.
 
-Other packages register through the ``grprune.datasets`` entry-point group.
+Other packages register through the ``grprune.datasets`` entry-point group. Whatever
+registers must subclass :class:`DatasetSource` (a GrpruneError at registration otherwise).
 """
 
 from __future__ import annotations
@@ -170,6 +171,8 @@ class DatasetSource(Configurable):
             """
             raise NotImplementedError
 
+
+DATASETS.base = DatasetSource  # what every dataset registers: refused at registration otherwise
 
 _DIGESTS: dict[tuple[str, int, int], str] = {}
 

@@ -60,7 +60,8 @@ import torch
 
 from grprune.data.cache import CACHE_DIRNAME, cached_strings
 from grprune.data.dataset import GraphDataset
-from grprune.data.molecules import cached_molecule_csv, lenient_mol
+from grprune.data.moleculenet_csv import cached_molecule_csv
+from grprune.data.molecules import lenient_mol
 from grprune.data.packed import PackedGraphs, graph_sizes
 from grprune.data.registry import DATASETS, DatasetSource
 from grprune.data.splits import murcko_scaffolds, scaffold_envs, scaffold_split

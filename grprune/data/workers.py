@@ -1,7 +1,7 @@
 """Worker processes of featurization: the pools of training's chunked featurizer and
 scaffolds (:func:`grprune.data.featurize.featurize_ogb`,
 :func:`~grprune.data.featurize.parallel_scaffolds`) and of the streamed screen
-(:mod:`grprune.screen_pool`).
+(:mod:`grprune.predict_stream_pool`).
 
 A pool is a :class:`concurrent.futures.ProcessPoolExecutor` (:func:`process_pool`), forked
 where the platform can: a worker that dies (RDKit crashing on a molecule, the kernel's
@@ -18,7 +18,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 from collections import deque
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Generator, Sequence
 
 
 #: the reason of a molecule whose featurizing worker died on it (it is not scored, or
@@ -99,7 +99,8 @@ def end_process_pool(pool) -> None:
 
 
 def ordered_map(task: Callable[[Any], Any], items: Sequence, workers: int,
-                pool=None, rescue: Callable[[Any, int], Any] | None = None) -> Iterator:
+                pool=None, rescue: Callable[[Any, int], Any] | None = None
+                ) -> Generator[Any, None, None]:
     """``map(task, items)`` in ``workers`` worker processes, results in input order, at
     most ``2 * workers`` tasks in flight.
 

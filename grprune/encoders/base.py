@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import cast
+from typing import ClassVar, cast
 
 import torch
 from torch import Tensor, nn
@@ -137,7 +137,9 @@ class EdgeEmbedding(nn.Module):
 class Encoder(nn.Module, Configurable, ABC):
     """A GNN mapping a batch (and an optional edge mask) to node embeddings.
 
-    Subclasses declare ``defaults`` and implement :meth:`forward`.
+    Subclasses declare their hyperparameters (``encoder.*`` keys) in a nested ``Hparams``
+    class that subclasses their base class's, read as ``self.hp.<name>`` (annotate
+    ``hp: Hparams``), and implement :meth:`forward`.
 
     Parameters
     ----------
@@ -146,17 +148,29 @@ class Encoder(nn.Module, Configurable, ABC):
     node_dim, edge_dim : int
         Raw feature widths (used by ``"linear"``).
     **hparams
-        Values for the keys of ``defaults``.
+        Values for the fields of ``Hparams``.
+
+    Raises
+    ------
+    GrpruneError
+        On an unknown key or a bad value (:meth:`~grprune.hparams.Configurable.resolve_hparams`).
     """
 
     #: hidden width of the node embeddings returned by :meth:`forward`
     out_dim: int
+    #: the name :data:`ENCODERS` registered the class under (set by the registry)
+    registered_name: ClassVar[str] = ""
 
     def __init__(self, feature_kind: str = "ogb", node_dim: int = 0, edge_dim: int = 0,
                  **hparams) -> None:
         super().__init__()
-        self.hparams = self.resolve_hparams(hparams, prefix="encoder.")
+        self.init_hparams(hparams)
         self.feature_kind, self.node_dim, self.edge_dim = feature_kind, node_dim, edge_dim
+
+    @property
+    def hparam_prefix(self) -> str:
+        """The prefix of an encoder's keys, ``encoder.``."""
+        return "encoder."
 
     @abstractmethod
     def forward(self, batch: GraphBatch, edge_weight: Tensor | None = None) -> Tensor:
@@ -173,6 +187,9 @@ class Encoder(nn.Module, Configurable, ABC):
         -------
         Tensor of shape (N, out_dim)
         """
+
+
+ENCODERS.base = Encoder
 
 
 def masked_batch_norm(bn: nn.BatchNorm1d, x: Tensor, mask: Tensor | RowMask | None) -> Tensor:

@@ -8,7 +8,7 @@ from torch import Tensor, nn
 
 from grprune.batch import GraphBatch
 from grprune.encoders.base import ENCODERS, Encoder, NodeEmbedding, mlp, run_masked
-from grprune.hparams import Param
+from grprune.hparams import hparam
 from grprune.encoders.layers import EDGE_MASKS, WeightedGCNConv, WeightedGINEConv
 
 
@@ -39,60 +39,63 @@ class _MessagePassingEncoder(Encoder):
     """
 
     conv_class: type[nn.Module]
-    params = {
-        "layers": Param(4, "number of message-passing layers", low=1, high=64),
-        "hidden": Param(64, "hidden width D", low=1, high=8192),
-        "dropout": Param(0.5, "dropout probability after each layer", low=0.0, high=1.0,
-                         high_open=True),
-        "virtual_node": Param(False, "add a virtual node per graph (paper: on for "
-                                     "ogbg-molbbbp)"),
-        "layer_relu": Param(True, "ReLU between layers (OGB's GIN; official code: none)"),
-        "edge_mask": Param("after-relu", "edge mask on ReLU(h_u + e_uv) (after-relu, OGB) or "
-                                         "inside it (before-relu, official code: a pruned "
-                                         "edge gets no gradient)", choices=EDGE_MASKS),
-        "init": Param("torch", "Linear initialisation: torch's default, or xavier (official "
-                               "code)", choices=("torch", "xavier")),
-    }
+
+    class Hparams(Encoder.Hparams):
+        layers: int = hparam(4, "number of message-passing layers", low=1, high=64)
+        hidden: int = hparam(64, "hidden width D", low=1, high=8192)
+        dropout: float = hparam(0.5, "dropout probability after each layer", low=0.0,
+                                high=1.0, high_open=True)
+        virtual_node: bool = hparam(False, "add a virtual node per graph (paper: on for "
+                                           "ogbg-molbbbp)")
+        layer_relu: bool = hparam(True, "ReLU between layers (OGB's GIN; official code: none)")
+        edge_mask: str = hparam("after-relu", "edge mask on ReLU(h_u + e_uv) (after-relu, "
+                                              "OGB) or inside it (before-relu, official code: "
+                                              "a pruned edge gets no gradient)",
+                                choices=EDGE_MASKS)
+        init: str = hparam("torch", "Linear initialisation: torch's default, or xavier "
+                                    "(official code)", choices=("torch", "xavier"))
+
+    hp: Hparams
 
     def __init__(self, feature_kind: str = "ogb", node_dim: int = 0, edge_dim: int = 0,
                  **hparams) -> None:
         super().__init__(feature_kind, node_dim, edge_dim, **hparams)
-        hp = self.hparams
-        d = self.out_dim = hp["hidden"]
+        hp = self.hp
+        d = self.out_dim = hp.hidden
         self.node_embedding = NodeEmbedding(feature_kind, d, node_dim)
         self.convs = nn.ModuleList(
-            self.conv_class(d, feature_kind, edge_dim, hp["edge_mask"])
-            for _ in range(hp["layers"]))
-        self.norms = nn.ModuleList(nn.BatchNorm1d(d) for _ in range(hp["layers"]))
-        if hp["virtual_node"]:
+            self.conv_class(d, feature_kind, edge_dim, hp.edge_mask)
+            for _ in range(hp.layers))
+        self.norms = nn.ModuleList(nn.BatchNorm1d(d) for _ in range(hp.layers))
+        if hp.virtual_node:
             self.vn_embedding = nn.Embedding(1, d)
             nn.init.zeros_(self.vn_embedding.weight)
             self.vn_mlps = nn.ModuleList(
                 nn.Sequential(mlp([d, 2 * d, d]), nn.BatchNorm1d(d), nn.ReLU())
-                for _ in range(hp["layers"] - 1))
-        if hp["init"] == "xavier":
+                for _ in range(hp.layers - 1))
+        if hp.init == "xavier":
             xavier_init(self)
 
     def forward(self, batch: GraphBatch, edge_weight: Tensor | None = None) -> Tensor:
-        hp = self.hparams
+        hp = self.hp
         h = self.node_embedding(batch)
         vn = None
-        if hp["virtual_node"]:
+        if hp.virtual_node:
             vn = self.vn_embedding.weight.expand(batch.num_graphs, -1)
-        last = hp["layers"] - 1
+        last = hp.layers - 1
         for i, (conv, norm) in enumerate(zip(self.convs, self.norms)):
             if vn is not None:
                 h = h + batch.gather(vn, "node_graph")
             h_in = h
             h = run_masked(norm, conv(h, batch, edge_weight), batch.row_mask("node", h.dtype))
-            if i < last and hp["layer_relu"]:
+            if i < last and hp.layer_relu:
                 h = torch.relu(h)
-            h = F.dropout(h, hp["dropout"], self.training)
+            h = F.dropout(h, hp.dropout, self.training)
             if vn is not None and i < last:
                 pooled = batch.segment_sum(h_in, "node_graph") + vn
                 graphs = batch.row_mask("graph", h.dtype)
                 vn = F.dropout(run_masked(self.vn_mlps[i], pooled, graphs),
-                               hp["dropout"], self.training)
+                               hp.dropout, self.training)
         return h
 
 

@@ -15,7 +15,7 @@ directories separated by ``os.pathsep``; default ``~/.config/grprune/presets``),
 ``NAME.yaml``, or passes a file path to ``--preset``. ``defaults.yaml`` maps a dataset, or
 one split of it (``ogbg-molbbbp/size``), to the preset it uses when none is given
 (``--preset auto``): the one chosen on validation evidence
-(``benchmarks/accuracy/prune/defaults-evidence.md``); ``official``, the recipe of the code
+(``benchmarks/accuracy/prune/defaults/defaults-evidence.md``); ``official``, the recipe of the code
 behind the paper's published numbers, for everything it does not list.
 
 Where a preset's keys go (:func:`grprune.resolve.resolve_config`): after the parts'

@@ -9,7 +9,9 @@ or the resolver, so nothing above it can make an import cycle through it
   the appender of JSON lines (:func:`append_record`, :func:`keep_records`), readers
   (:func:`read_json`, :func:`read_records`) and :func:`file_sha256`;
 * :mod:`grprune.record.rundir`: :class:`~grprune.record.rundir.RunDir`, the one reader and
-  writer of a run directory's files, the judge of its state and its lock;
+  writer of a run directory's files, and its lock;
+* :mod:`grprune.record.status`: a run directory's state, judged from its files
+  (:class:`~grprune.record.status.Status`), and the reader's probe of its lock;
 * :mod:`grprune.record.locks`: the exclusive lock on a file (:func:`hold_lock`), a run
   directory's and a screen's output's;
 * :mod:`grprune.record.trainstate`: what ``state.pt`` holds (:class:`TrainState`), and its

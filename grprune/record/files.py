@@ -233,7 +233,8 @@ def read_run_file(path: str | Path, limit: int = MAX_JSON_BYTES) -> bytes:
     import errno
     import stat
     path = str(path)
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # no wait on a FIFO
+    # no wait on a FIFO (O_NONBLOCK: POSIX only)
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     with os.fdopen(fd, "rb") as fh:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):

@@ -87,12 +87,12 @@ class FeatureSpec:
 
     @classmethod
     def of(cls, dataset) -> "FeatureSpec":
-        """The spec of a :class:`~grprune.data.base.GraphDataset` (its first graph's
+        """The spec of a :class:`~grprune.data.dataset.GraphDataset` (its first graph's
         feature widths, its ``atom_encoder`` kind and ``num_classes``)."""
         g0 = dataset.graphs[0]
         nfeat = g0.ndata["feat"]
         scale = dataset.target_scale
-        return cls(kind=str(getattr(dataset, "atom_encoder", "ogb")),
+        return cls(kind=str(dataset.atom_encoder),
                    node_dim=int(nfeat.shape[1]) if nfeat.dim() > 1 else 1,
                    edge_dim=int(g0.edata["feat"].shape[1]) if "feat" in g0.edata else 0,
                    classes=int(dataset.num_classes), task=dataset.task,
@@ -260,6 +260,11 @@ def _frozen(obj: Any) -> Any:
     return obj
 
 
+def _reg_section(body: Mapping[str, Mapping[str, Any]]) -> Mapping[str, Mapping[str, Any]]:
+    """``reg``: regularizer name -> its hyperparameters, read-only."""
+    return MappingProxyType({name: MappingProxyType(dict(hp)) for name, hp in body.items()})
+
+
 class RunConfig(Mapping[str, Any]):
     """A resolved run configuration: ``config.json``, read-only, with typed access.
 
@@ -278,17 +283,36 @@ class RunConfig(Mapping[str, Any]):
     ``cfg.features``) or a setting by its dotted key (``cfg.setting("reg.size.eta")``);
     ``cfg.get(key)`` is the mapping's, of a top-level key (``cfg.get("hash")``).
 
+    The typed sections (``data``, ``train``, ``model``, ``selector``, ``encoder``,
+    ``reg``) are built once, here; a section the mapping lacks raises ``KeyError`` when
+    it is asked for.
+
     Raises
     ------
     TypeError
         On any attempt to set, delete or update a key, at any depth.
     """
 
-    __slots__ = ("_body",)
+    __slots__ = ("_body", "_data", "_train", "_model", "_selector", "_encoder", "_reg")
     _body: Mapping[str, Any]
+    _data: DataConfig | None
+    _train: TrainConfig | None
+    _model: ModelConfig | None
+    _selector: PartConfig | None
+    _encoder: PartConfig | None
+    _reg: Mapping[str, Mapping[str, Any]] | None
 
     def __init__(self, body: Mapping[str, Any] = MappingProxyType({})) -> None:
-        object.__setattr__(self, "_body", _frozen(body))
+        frozen = _frozen(body)
+        sections = {"_data": ("data", DataConfig.from_dict),
+                    "_train": ("train", TrainConfig.from_dict),
+                    "_model": ("model", ModelConfig.from_dict),
+                    "_selector": ("selector", PartConfig.from_dict),
+                    "_encoder": ("encoder", PartConfig.from_dict),
+                    "_reg": ("reg", _reg_section)}
+        object.__setattr__(self, "_body", frozen)
+        for slot, (key, build) in sections.items():
+            object.__setattr__(self, slot, build(frozen[key]) if key in frozen else None)
 
     def __getitem__(self, key: str) -> Any:
         return self._body[key]
@@ -327,33 +351,44 @@ class RunConfig(Mapping[str, Any]):
     @property
     def data(self) -> DataConfig:
         """The ``data`` section, typed."""
-        return DataConfig.from_dict(self["data"])
+        if self._data is None:
+            raise KeyError("data")
+        return self._data
 
     @property
     def train(self) -> TrainConfig:
         """The ``train`` section, typed."""
-        return TrainConfig.from_dict(self["train"])
+        if self._train is None:
+            raise KeyError("train")
+        return self._train
 
     @property
     def model(self) -> ModelConfig:
         """The ``model`` section, typed."""
-        return ModelConfig.from_dict(self["model"])
+        if self._model is None:
+            raise KeyError("model")
+        return self._model
 
     @property
     def selector(self) -> PartConfig:
         """The ``selector`` section (``name`` ``none`` for ERM)."""
-        return PartConfig.from_dict(self["selector"])
+        if self._selector is None:
+            raise KeyError("selector")
+        return self._selector
 
     @property
     def encoder(self) -> PartConfig:
         """The ``encoder`` section."""
-        return PartConfig.from_dict(self["encoder"])
+        if self._encoder is None:
+            raise KeyError("encoder")
+        return self._encoder
 
     @property
     def reg(self) -> Mapping[str, Mapping[str, Any]]:
         """Regularizer name -> its hyperparameters, in ``--reg`` order (read-only)."""
-        return MappingProxyType({name: MappingProxyType(dict(hp))
-                                 for name, hp in self["reg"].items()})
+        if self._reg is None:
+            raise KeyError("reg")
+        return self._reg
 
     @property
     def hash(self) -> str | None:

@@ -1,4 +1,4 @@
-"""A run directory: the one reader and writer of its files, one judge of its state
+"""A run directory: the one reader and writer of its files, the one way to its state
 (shared by ``run``, ``sweep``, ``collect``, ``explain`` and ``predict``), and the lock
 that keeps two processes out of one run.
 
@@ -7,43 +7,17 @@ them): the trainer, ``run``, ``sweep``, ``collect``, ``curves`` and inference re
 write through :class:`RunDir`'s methods, in the formats of :mod:`grprune.record`.
 Writers hold the lock (:meth:`RunDir.lock`); readers take none.
 
-States (:data:`STATES`), checked in this order:
-
-``empty``
-    No directory, or one holding only a sweep's log (``sweep.log``) and the lock file.
-``foreign``
-    A file, a non-empty directory without ``config.json`` (or with ``summary.json`` but
-    no ``config.json``), or a ``config.json`` that is JSON but no grprune configuration:
-    not a grprune run directory.
-``corrupt``
-    ``config.json`` that is not readable JSON, or a ``summary.json`` that is not readable
-    or does not belong to the configuration.
-``outdated``
-    A run older than grprune reads (:data:`~grprune.record.runconfig.MIN_VERSION`).
-``other-config``
-    A run of another configuration than the one asked about (config hash differs).
-``running``
-    Another process holds the run's lock (:meth:`RunDir.lock`).
-``finished``
-    ``summary.json`` is there and sound.
-``pruned``
-    A tune's pruner stopped it (``pruned.json``, :mod:`grprune.record.marks`); resumable.
-``failed``
-    A sweep recorded a failure (``error.json``) and no summary followed.
-``interrupted``
-    ``config.json`` without a summary: stopped (resumable when ``state.pt`` is there).
+Its state (:meth:`RunDir.status`: ``empty``, ``finished``, ``interrupted``, ...) is
+judged by :mod:`grprune.record.status`, which also probes the lock for readers.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import pickle
-import time
 import warnings
 import zipfile
 import zlib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, NoReturn
 
@@ -60,24 +34,17 @@ from grprune.record.files import (
     file_sha256,
     keep_records,
     read_json,
-    read_records, read_run_file,
+    read_records,
 )
 from grprune.record.locks import hold_lock
-from grprune.record.runconfig import RunConfig, check_config, format_problem
-from grprune.record.settings import config_hash
-from grprune.record.summary import RunSummary, check_summary
+from grprune.record.runconfig import RunConfig
+from grprune.record.status import LOCK, Status, lock_held, rerun_hint, status_of
+from grprune.record.summary import RunSummary
 
 if TYPE_CHECKING:  # trainstate imports torch: read_state imports it when it runs
     from grprune.record.calibration import CalibrationRecord
     from grprune.record.trainstate import TrainState
 
-LOCK = ".lock"
-#: files a directory may hold and still count as empty
-HOUSEKEEPING = (LOG, LOCK)
-#: the reason given for a run directory whose lock another process holds
-RUNNING_ELSEWHERE = "another process is running it (its lock is held)"
-STATES = ("empty", "foreign", "corrupt", "outdated", "other-config", "running", "finished",
-          "pruned", "failed", "interrupted")
 #: what a run writes as it trains: removed when a run starts over
 RUN_FILES = (RESULTS, STATE, CHECKPOINT, LAST_CHECKPOINT, EDGE_PROBS, SUMMARY, CALIBRATION,
              PRUNED, TRACKERS)
@@ -85,46 +52,6 @@ RUN_FILES = (RESULTS, STATE, CHECKPOINT, LAST_CHECKPOINT, EDGE_PROBS, SUMMARY, C
 MARKERS = frozenset((CONFIG, SUMMARY, ERROR, STATE, PRUNED))
 #: where a state.pt that was refused is moved, so that nothing is silently discarded
 REJECTED_STATE = "state.rejected.pt"
-
-
-@dataclass(frozen=True)
-class Status:
-    """A run directory's state and why; with its configuration (in the current layout)
-    and, when finished, its summary."""
-
-    state: str
-    reason: str = ""
-    config: RunConfig | None = None
-    summary: RunSummary | None = None
-
-    def __str__(self) -> str:
-        return f"{self.state}: {self.reason}" if self.reason else self.state
-
-
-def one_line(text: Any, limit: int = 200) -> str:
-    """``text`` on one line, at most ``limit`` characters."""
-    line = " ".join(str(text).split())
-    return line if len(line) <= limit else line[:limit - 1] + "…"
-
-
-def load_json(path: Path) -> tuple[Any, str | None]:
-    """Parsed JSON, or ``(None, reason)`` when the file cannot be read or parsed."""
-    try:
-        return json.loads(read_run_file(path)), None  # regular, bounded
-    except OSError as exc:
-        return None, f"cannot read {path.name}: {exc.strerror or exc}"
-    except (ValueError, RecursionError) as exc:  # JSON, UTF-8, an integer's digits, depth
-        return None, f"{path.name} is not valid JSON ({one_line(exc, 80)})"
-
-
-def _age(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    if seconds < 2 * 86400:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 86400:.0f} days"
 
 
 class RunDir:
@@ -141,68 +68,11 @@ class RunDir:
     def __repr__(self) -> str:
         return f"RunDir({str(self.path)!r})"
 
-    def _error_message(self) -> str:
-        data, why = load_json(self.path / ERROR)
-        if why is not None:
-            return f"failed ({why})"
-        if not isinstance(data, dict):
-            return one_line(data)
-        return one_line(ErrorRecord.from_dict(data).message or json.dumps(data))
-
-    def _progress(self, cfg: RunConfig) -> str:
-        """``"3/100 epochs; state.pt present: ...; last written 2 min ago"``."""
-        parts = [f"{len(read_records(self.path / RESULTS))}/"
-                 f"{cfg.setting('train.epochs', '?')} epochs"]
-        parts.append("state.pt present: resumable with the same command"
-                     if (self.path / STATE).is_file() else "no state.pt yet")
-        mtimes = [p.stat().st_mtime for p in self.path.iterdir() if p.is_file()]
-        if mtimes:
-            parts.append(f"last written {_age(time.time() - max(mtimes))} ago")
-        return "; ".join(parts)
-
     def status(self, cfg: Mapping[str, Any] | None = None, held: bool = False) -> Status:
-        """The directory's state (module docstring); with ``cfg``, also whether it holds
-        that configuration (``other-config`` when not). ``held``: the caller holds the
-        lock itself, so it does not make the run ``running``."""
-        p = self.path
-        if p.exists() and not p.is_dir():
-            return Status("foreign", "exists and is not a directory")
-        names = [x.name for x in p.iterdir()] if p.is_dir() else []
-        if not [n for n in names if n not in HOUSEKEEPING]:
-            return Status("empty")
-        if CONFIG not in names:
-            if SUMMARY in names:
-                return Status("foreign", f"{SUMMARY} without {CONFIG}")
-            if ERROR in names:
-                return Status("failed", self._error_message())
-            other = sorted(n for n in names if n not in HOUSEKEEPING)[0]
-            return Status("foreign", f"a non-empty directory without {CONFIG} ({other}, ...)")
-        old, why = load_json(p / CONFIG)
-        if why is not None:
-            return Status("corrupt", f"{CONFIG} is corrupt: {why}")
-        why = check_config(old)
-        if why is not None:
-            return Status("foreign", why)
-        why = format_problem(old)  # below the oldest version read: re-made, not read
-        if why is not None:
-            return Status("outdated", f"{why}; {self.rerun_hint()}")
-        old = RunConfig.from_dict(old)  # older layouts read in the current one
-        if cfg is not None and config_hash(old) != config_hash(cfg):
-            return Status("other-config", f"holds another configuration (hash {old.hash})",
-                          config=old)
-        if not held and self.locked():
-            return Status("running", RUNNING_ELSEWHERE, config=old)
-        if SUMMARY in names:
-            summary, why = load_json(p / SUMMARY)
-            why = why or check_summary(summary, old)
-            if why is not None:
-                return Status("corrupt", why, config=old)
-            return Status("finished", config=old, summary=RunSummary.from_dict(summary))
-        if PRUNED in names:
-            return Status("pruned", "stopped by a tune's pruner; resumable", config=old)
-        if ERROR in names:
-            return Status("failed", self._error_message(), config=old)
-        return Status("interrupted", self._progress(old), config=old)
+        """The directory's state (:func:`grprune.record.status.status_of`); with ``cfg``,
+        also whether it holds that configuration (``other-config`` when not). ``held``: the
+        caller holds the lock itself, so it does not make the run ``running``."""
+        return status_of(self.path, cfg, held)
 
     # -- what is there ------------------------------------------------------------------
     @property
@@ -254,8 +124,7 @@ class RunDir:
 
     def rerun_hint(self, force: bool = True) -> str:
         """``re-run it with `grprune run --config DIR/config.json --out DIR --force```."""
-        return (f"re-run it with `grprune run --config {self.config_path} --out {self.path}"
-                f"{' --force' if force else ''}`")
+        return rerun_hint(self.path, force)
 
     # -- reading (no lock, nothing opened for writing) -------------------------------------
     def read_config(self) -> Any | None:
@@ -421,9 +290,10 @@ class RunDir:
             return None
 
     # -- writing (the lock's holder) --------------------------------------------------------
-    def write_config(self, cfg: Any) -> None:
+    def write_config(self, cfg: RunConfig | Mapping[str, Any]) -> None:
         """Write ``config.json`` (a :class:`RunConfig` or a configuration mapping)."""
-        atomic_write_json(self.path / CONFIG, _plain(cfg))
+        atomic_write_json(self.path / CONFIG,
+                          cfg.to_dict() if isinstance(cfg, RunConfig) else cfg)
 
     def keep_records(self, n: int) -> None:
         """Cut ``results.jsonl`` to its first ``n`` lines, their bytes unchanged (``n`` 0
@@ -501,47 +371,11 @@ class RunDir:
         import torch
         atomic_save(self.path / name, lambda f: torch.save(obj, f))
 
-    def _lock(self):
-        from filelock import FileLock
-        return FileLock(str(self.path / LOCK))
-
     def locked(self) -> bool:
-        """Whether another process holds the run's lock now.
-
-        A reader's question, so it opens nothing for writing: the lock file is opened
-        read-only and probed with a non-blocking shared ``flock``, which fails while a
-        writer holds its exclusive one (:meth:`lock`). So a finished run reads on a
-        read-only mount, or with another user's ``.lock``. A lock file that can't be
-        opened at all tells nothing, and counts as not held.
-        """
-        path = self.path / LOCK
-        if not path.exists():
-            return False
-        try:
-            import fcntl
-        except ImportError:  # no flock (Windows): filelock's probe, which opens it for writing
-            return self._locked_by_filelock()
-        try:
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-        except OSError:
-            return False
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except OSError:
-            return True
-        finally:
-            os.close(fd)  # and with it the shared lock
-        return False
-
-    def _locked_by_filelock(self) -> bool:
-        from filelock import Timeout
-        lock = self._lock()
-        try:
-            lock.acquire(timeout=0)
-        except Timeout:
-            return True
-        lock.release()
-        return False
+        """Whether another process holds the run's lock now
+        (:func:`grprune.record.status.lock_held`: a reader's probe, which opens nothing
+        for writing)."""
+        return lock_held(self.path)
 
     def lock(self):
         """The run's lock, held while a process trains it (a context manager).
@@ -559,12 +393,6 @@ class RunDir:
         return hold_lock(self.path / LOCK, f"{self.path} is being run by another process "
                                            f"(its lock {self.path / LOCK} is held); wait for "
                                            f"it, or choose another --out")
-
-
-def _plain(obj: Any) -> Any:
-    """A configuration as plain JSON values (a :class:`RunConfig` through ``to_dict``)."""
-    to_dict = getattr(obj, "to_dict", None)
-    return to_dict() if callable(to_dict) else obj
 
 
 def error_detail(exc: BaseException) -> str:

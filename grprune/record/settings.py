@@ -15,7 +15,8 @@ import re
 from typing import Any, Iterator, Mapping
 
 from grprune.errors import GrpruneError
-from grprune.hparams import MAX_KEY_CHARS, Configurable, Param, short_repr
+from grprune.hparams import MAX_KEY_CHARS, Configurable, Param
+from grprune.messages import short_repr
 from grprune.record.files import plain
 
 SECTIONS = ("data", "selector", "encoder", "model", "reg", "train")
@@ -252,7 +253,7 @@ def parse_override(text: str) -> tuple[str, str]:
     GrpruneError
         If there is no ``=`` or no section, or the key is longer than
         :data:`~grprune.hparams.MAX_KEY_CHARS` characters (the message shows at most
-        :data:`~grprune.hparams.MAX_SHOWN` of the text).
+        :data:`~grprune.messages.MAX_SHOWN` of the text).
     """
     key, sep, value = text.partition("=")
     key = key.strip()

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from grprune.errors import GrpruneError
-from grprune.hparams import MAX_INT_CHARS, MAX_KEY_CHARS, short_repr, short_text
+from grprune.hparams import MAX_INT_CHARS, MAX_KEY_CHARS
+from grprune.messages import short_repr, short_text
 
 #: the largest config file, preset or sweep spec read, in bytes (1 MiB; grprune's own
 #: presets are about 2 KB)

@@ -13,19 +13,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Mapping
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping
 
 import torch
 from torch import Tensor, nn
 
 from grprune.batch import GraphBatch
 from grprune.errors import GrpruneError
-from grprune.hparams import Configurable, Param
+from grprune.hparams import Configurable, hparam
 from grprune.registry import Registry
 
 if TYPE_CHECKING:
     from grprune.model import GraphClassifier, ModelOutput
-    from grprune.selectors.base import Selection
+    from grprune.selectors.base import Selection, Selector
 
 REGULARIZERS = Registry("regularizer", entry_point_group="grprune.regularizers")
 
@@ -104,8 +104,10 @@ class Unsupported(GrpruneError):
 class Regularizer(nn.Module, Configurable):
     """A penalty added to the classification loss: named terms, each with its weight.
 
-    Subclasses declare ``params`` (including ``weight``, the paper's
-    :math:`\\lambda`) and implement :meth:`loss` (one unweighted penalty,
+    Subclasses declare their hyperparameters in a nested ``Hparams`` class that
+    subclasses ``Regularizer.Hparams`` (which holds ``weight``, the paper's
+    :math:`\\lambda`), read them as ``self.hp.<name>`` (annotate ``hp: Hparams``), and
+    implement :meth:`loss` (one unweighted penalty,
     weighted by ``weight``) or, for several terms or scheduled weights,
     :meth:`terms`. :meth:`supports` says whether the regularizer can run with a
     selector and a dataset; by default it reads ``requires``, what the
@@ -120,44 +122,69 @@ class Regularizer(nn.Module, Configurable):
     those keys. ``display_name`` is the method's name in tables when it runs
     alone (``GSAT``), ``table_order`` the position of that method among the rows
     of a table and ``name_order`` the regularizer's position when several are
-    named together (``size+eps-align``).
+    named together (``size+eps-align``). ``reserve``, where a regularizer has it
+    (GroupDRO), is a method ``reserve(num_envs)`` that the trainer calls with the
+    dataset's number of environment ids before a padded run; None otherwise.
 
     A regularizer is an ``nn.Module``: parameters it creates (e.g. a projection
     head) are trained with the model.
+
+    Examples
+    --------
+    >>> class Flat(Regularizer):
+    ...     class Hparams(Regularizer.Hparams):
+    ...         weight: float = hparam(0.5, "weight of the term", low=0.0)
+    ...         floor: float = hparam(1e-6, "clamp before the log", low=0.0)
+    ...     hp: Hparams
+    ...     def loss(self, ctx):
+    ...         return ctx.output.logits.sum() * self.hp.floor
+    >>> Flat(floor="0.1").hp, Flat.params["floor"].domain()
+    (Flat.Hparams(weight=0.5, floor=0.1), 'a number >= 0')
     """
 
-    params = {"weight": Param(1.0, "weight lambda of this term in the loss", low=0.0)}
+    class Hparams(Configurable.Hparams):
+        weight: float = hparam(1.0, "weight lambda of this term in the loss", low=0.0)
+
+    hp: Hparams
     requires: ClassVar[frozenset[str]] = frozenset()
     #: whether :meth:`loss`/:meth:`terms` keep the padding of a batch padded to a static
     #: shape (``train.pad_buckets``, :func:`grprune.batch.pad_batch`) out: its
     #: ``graph_mask``/``edge_mask``, or graphs of environment -1. The trainer refuses to
     #: pad for a regularizer that does not say so.
     pads: ClassVar[bool] = False
-    selector_defaults: ClassVar[dict[str, Any]] = {}
+    selector_defaults: ClassVar[Mapping[str, Any]] = {}
     display_name: ClassVar[str | None] = None
     table_order: ClassVar[float] = math.inf
     name_order: ClassVar[float] = math.inf
+    reserve: Callable[[int], None] | None = None
+    #: the name :data:`REGULARIZERS` registered the class under (set by the registry)
+    registered_name: ClassVar[str] = ""
 
     def __init__(self, **hparams: Any) -> None:
         super().__init__()
-        self.hparams = self.resolve_hparams(hparams, prefix=f"reg.{self.name}.")
+        self.init_hparams(hparams)
+
+    @property
+    def hparam_prefix(self) -> str:
+        """The prefix of this regularizer's keys, ``reg.<name>.``."""
+        return f"reg.{self.name}."
 
     @property
     def name(self) -> str:
         """The registered name (the class name if unregistered)."""
-        return getattr(type(self), "registered_name", type(self).__name__)
+        return type(self).registered_name or type(self).__name__
 
     @property
     def weight(self) -> float:
         """The ``weight`` hyperparameter :math:`\\lambda`."""
-        return float(self.hparams["weight"])
+        return self.hp.weight
 
     def weight_at(self, ctx: StepContext) -> float:
         """The weight of :meth:`loss` in this step; ``weight`` unless a subclass schedules it."""
         return self.weight
 
     @classmethod
-    def supports(cls, selector: type | None = None, dataset: Any = None) -> bool:
+    def supports(cls, selector: type[Selector] | None = None, dataset: Any = None) -> bool:
         """Whether this regularizer can run with ``selector`` on ``dataset``.
 
         Parameters
@@ -173,11 +200,11 @@ class Regularizer(nn.Module, Configurable):
             True if it can. A subclass may return False, or raise
             :class:`Unsupported` with the reason (the default does, from ``requires``).
         """
-        needs = set(getattr(cls, "requires", ()))
+        needs = set(cls.requires)
         if "selector" in needs:
             if selector is None:
                 raise Unsupported("it needs a subgraph selector (edge logits)")
-            if not getattr(selector, "learned", True):
+            if not selector.learned:
                 raise Unsupported("it needs a learned subgraph selector (edge logits), "
                                   "which this selector is not")
         task = "classification" if dataset is None else dataset.task
@@ -227,6 +254,9 @@ class Regularizer(nn.Module, Configurable):
         return sum_terms(self.terms(ctx))
 
 
+REGULARIZERS.base = Regularizer
+
+
 def sum_terms(terms: Mapping[str, Tensor]) -> Tensor:
     """The sum of the terms, in their order."""
     values = iter(terms.values())
@@ -274,8 +304,8 @@ def check_supports(regs: Mapping[str, type[Regularizer]], selector: str = "none"
         except Unsupported as exc:
             ok, reason = False, f": {exc}"
         if not ok:
-            where = f" on dataset {getattr(dataset, 'name', '?')!r}" if dataset is not None else ""
-            learned = [n for n in selectors.names() if getattr(selectors.get(n), "learned", True)]
+            where = f" on dataset {dataset.name!r}" if dataset is not None else ""
+            learned = [n for n in selectors.names() if selectors.get(n).learned]
             hint = (f" (learned selectors: {', '.join(learned)})"
                     if "selector" in reason and learned else "")
             raise GrpruneError(f"regularizer {name!r} cannot run with selector {selector!r}"

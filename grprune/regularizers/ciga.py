@@ -24,7 +24,7 @@ from torch.nn.parameter import UninitializedParameter
 
 from grprune.losses import cross_entropy
 from grprune.ops import bond_mean, bond_value, top_fraction_in_segment
-from grprune.hparams import Param
+from grprune.hparams import hparam
 from grprune.regularizers.base import REGULARIZERS, Regularizer, StepContext
 
 
@@ -243,33 +243,37 @@ class CIGA(Regularizer):
 
     requires = frozenset({"selector", "classes"})
     display_name, table_order, name_order = "CIGA", 60.0, 3.0
-    params = {
-        "weight": Param(1.0, "alpha, weight of the supervised contrastive loss (CIGA "
-                             "--contrast)", low=0.0, search=(0.5, 1.0, 2.0, 4.0, 8.0)),
-        "ratio": Param(0.8, "r: fraction of each graph's bonds in the causal subgraph (CIGA "
-                            "--r)", low=0.0, high=1.0, low_open=True),
-        "temperature": Param(1.0, "temperature of the contrastive loss (CIGA --contrast_t)",
-                             low=0.0, low_open=True),
-        "normalize": Param(True, "L2-normalise the representations before contrasting"),
-        "causal_ce": Param(1.0, "gamma: weight of the cross-entropy on the causal subgraph "
-                                "(CIGA trains its classifier on it; 0 = off)", low=0.0),
-        "spurious_weight": Param(0.0, "beta: weight of the CIGAv2 hinge on the spurious "
-                                      "subgraph (CIGA --spu_coe; 0 = CIGAv1)", low=0.0,
-                                 search=(0.5, 1.0, 2.0, 4.0, 8.0)),
-        "spurious_detach": Param(False, "detach the spurious representation: the hinge then "
-                                        "only trains the spurious head (CIGA -s_rep rep)"),
-    }
+
+    class Hparams(Regularizer.Hparams):
+        weight: float = hparam(1.0, "alpha, weight of the supervised contrastive loss (CIGA "
+                                    "--contrast)", low=0.0, search=(0.5, 1.0, 2.0, 4.0, 8.0))
+        ratio: float = hparam(0.8, "r: fraction of each graph's bonds in the causal subgraph "
+                                   "(CIGA --r)", low=0.0, high=1.0, low_open=True)
+        temperature: float = hparam(1.0, "temperature of the contrastive loss (CIGA "
+                                         "--contrast_t)", low=0.0, low_open=True)
+        normalize: bool = hparam(True, "L2-normalise the representations before contrasting")
+        causal_ce: float = hparam(1.0, "gamma: weight of the cross-entropy on the causal "
+                                       "subgraph (CIGA trains its classifier on it; 0 = off)",
+                                  low=0.0)
+        spurious_weight: float = hparam(0.0, "beta: weight of the CIGAv2 hinge on the "
+                                             "spurious subgraph (CIGA --spu_coe; 0 = CIGAv1)",
+                                        low=0.0, search=(0.5, 1.0, 2.0, 4.0, 8.0))
+        spurious_detach: bool = hparam(False, "detach the spurious representation: the hinge "
+                                              "then only trains the spurious head (CIGA "
+                                              "-s_rep rep)")
+
+    hp: Hparams
 
     def __init__(self, **hparams: Any) -> None:
         super().__init__(**hparams)
-        self.spurious_head = SpuriousHead() if self.hparams["spurious_weight"] > 0 else None
+        self.spurious_head = SpuriousHead() if self.hp.spurious_weight > 0 else None
 
     def split(self, ctx: StepContext) -> tuple[Tensor, Tensor, Tensor]:
         """Causal mask (E,) bool and the edge weights of :math:`\\hat G_c` and :math:`\\hat G_s`."""
         batch, sel = ctx.batch, ctx.selection
         assert sel is not None  # requires a selector: supports() refuses a run without one
         keep = causal_edge_mask(sel.edge_logits, batch.bond, batch.edge_graph,
-                                batch.num_graphs, self.hparams["ratio"])
+                                batch.num_graphs, self.hp.ratio)
         prob = sel.edge_prob
         zero = torch.zeros_like(prob)
         return keep, torch.where(keep, prob, zero), torch.where(keep, zero, 1 - prob)
@@ -278,22 +282,22 @@ class CIGA(Regularizer):
         """``contrast`` :math:`\\alpha \\mathcal L_{con}`, ``causal_ce``
         :math:`\\gamma\\,\\mathrm{CE}(\\hat G_c)` and ``hinge`` :math:`\\beta
         \\mathcal L_{hinge}`, the last two only when their weight is > 0."""
-        hp, y = self.hparams, ctx.batch.y
+        hp, y = self.hp, ctx.batch.y
         _, causal_w, spurious_w = self.split(ctx)
         causal = ctx.encode(causal_w)
-        out = {"contrast": hp["weight"] * sup_contrast_loss(
-            causal.graph_repr, y, hp["temperature"], hp["normalize"])}
-        if hp["causal_ce"] == 0 and hp["spurious_weight"] == 0:
+        out = {"contrast": hp.weight * sup_contrast_loss(
+            causal.graph_repr, y, hp.temperature, hp.normalize)}
+        if hp.causal_ce == 0 and hp.spurious_weight == 0:
             return out
         causal_ce = cross_entropy(causal.logits, y, reduction="none")
-        if hp["causal_ce"] > 0:
-            out["causal_ce"] = hp["causal_ce"] * causal_ce.mean()
-        if hp["spurious_weight"] > 0:
+        if hp.causal_ce > 0:
+            out["causal_ce"] = hp.causal_ce * causal_ce.mean()
+        if hp.spurious_weight > 0:
             rep = ctx.encode(spurious_w).graph_repr
-            if hp["spurious_detach"]:
+            if hp.spurious_detach:
                 rep = rep.detach()
             assert self.spurious_head is not None  # built when spurious_weight > 0
             logits = self.spurious_head(rep, causal.logits.shape[1])
             spurious_ce = cross_entropy(logits, y, reduction="none")
-            out["hinge"] = hp["spurious_weight"] * ciga_hinge(spurious_ce, causal_ce.detach())
+            out["hinge"] = hp.spurious_weight * ciga_hinge(spurious_ce, causal_ce.detach())
         return out

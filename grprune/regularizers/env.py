@@ -38,7 +38,7 @@ from torch import Tensor
 
 from grprune.ops import rank_in_segment, segment_sum
 from grprune.losses import cross_entropy
-from grprune.hparams import Param
+from grprune.hparams import hparam
 from grprune.regularizers.base import REGULARIZERS, Regularizer, StepContext
 
 
@@ -160,7 +160,7 @@ def static_slots(ctx: StepContext) -> EnvSlots | None:
     """:class:`EnvSlots` of a batch padded to a static shape (``train.pad_buckets``), whose
     penalties then take their static form; None for a batch without padding, which keeps
     :func:`env_groups` (the records of unpadded runs do not move)."""
-    if getattr(ctx.batch, "graph_mask", None) is None:  # also a duck-typed batch (tests)
+    if ctx.batch.graph_mask is None:
         return None
     return EnvSlots.of(ctx.batch.env.to(ctx.output.logits.device))
 
@@ -192,30 +192,31 @@ class AnnealedPenalty(Regularizer):
     regularizer has no access to the optimizer).
     """
 
-    params = {
-        "weight": Param(1.0, "weight lambda of this term in the loss", low=0.0),
-        "anneal_steps": Param(500, "first training steps weighted anneal_weight instead of "
-                                   "weight (DomainBed: 500; 0 = off)", low=0),
-        "anneal_weight": Param(1.0, "weight during the anneal steps (DomainBed: 1.0)", low=0.0),
-    }
+
+    class Hparams(Regularizer.Hparams):
+        anneal_steps: int = hparam(500, "first training steps weighted anneal_weight instead "
+                                        "of weight (DomainBed: 500; 0 = off)", low=0)
+        anneal_weight: float = hparam(1.0, "weight during the anneal steps (DomainBed: 1.0)",
+                                      low=0.0)
+
+    hp: Hparams
 
     def weight_at(self, ctx: StepContext) -> float:
         """``anneal_weight`` while ``ctx.step < anneal_steps``, ``weight`` after (with
         ``anneal_steps=0`` ``ctx.step`` is not read: a compiled step does not guard on it)."""
-        steps = self.hparams["anneal_steps"]
+        steps = self.hp.anneal_steps
         annealing = steps > 0 and ctx.step < steps
-        return float(self.hparams["anneal_weight" if annealing else "weight"])
+        return self.hp.anneal_weight if annealing else self.hp.weight
 
     def weighted(self, ctx: StepContext, value: Tensor) -> Tensor:
         """:math:`\\lambda(t) R`; in a compiled or captured step (``ctx.step_tensor`` set)
         the choice of :math:`\\lambda(t)` is a ``torch.where`` on the device's step count,
         which a replayed graph follows: bit for bit :meth:`weight_at`'s product, and the same
         gradient (the other branch gets zeros)."""
-        steps, step = self.hparams["anneal_steps"], getattr(ctx, "step_tensor", None)
+        steps, step = self.hp.anneal_steps, ctx.step_tensor
         if step is None or steps <= 0:
             return self.weight_at(ctx) * value
-        return torch.where(step < steps, float(self.hparams["anneal_weight"]) * value,
-                           float(self.hparams["weight"]) * value)
+        return torch.where(step < steps, self.hp.anneal_weight * value, self.hp.weight * value)
 
     def get_extra_state(self) -> dict:
         return {}
@@ -264,14 +265,15 @@ class IRMPenalty(AnnealedPenalty):
     requires = frozenset({"env", "classes"})
     pads = True  # padding graphs have environment -1, which env_groups leaves out
     display_name, table_order, name_order = "IRM", 10.0, 4.0
-    params = {
-        **AnnealedPenalty.params,
-        "weight": Param(100.0, "IRM penalty weight (DomainBed irm_lambda: 100)", low=0.0,
-                        search=(0.01, 0.1, 1.0, 10.0)),
-        "estimator": Param("full", "full: squared gradient per environment (GOOD); halves: "
-                                   "product of the gradients on two halves (DomainBed, "
-                                   "unbiased)", choices=("full", "halves")),
-    }
+
+    class Hparams(AnnealedPenalty.Hparams):
+        weight: float = hparam(100.0, "IRM penalty weight (DomainBed irm_lambda: 100)",
+                               low=0.0, search=(0.01, 0.1, 1.0, 10.0))
+        estimator: str = hparam("full", "full: squared gradient per environment (GOOD); "
+                                        "halves: product of the gradients on two halves "
+                                        "(DomainBed, unbiased)", choices=("full", "halves"))
+
+    hp: Hparams
 
     def penalty(self, ctx: StepContext) -> Tensor:
         slots = static_slots(ctx)
@@ -281,7 +283,7 @@ class IRMPenalty(AnnealedPenalty):
         m = counts.numel()
         if m == 0:
             return _zero(ctx)
-        halves = self.hparams["estimator"] == "halves"
+        halves = self.hp.estimator == "halves"
         if halves:
             if not bool((counts >= 2).any()):
                 return _zero(ctx)
@@ -306,7 +308,7 @@ class IRMPenalty(AnnealedPenalty):
         with the closed-form gradient :func:`irm_graph_grad` instead of
         ``torch.autograd.grad``."""
         per_graph = irm_graph_grad(ctx.output.logits, ctx.batch.y)
-        if self.hparams["estimator"] == "full":
+        if self.hp.estimator == "full":
             return slots.mean(slots.risks(per_graph) ** 2)
         b = per_graph.shape[0]
         rank = rank_in_segment(torch.arange(b, device=per_graph.device), slots.slot, b)
@@ -337,9 +339,12 @@ class VRExPenalty(AnnealedPenalty):
     requires = frozenset({"env", "classes"})
     pads = True  # padding graphs have environment -1, which env_groups leaves out
     display_name, table_order, name_order = "VREx", 30.0, 5.0
-    params = {**AnnealedPenalty.params,
-              "weight": Param(10.0, "V-REx penalty weight (DomainBed vrex_lambda: 10)", low=0.0,
-                              search=(0.01, 0.1, 1.0, 10.0))}
+
+    class Hparams(AnnealedPenalty.Hparams):
+        weight: float = hparam(10.0, "V-REx penalty weight (DomainBed vrex_lambda: 10)",
+                               low=0.0, search=(0.01, 0.1, 1.0, 10.0))
+
+    hp: Hparams
 
     def penalty(self, ctx: StepContext) -> Tensor:
         slots = static_slots(ctx)
@@ -391,13 +396,15 @@ class GroupDRO(Regularizer):
     requires = frozenset({"env", "classes"})
     pads = True  # padding graphs have environment -1, which env_groups leaves out
     display_name, table_order, name_order = "GroupDRO", 20.0, 6.0
-    params = {
-        "weight": Param(1.0, "weight of the q-weighted risk, added to the CE (see docs)",
-                        low=0.0),
-        "step_size": Param(0.01, "eta of the exponentiated-gradient update of q (DomainBed: "
-                                 "0.01; 0 = the mean of the environments' risks)", low=0.0,
-                           search=(1.0, 0.1, 0.01)),
-    }
+
+    class Hparams(Regularizer.Hparams):
+        weight: float = hparam(1.0, "weight of the q-weighted risk, added to the CE (see "
+                                    "docs)", low=0.0)
+        step_size: float = hparam(0.01, "eta of the exponentiated-gradient update of q "
+                                        "(DomainBed: 0.01; 0 = the mean of the environments' "
+                                        "risks)", low=0.0, search=(1.0, 0.1, 0.01))
+
+    hp: Hparams
 
     log_q: Tensor  # buffers, grown as environment ids appear
     seen: Tensor
@@ -459,7 +466,7 @@ class GroupDRO(Regularizer):
         ids = ids.to(self.log_q.device)
         if self.training:
             self.seen[ids] = True
-            self.log_q[ids] += self.hparams["step_size"] * risks.detach().to(self.log_q.dtype)
+            self.log_q[ids] += self.hp.step_size * risks.detach().to(self.log_q.dtype)
         weights = torch.softmax(self.log_q[ids], 0).to(risks.dtype).to(risks.device)
         return (weights * risks).sum()
 
@@ -475,7 +482,7 @@ class GroupDRO(Regularizer):
         ids = torch.where(slots.valid, slots.ids, 0).to(self.log_q.device)
         valid = slots.valid.to(self.log_q.device)
         if self.training:  # an empty slot adds 0 to id 0 (after the batch's own, if any)
-            step = self.hparams["step_size"] * risks.detach().to(self.log_q.dtype)
+            step = self.hp.step_size * risks.detach().to(self.log_q.dtype)
             self.log_q.index_add_(0, ids, torch.where(valid, step.to(valid.device), 0.0))
             hits = torch.zeros_like(self.log_q, dtype=torch.long).index_add_(0, ids, valid.long())
             self.seen.logical_or_(hits > 0)

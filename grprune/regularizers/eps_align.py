@@ -6,7 +6,7 @@ import torch
 from torch import Tensor
 
 from grprune.ops import rank_in_segment
-from grprune.hparams import Param
+from grprune.hparams import hparam
 from grprune.regularizers.base import REGULARIZERS, Regularizer, StepContext
 
 
@@ -98,24 +98,28 @@ class EpsilonAlignment(Regularizer):
     requires = frozenset({"selector"})
     pads = True
     name_order = 1.0
-    params = {
-        "weight": Param(0.01, "lambda_2, weight of L_s", low=0.0, search=(0.1, 0.01, 0.001)),
-        "k": Param(50.0, "K: percent of edges (lowest probability) aligned to eps", low=0.0,
-                   high=100.0, low_open=True, search=(50.0, 70.0, 90.0)),
-        "eps": Param("auto", "target probability; auto = 1/|E| per graph (paper), 1/k "
-                             "(official)", low=0.0, high=1.0, parser=_parse_eps),
-        "form": Param("paper", "paper: per-graph mean (Eq. 4); official: batch-level 0.5*sum",
-                      choices=("paper", "official")),
-    }
+
+    class Hparams(Regularizer.Hparams):
+        weight: float = hparam(0.01, "lambda_2, weight of L_s", low=0.0,
+                               search=(0.1, 0.01, 0.001))
+        k: float = hparam(50.0, "K: percent of edges (lowest probability) aligned to eps",
+                          low=0.0, high=100.0, low_open=True, search=(50.0, 70.0, 90.0))
+        eps: float | str = hparam("auto", "target probability; auto = 1/|E| per graph "
+                                          "(paper), 1/k (official)", low=0.0, high=1.0,
+                                  parser=_parse_eps)
+        form: str = hparam("paper", "paper: per-graph mean (Eq. 4); official: batch-level "
+                                    "0.5*sum", choices=("paper", "official"))
+
+    hp: Hparams
 
     def loss(self, ctx: StepContext) -> Tensor:
         sel = ctx.selection
         assert sel is not None  # requires a selector: supports() refuses a run without one
         batch, prob = ctx.batch, sel.edge_prob
-        frac, eps = self.hparams["k"] / 100.0, self.hparams["eps"]
+        frac, eps = self.hp.k / 100.0, self.hp.eps
         if prob.numel() == 0:
             return prob.sum()
-        if self.hparams["form"] == "official":
+        if self.hp.form == "official":
             if batch.padded:  # one static graph for every batch of a bucket
                 assert batch.edge_mask is not None  # a padded batch masks its edges too
                 return official_static(prob, batch.edge_mask, frac, eps)

@@ -16,7 +16,7 @@ import torch
 from torch import Tensor
 
 from grprune.errors import GrpruneError
-from grprune.hparams import Param
+from grprune.hparams import hparam
 from grprune.regularizers.base import REGULARIZERS, Regularizer, StepContext
 
 
@@ -136,29 +136,31 @@ class GSAT(Regularizer):
     pads = True
     display_name, table_order, name_order = "GSAT", 50.0, 2.0
     selector_defaults = {"hard": False, "eval_mode": "soft"}
-    params = {
-        "weight": Param(1.0, "GSAT's info_loss_coef, weight of the KL term", low=0.0),
-        "init_r": Param(0.9, "prior keep-probability r at the start of the schedule", low=0.0,
-                        high=1.0, low_open=True),
-        "final_r": Param(0.7, "lowest r of the schedule", low=0.0, high=1.0, low_open=True,
-                         search=(0.3, 0.5, 0.7)),
-        "decay_r": Param(0.1, "r decreases by this every decay_interval epochs (0 = fixed r)",
-                         low=0.0),
-        "decay_interval": Param(20, "epochs between two decreases of r", low=1),
-        "eps": Param(1e-6, "stabiliser inside the logs of the KL (GSAT: 1e-6)", low=0.0),
-        "att": Param("sample", "sample: KL of the relaxed concrete sample (GSAT's code); "
-                               "prob: of sigmoid(logit)", choices=("sample", "prob")),
-        "schedule": Param("active", "active: the r schedule counts epochs since this term "
-                                    "switched on (after warm-up); absolute: the trainer's "
-                                    "epoch", choices=("active", "absolute")),
-    }
+
+    class Hparams(Regularizer.Hparams):
+        weight: float = hparam(1.0, "GSAT's info_loss_coef, weight of the KL term", low=0.0)
+        init_r: float = hparam(0.9, "prior keep-probability r at the start of the schedule",
+                               low=0.0, high=1.0, low_open=True)
+        final_r: float = hparam(0.7, "lowest r of the schedule", low=0.0, high=1.0,
+                                low_open=True, search=(0.3, 0.5, 0.7))
+        decay_r: float = hparam(0.1, "r decreases by this every decay_interval epochs (0 = "
+                                     "fixed r)", low=0.0)
+        decay_interval: int = hparam(20, "epochs between two decreases of r", low=1)
+        eps: float = hparam(1e-6, "stabiliser inside the logs of the KL (GSAT: 1e-6)", low=0.0)
+        att: str = hparam("sample", "sample: KL of the relaxed concrete sample (GSAT's code); "
+                                    "prob: of sigmoid(logit)", choices=("sample", "prob"))
+        schedule: str = hparam("active", "active: the r schedule counts epochs since this "
+                                         "term switched on (after warm-up); absolute: the "
+                                         "trainer's epoch", choices=("active", "absolute"))
+
+    hp: Hparams
 
     def __init__(self, **hparams: Any) -> None:
         super().__init__(**hparams)
-        hp = self.hparams
-        if hp["final_r"] > hp["init_r"]:
-            raise GrpruneError(f"reg.gsat.final_r ({hp['final_r']}) must not exceed "
-                               f"init_r ({hp['init_r']})")
+        hp = self.hp
+        if hp.final_r > hp.init_r:
+            raise GrpruneError(f"reg.gsat.final_r ({hp.final_r}) must not exceed "
+                               f"init_r ({hp.init_r})")
         #: the first epoch this term was computed (schedule="active"); kept in
         #: the state dict so a resumed run continues the same schedule
         self.start_epoch: int | None = None
@@ -171,7 +173,7 @@ class GSAT(Regularizer):
 
     def schedule_epoch(self, epoch: int) -> int:
         """The epoch the r schedule sees for trainer epoch ``epoch``."""
-        if self.hparams["schedule"] == "absolute":
+        if self.hp.schedule == "absolute":
             return epoch
         if self.start_epoch is None:
             self.start_epoch = int(epoch)
@@ -179,26 +181,25 @@ class GSAT(Regularizer):
 
     def r(self, epoch: int) -> float:
         """Prior keep-probability at schedule epoch ``epoch``."""
-        hp = self.hparams
-        return gsat_r(epoch, hp["init_r"], hp["final_r"], hp["decay_r"], hp["decay_interval"])
+        hp = self.hp
+        return gsat_r(epoch, hp.init_r, hp.final_r, hp.decay_r, hp.decay_interval)
 
     def loss(self, ctx: StepContext) -> Tensor:
         sel = ctx.selection
         assert sel is not None  # requires a selector: supports() refuses a run without one
-        if self.hparams["att"] == "sample" and sel.relaxed is not None:
+        if self.hp.att == "sample" and sel.relaxed is not None:
             att = sel.relaxed
         else:  # att="prob", or no sample (evaluation)
             att = sel.edge_prob
-        epoch = getattr(ctx, "epoch_tensor", None)  # (a duck-typed context: None)
+        epoch = ctx.epoch_tensor
         if epoch is None:
             r: float | Tensor = self.r(self.schedule_epoch(ctx.epoch))
         else:  # compiled or captured: the schedule from the device's epoch ("active"
-            hp = self.hparams  # reads ctx.epoch once, at its first, eager step)
-            active = hp["schedule"] == "active"
+            hp = self.hp  # reads ctx.epoch once, at its first, eager step)
+            active = hp.schedule == "active"
             if active and self.start_epoch is None:
                 self.start_epoch = int(ctx.epoch)
             start = self.start_epoch if active and self.start_epoch is not None else 0
-            r = gsat_r_tensor(epoch - start, hp["init_r"], hp["final_r"], hp["decay_r"],
-                              hp["decay_interval"])
-        batch = getattr(ctx, "batch", None)  # a context without a batch: no padding
-        return gsat_info_loss(att, r, self.hparams["eps"], getattr(batch, "edge_mask", None))
+            r = gsat_r_tensor(epoch - start, hp.init_r, hp.final_r, hp.decay_r,
+                              hp.decay_interval)
+        return gsat_info_loss(att, r, self.hp.eps, ctx.batch.edge_mask)

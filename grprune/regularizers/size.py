@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from grprune.hparams import Param
+from grprune.hparams import hparam
 from grprune.regularizers.base import REGULARIZERS, Regularizer, StepContext
 
 
@@ -40,20 +40,23 @@ class SizeConstraint(Regularizer):
     requires = frozenset({"selector"})
     pads = True
     name_order = 0.0
-    params = {
-        "weight": Param(10.0, "lambda_1, weight of L_e", low=0.0, search=(10.0, 40.0)),
-        "eta": Param(0.85, "edge budget: target fraction of kept edges", low=0.0, high=1.0,
-                     search=(0.5, 0.75, 0.85)),
-        "form": Param("paper", "paper: per-graph squared error (Eq. 3); official: batch-level "
-                               "asymmetric linear", choices=("paper", "official")),
-    }
+
+    class Hparams(Regularizer.Hparams):
+        weight: float = hparam(10.0, "lambda_1, weight of L_e", low=0.0, search=(10.0, 40.0))
+        eta: float = hparam(0.85, "edge budget: target fraction of kept edges", low=0.0,
+                            high=1.0, search=(0.5, 0.75, 0.85))
+        form: str = hparam("paper", "paper: per-graph squared error (Eq. 3); official: "
+                                    "batch-level asymmetric linear",
+                           choices=("paper", "official"))
+
+    hp: Hparams
 
     def loss(self, ctx: StepContext) -> Tensor:
         sel = ctx.selection
         assert sel is not None  # requires a selector: supports() refuses a run without one
         batch, weight = ctx.batch, sel.edge_weight
-        eta = self.hparams["eta"]
-        if self.hparams["form"] == "official":
+        eta = self.hp.eta
+        if self.hp.form == "official":
             if weight.numel() == 0:
                 return weight.sum()
             r = (weight.mean() if batch.edge_mask is None

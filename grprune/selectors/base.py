@@ -140,7 +140,7 @@ def graph_noise(batch: GraphBatch, per_bond: bool, seed: int, draw: int = 0,
     """:func:`keyed_uniform` noise per bond (shape (U,)) or per directed edge (shape (E,)).
 
     The graph key is ``batch.index`` (dataset index, or what the caller put there, e.g.
-    :func:`grprune.predict.smiles_key`); a directed edge's key is its local node pair
+    :func:`grprune.predict_memory.smiles_key`); a directed edge's key is its local node pair
     ``(src, dst)``, a bond's the ordered pair ``(min, max)``: numbers of the graph
     itself, so a graph's noise does not depend on where it sits in the batch.
     """
@@ -195,8 +195,9 @@ def concrete_sample(logits: Tensor, tau: float, hard: bool, noise: Tensor | None
 class Selector(nn.Module, Configurable, ABC):
     """A subgraph selector :math:`t(\\cdot)` (paper Section 4): a batch in, a :class:`Selection` out.
 
-    Subclasses implement :meth:`forward` and declare their hyperparameters in
-    ``params`` (``selector.*`` keys); :class:`~grprune.selectors.gumbel.GumbelSelector`
+    Subclasses implement :meth:`forward` and declare their hyperparameters (``selector.*``
+    keys) in a nested ``Hparams`` class that subclasses their base class's, read as
+    ``self.hp.<name>`` (annotate ``hp: Hparams``); :class:`~grprune.selectors.gumbel.GumbelSelector`
     adds the Gumbel (binary concrete) sampling of PrunE, so that a learned
     selector only scores edges.
 
@@ -215,12 +216,18 @@ class Selector(nn.Module, Configurable, ABC):
     learned: ClassVar[bool] = True
     display_name: ClassVar[str | None] = None
     table_order: ClassVar[float] = math.inf
-    params: ClassVar[dict] = {}
+    #: the name :data:`SELECTORS` registered the class under (set by the registry)
+    registered_name: ClassVar[str] = ""
 
     def __init__(self, feature_kind: str = "ogb", node_dim: int = 0, edge_dim: int = 0,
                  **hparams) -> None:
         super().__init__()
-        self.hparams = self.resolve_hparams(hparams, prefix="selector.")
+        self.init_hparams(hparams)
+
+    @property
+    def hparam_prefix(self) -> str:
+        """The prefix of a selector's keys, ``selector.``."""
+        return "selector."
 
     @abstractmethod
     def forward(self, batch: GraphBatch) -> Selection:
@@ -236,8 +243,7 @@ class Selector(nn.Module, Configurable, ABC):
         """Which draw of :attr:`eval_draws` this evaluation forward pass on ``batch`` is:
         0 on a new batch, then 1, 2, ... while the same batch object comes back
         (:meth:`grprune.model.GraphClassifier.predict` averages draws on one batch)."""
-        last = getattr(self, "_draw_batch", None)
-        draw = getattr(self, "_draw", 0) + 1 if last is batch else 0
+        draw = self._draw + 1 if self._draw_batch is batch else 0
         self._draw_batch, self._draw = batch, draw
         return draw
 
@@ -247,11 +253,12 @@ class Selector(nn.Module, Configurable, ABC):
 
     @property
     def eval_draws(self) -> int:
-        """Forward passes whose predictions evaluation averages: ``eval_samples`` with
-        ``eval_mode=sample``, else 1."""
-        if self.hparams.get("eval_mode") != "sample":
-            return 1
-        return max(1, int(self.hparams.get("eval_samples", 1)))
+        """Forward passes whose predictions evaluation averages: 1 here; a selector whose
+        evaluation samples (``eval_mode=sample``) returns its ``eval_samples``."""
+        return 1
+
+
+SELECTORS.base = Selector
 
 
 def check_selection(selection: Any, batch: GraphBatch, name: str) -> Selection:

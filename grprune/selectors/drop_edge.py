@@ -9,7 +9,7 @@ import torch
 from torch import Tensor
 
 from grprune.batch import GraphBatch
-from grprune.hparams import Param
+from grprune.hparams import hparam
 from grprune.selectors.base import SELECTORS, Selection, Selector
 
 
@@ -49,19 +49,26 @@ class DropEdgeSelector(Selector):
     learned: ClassVar[bool] = False
     display_name = "DropEdge"
     table_order = 40.0
-    params = {
-        "rate": Param(0.2, "probability of dropping each bond in training", low=0.0, high=1.0,
-                      high_open=True, search=(0.1, 0.2, 0.3)),
-        "eval_mode": Param("full", "full: keep every edge at evaluation (DropEdge); sample: "
-                                   "drop as in training and average eval_samples draws",
-                           choices=("full", "sample")),
-        "eval_samples": Param(1, "with eval_mode=sample: predictions averaged over this many "
-                                 "draws", low=1),
-    }
+
+    class Hparams(Selector.Hparams):
+        rate: float = hparam(0.2, "probability of dropping each bond in training", low=0.0,
+                             high=1.0, high_open=True, search=(0.1, 0.2, 0.3))
+        eval_mode: str = hparam("full", "full: keep every edge at evaluation (DropEdge); "
+                                        "sample: drop as in training and average "
+                                        "eval_samples draws", choices=("full", "sample"))
+        eval_samples: int = hparam(1, "with eval_mode=sample: predictions averaged over this "
+                                      "many draws", low=1)
+
+    hp: Hparams
+
+    @property
+    def eval_draws(self) -> int:
+        """``eval_samples`` with ``eval_mode=sample``, else 1."""
+        return max(1, self.hp.eval_samples) if self.hp.eval_mode == "sample" else 1
 
     def edge_logits(self, batch: GraphBatch) -> Tensor:
         """The constant logit of the keep probability, shape (E,)."""
-        p = 1.0 - self.hparams["rate"]
+        p = 1.0 - self.hp.rate
         logit = math.log(p / (1.0 - p)) if p < 1.0 else math.inf
         logit = max(-13.8, min(13.8, logit))
         return torch.full((batch.src.numel(),), logit, device=batch.device)
@@ -69,9 +76,9 @@ class DropEdgeSelector(Selector):
     def forward(self, batch: GraphBatch) -> Selection:
         """Bernoulli bond mask in training (or ``eval_mode="sample"``), all ones otherwise."""
         logits = self.edge_logits(batch)
-        prob = torch.full_like(logits, 1.0 - self.hparams["rate"])
-        if self.training or self.hparams["eval_mode"] == "sample":
-            keep = torch.rand(batch.num_bonds, device=batch.device) >= self.hparams["rate"]
+        prob = torch.full_like(logits, 1.0 - self.hp.rate)
+        if self.training or self.hp.eval_mode == "sample":
+            keep = torch.rand(batch.num_bonds, device=batch.device) >= self.hp.rate
             weight = keep.to(logits.dtype)[batch.bond]
         else:
             weight = torch.ones_like(logits)

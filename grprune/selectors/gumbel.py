@@ -11,7 +11,7 @@ from torch import Tensor, nn
 
 from grprune.batch import GraphBatch
 from grprune.encoders.base import ENCODERS
-from grprune.hparams import Param
+from grprune.hparams import hparam
 from grprune.selectors.base import (EVAL_MODES, SAMPLE_UNITS, SELECTORS, Selection, Selector,
                                     budget_mask, concrete_sample, graph_noise)
 
@@ -46,19 +46,27 @@ class GumbelSelector(Selector):
       Deterministic (ties: the earlier bond).
     """
 
-    params = {
-        "tau": Param(1.0, "temperature of the Gumbel (binary concrete) relaxation, paper Eq. 2",
-                     low=0.0, low_open=True),
-        "hard": Param(True, "straight-through hard samples (true) or soft concrete samples"),
-        "sample_per": Param("bond", "one Gumbel sample per bond (both directions) or per "
-                                    "directed edge (official code)", choices=SAMPLE_UNITS),
-        "eval_mode": Param("threshold", "edge mask at evaluation (official code: sample)",
-                           choices=EVAL_MODES),
-        "eval_samples": Param(1, "with eval_mode=sample: predictions averaged over this many "
-                                 "draws", low=1),
-        "eval_budget": Param(0.0, "with eval_mode=budget: fraction of each graph's bonds kept "
-                                  "(0 = reg.size.eta)", low=0.0, high=1.0),
-    }
+
+    class Hparams(Selector.Hparams):
+        tau: float = hparam(1.0, "temperature of the Gumbel (binary concrete) relaxation, "
+                                 "paper Eq. 2", low=0.0, low_open=True)
+        hard: bool = hparam(True, "straight-through hard samples (true) or soft concrete "
+                                  "samples")
+        sample_per: str = hparam("bond", "one Gumbel sample per bond (both directions) or per "
+                                         "directed edge (official code)", choices=SAMPLE_UNITS)
+        eval_mode: str = hparam("threshold", "edge mask at evaluation (official code: sample)",
+                                choices=EVAL_MODES)
+        eval_samples: int = hparam(1, "with eval_mode=sample: predictions averaged over this "
+                                      "many draws", low=1)
+        eval_budget: float = hparam(0.0, "with eval_mode=budget: fraction of each graph's "
+                                         "bonds kept (0 = reg.size.eta)", low=0.0, high=1.0)
+
+    hp: Hparams
+
+    @property
+    def eval_draws(self) -> int:
+        """``eval_samples`` with ``eval_mode=sample``, else 1."""
+        return max(1, self.hp.eval_samples) if self.hp.eval_mode == "sample" else 1
 
     @abstractmethod
     def edge_logits(self, batch: GraphBatch) -> Tensor:
@@ -71,11 +79,11 @@ class GumbelSelector(Selector):
         bond_logits = batch.segment_mean(raw, "bond")
         logits = batch.gather(bond_logits, "bond")
         prob = torch.sigmoid(logits)
-        tau, mode = self.hparams["tau"], self.hparams["eval_mode"]
+        tau, mode = self.hp.tau, self.hp.eval_mode
         relaxed = None
         if self.training or mode == "sample":
-            hard = self.hparams["hard"]
-            per_bond = self.hparams["sample_per"] != "edge"
+            hard = self.hp.hard
+            per_bond = self.hp.sample_per != "edge"
             noise = None  # training: the global RNG
             if not self.training:  # evaluation: noise keyed by (seed, graph, edge, draw)
                 noise = graph_noise(batch, per_bond, self.eval_seed, self.eval_draw(batch),
@@ -89,7 +97,7 @@ class GumbelSelector(Selector):
         elif mode == "threshold":
             weight = (prob > 0.5).to(prob.dtype)
         elif mode == "budget":
-            weight = budget_mask(bond_logits, batch, self.hparams["eval_budget"])[batch.bond]
+            weight = budget_mask(bond_logits, batch, self.hp.eval_budget)[batch.bond]
             weight = weight.to(prob.dtype)
         else:
             weight = prob
@@ -115,34 +123,35 @@ class GNNGumbelSelector(GumbelSelector):
     """
 
     encoder_name = "gin"
-    params = {
-        **GumbelSelector.params,
-        "layers": Param(2, "GNN layers of the selector (paper: 2 or 3)", low=1, high=64,
-                        search=(2, 3)),
-        "hidden": Param(64, "hidden width of the selector", low=1, high=8192),
-        "dropout": Param(0.0, "dropout inside the selector GNN", low=0.0, high=1.0,
-                         high_open=True),
-        "virtual_node": Param(False, "virtual node in the selector GNN"),
-        "symmetrize": Param("mean-logit", "one logit per bond: mean of the MLP on both orders "
-                                          "(paper Eq. 1) or the MLP of their sum (sum-input, "
-                                          "official code)",
-                            choices=("mean-logit", "sum-input")),
-        "layer_relu": Param(True, "ReLU between the selector GNN's layers (official code: "
-                                  "none)"),
-        "init": Param("torch", "Linear initialisation of the selector GNN: torch or xavier "
-                               "(official)", choices=("torch", "xavier")),
-    }
+
+    class Hparams(GumbelSelector.Hparams):
+        layers: int = hparam(2, "GNN layers of the selector (paper: 2 or 3)", low=1, high=64,
+                             search=(2, 3))
+        hidden: int = hparam(64, "hidden width of the selector", low=1, high=8192)
+        dropout: float = hparam(0.0, "dropout inside the selector GNN", low=0.0, high=1.0,
+                                high_open=True)
+        virtual_node: bool = hparam(False, "virtual node in the selector GNN")
+        symmetrize: str = hparam("mean-logit", "one logit per bond: mean of the MLP on both "
+                                               "orders (paper Eq. 1) or the MLP of their sum "
+                                               "(sum-input, official code)",
+                                 choices=("mean-logit", "sum-input"))
+        layer_relu: bool = hparam(True, "ReLU between the selector GNN's layers (official "
+                                        "code: none)")
+        init: str = hparam("torch", "Linear initialisation of the selector GNN: torch or "
+                                    "xavier (official)", choices=("torch", "xavier"))
+
+    hp: Hparams
 
     def __init__(self, feature_kind: str = "ogb", node_dim: int = 0, edge_dim: int = 0,
                  **hparams) -> None:
         super().__init__(feature_kind, node_dim, edge_dim, **hparams)
-        hp = self.hparams
+        hp = self.hp
         self.gnn = ENCODERS.make(self.encoder_name, feature_kind=feature_kind,
                                  node_dim=node_dim, edge_dim=edge_dim,
-                                 layers=hp["layers"], hidden=hp["hidden"],
-                                 dropout=hp["dropout"], virtual_node=hp["virtual_node"],
-                                 layer_relu=hp["layer_relu"], init=hp["init"])
-        d = hp["hidden"]
+                                 layers=hp.layers, hidden=hp.hidden,
+                                 dropout=hp.dropout, virtual_node=hp.virtual_node,
+                                 layer_relu=hp.layer_relu, init=hp.init)
+        d = hp.hidden
         self.edge_mlp = nn.Sequential(nn.Linear(3 * d, 2 * d), nn.ReLU(), nn.Linear(2 * d, 1))
 
     def edge_logits(self, batch: GraphBatch) -> Tensor:
@@ -159,7 +168,7 @@ class GNNGumbelSelector(GumbelSelector):
         first, act, last = self.edge_mlp
         w_src, w_dst, w_sum = cast(Tensor, first.weight).chunk(3, dim=1)  # each (2D, D)
         bias = cast(Tensor, first.bias)
-        if self.hparams["symmetrize"] == "sum-input":
+        if self.hp.symmetrize == "sum-input":
             # MLP((h_i||h_j||h_i+h_j) + (h_j||h_i||h_i+h_j)) = MLP(u||u||2u), u = h_i + h_j
             proj = h @ (w_src + w_dst + 2 * w_sum).t()  # (N, 2D)
             z = batch.gather(proj, "src") + batch.gather(proj, "dst") + bias

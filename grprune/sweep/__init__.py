@@ -1,7 +1,8 @@
 """Sweeps: many configurations, one run directory each, run in parallel and resumable.
 
-``grprune sweep`` expands a grid (:mod:`grprune.sweep.grid`) into configurations,
-resolved exactly as ``grprune run`` resolves them. Each configuration runs in its own
+``grprune sweep`` expands a grid (:mod:`grprune.sweep.grid`) into configurations
+(:mod:`grprune.sweep.expansion`), resolved exactly as ``grprune run`` resolves them. Each
+configuration runs in its own
 child process, ``python -m grprune run --config <run_dir>/config.json --out <run_dir>``,
 locally or as a Ray task (:mod:`grprune.sweep.launchers`), with the sweep's plugins
 in ``GRPRUNE_PLUGINS`` (``grprune --plugin``, :mod:`grprune.cli.plugins`), into
@@ -61,8 +62,8 @@ alone and the configuration is not run).
 
 from __future__ import annotations
 
-from grprune.sweep.grid import (Configuration, Expansion, Grid, expand, grid_from_mapping,
-                                grid_from_options, load_spec, run_command)
+from grprune.sweep.expansion import Configuration, Expansion, expand, run_command
+from grprune.sweep.grid import Grid, grid_from_mapping, grid_from_options, load_spec
 from grprune.sweep.parsing import parse_hparams, parse_reg, parse_seeds
 from grprune.record.files import PLAN
 from grprune.sweep.plan import Job, Outcome, read_plan, run_status, run_sweep, write_plan

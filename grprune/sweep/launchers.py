@@ -21,7 +21,7 @@ import time
 from typing import Any, Callable, Iterable, Sequence
 
 from grprune.errors import GrpruneError
-from grprune.record.rundir import RUNNING_ELSEWHERE
+from grprune.record.status import RUNNING_ELSEWHERE
 from grprune.sweep.plan import Job, start_child, thread_env
 
 OnStart = Callable[[Job], None]

@@ -19,7 +19,7 @@ import re
 from typing import Any, Iterable
 
 from grprune.errors import GrpruneError
-from grprune.hparams import short_repr
+from grprune.messages import short_repr
 
 #: the most seeds one sweep takes (``--seeds 0-100000`` is refused, not expanded)
 MAX_SEEDS = 10_000

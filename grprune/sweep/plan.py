@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from grprune.errors import GrpruneError
-from grprune.record import files as R
+from grprune.record.files import PLAN, atomic_write_json, read_json
 from grprune.record.runconfig import RunConfig
 from grprune.record.error import ErrorRecord
-from grprune.record.rundir import RUNNING_ELSEWHERE, RunDir
+from grprune.record.rundir import RunDir
+from grprune.record.status import RUNNING_ELSEWHERE
 from grprune.record.settings import same_run
-from grprune.sweep.grid import Configuration, Expansion
+from grprune.sweep.expansion import Configuration, Expansion
 
 #: held while a planner reads, extends and writes ``sweep.json``
 PLAN_LOCK = ".sweep.json.lock"
@@ -68,10 +69,10 @@ def read_plan(root: Path) -> dict | None:
     GrpruneError
         If the file exists but is not a sweep plan (it is never overwritten then).
     """
-    path = root / R.PLAN
+    path = root / PLAN
     if not path.exists():
         return None
-    plan = R.read_json(path)
+    plan = read_json(path)
     if (not isinstance(plan, dict) or not isinstance(plan.get("configs"), list)
             or not all(isinstance(c, dict) and "hash" in c for c in plan["configs"])):
         raise GrpruneError(f"{path} exists but is not a grprune sweep plan; move it away "
@@ -144,7 +145,7 @@ def _add_to_plan(root: Path, expansion: Expansion, command: Sequence[str]) -> di
     plan.setdefault("sweeps", []).append(
         {"command": command_text, "time": stamp, "configs": [c.hash for c in expansion.configs],
          "added": added})
-    R.atomic_write_json(root / R.PLAN, plan)
+    atomic_write_json(root / PLAN, plan)
     return plan
 
 

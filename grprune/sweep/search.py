@@ -37,7 +37,7 @@ def search_space(parts: Iterable[tuple[str, Any]]) -> dict[str, list[str]]:
     """
     out: dict[str, list[str]] = {}
     for prefix, cls in parts:
-        for key, param in getattr(cls, "params", {}).items():
+        for key, param in cls.params.items():
             if param.search:
                 out[prefix + key] = [str(v) for v in param.search]
     return out

@@ -1,7 +1,7 @@
 """``grprune tune``'s flow: an Optuna study whose trials are ordinary run directories.
 
 Each trial asks the study for values of the search space (:mod:`grprune.tune.space`),
-resolves them as ``grprune sweep`` resolves a grid point (:func:`grprune.sweep.grid.expand`
+resolves them as ``grprune sweep`` resolves a grid point (:func:`grprune.sweep.expansion.expand`
 of a one-point grid: same config hash, same run directory
 ``<out>/<dataset>/<method>-seed<seed>-<hash>``, added to ``<out>/sweep.json``), and runs it
 with sweep's machinery (:class:`grprune.sweep.plan.Job`, the local launcher, fed lazily,
@@ -42,8 +42,10 @@ from typing import Any, Callable, Iterator
 from grprune.errors import GrpruneError
 from grprune.record.marks import read_pruned
 from grprune.record.metricinfo import higher_is_better
-from grprune.record.rundir import RUNNING_ELSEWHERE, RunDir
-from grprune.sweep.grid import Configuration, Grid, expand
+from grprune.record.rundir import RunDir
+from grprune.record.status import RUNNING_ELSEWHERE
+from grprune.sweep.expansion import Configuration, expand
+from grprune.sweep.grid import Grid
 from grprune.sweep.plan import Job, child_args, finish_job, run_dir_of, write_plan
 from grprune.tune.space import Space
 from grprune.tune.trial import PRUNERS, TRIAL_ENV, make_pruner, prune_after_default
@@ -420,8 +422,8 @@ class _First:
 
 
 def expand_one(conf: Configuration) -> Any:
-    """A one-configuration :class:`~grprune.sweep.grid.Expansion` (for ``sweep.json``)."""
-    from grprune.sweep.grid import Expansion
+    """A one-configuration :class:`~grprune.sweep.expansion.Expansion` (for ``sweep.json``)."""
+    from grprune.sweep.expansion import Expansion
     return Expansion([conf], 1, 0, [])
 
 

@@ -5,7 +5,7 @@ the counts and hashes that ``export.py`` printed for grprune.
 
 Run with the official code's venv::
 
-    /work/official-venv/bin/python benchmarks/accuracy/official/check.py [ROOT] [--dataset NAME ...]
+    /work/official-venv/bin/python -m benchmarks.accuracy.official.check [ROOT] [--dataset NAME ...]
 
 ``--dataset``: ``ogbg-molbbbp``, ``good-motif`` (repeatable; default every dataset
 exported under ROOT). Exit code 1 when a number differs from grprune's (``grprune.json`` in
@@ -21,8 +21,10 @@ import os
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common  # noqa: E402
+from benchmarks.accuracy.official import common
+
+#: the repository root, which the child of :func:`official_size_splits` imports from
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def official_side(root: Path, name: str = "ogbg-molbbbp", splits=("scaffold", "size")) -> dict:
@@ -41,13 +43,28 @@ def official_side(root: Path, name: str = "ogbg-molbbbp", splits=("scaffold", "s
 
 
 def official_size_splits(root: Path, src: Path, seeds=range(4)) -> list[dict]:
-    """The size split the official code draws itself, per training seed."""
+    """The size split the official code draws itself, per training seed: computed by
+    :func:`own_size_splits` in a child of this interpreter whose ``PYTHONPATH`` holds the
+    official checkout ``src`` (its ``modelNew``) and this repository."""
+    import subprocess
+    path = os.pathsep.join(p for p in (str(src), str(ROOT), os.environ.get("PYTHONPATH", ""))
+                           if p)
+    done = subprocess.run([sys.executable, "-m", "benchmarks.accuracy.official.check",
+                           str(root), "--own-size-splits", ",".join(map(str, seeds))],
+                          env={**os.environ, "PYTHONPATH": path}, capture_output=True,
+                          text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"the official code's size split failed: {done.stderr.strip()}")
+    return json.loads(done.stdout)
+
+
+def own_size_splits(root: Path, seeds=range(4)) -> list[dict]:
+    """:func:`official_size_splits` inside the child, where ``modelNew`` is importable."""
     import random
 
     import numpy as np
     import torch
     from ogb.graphproppred import PygGraphPropPredDataset
-    sys.path.insert(0, str(src))
     from modelNew.utils import size_split_idx
     ds = PygGraphPropPredDataset(name="ogbg-molbbbp", root=str(root))
     nodes = np.asarray([d.num_nodes for d in ds])
@@ -90,7 +107,7 @@ def check_molbbbp(root: Path) -> int | bool:
 def check_good(root: Path, name: str = "good-motif", splits=("basis", "size")) -> int | bool:
     """Print a GOOD dataset's check per split (through ``good_export.load_good``); True when
     every split is identical, 2 when an export is missing."""
-    from good_export import official_side as good_official_side
+    from benchmarks.accuracy.official.good_export import official_side as good_official_side
     same = True
     for split in splits:
         mine = root / f"{name.replace('-', '_')}_{split}" / "grprune.json"
@@ -114,7 +131,11 @@ def main(argv: list[str] | None = None) -> int:
                    default=Path(os.environ.get("OFFICIAL_DATA", "/work/official-data")))
     p.add_argument("--dataset", action="append", choices=["ogbg-molbbbp", "good-motif"],
                    help="dataset to check (repeatable; default every one exported)")
+    p.add_argument("--own-size-splits", metavar="SEEDS", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
+    if a.own_size_splits:  # the child of official_size_splits
+        print(json.dumps(own_size_splits(a.root, [int(s) for s in a.own_size_splits.split(",")])))
+        return 0
     wanted = a.dataset or [n for n, folder in (("ogbg-molbbbp", "ogbg_molbbbp"),
                                                ("good-motif", "good_motif_basis"))
                            if (a.root / folder).is_dir()] or ["ogbg-molbbbp"]

@@ -4,7 +4,7 @@ arrays, for the official PrunE code.
 
 Run with grprune's venv::
 
-    .venv/bin/python benchmarks/accuracy/official/export.py [ROOT] [--dataset NAME ...]
+    .venv/bin/python -m benchmarks.accuracy.official.export [ROOT] [--dataset NAME ...]
     # ROOT defaults to $OFFICIAL_DATA or /work/official-data; --dataset: ogbg-molbbbp,
     # good-motif (repeatable; default both)
 
@@ -24,9 +24,9 @@ import os
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common  # noqa: E402
-import numpy as np  # noqa: E402
+import numpy as np
+
+from benchmarks.accuracy.official import common
 
 #: (grprune dataset, OGB name, splits exported)
 DATASETS = [("ogbg-molbbbp", "ogbg-molbbbp", ("scaffold", "size"))]

@@ -25,15 +25,13 @@ official code reads them.
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import torch
 from torch_geometric.data import Data, InMemoryDataset
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common  # noqa: E402
+from benchmarks.accuracy.official import common
 
 
 class ExportedGOOD(InMemoryDataset):

@@ -8,7 +8,7 @@ schedule, the selection). ``README.md`` beside this file lists them with line an
 
 Usage::
 
-    python benchmarks/accuracy/official/patch.py /work/official-src   # or $OFFICIAL_SRC
+    python -m benchmarks.accuracy.official.patch /work/official-src   # or $OFFICIAL_SRC
 
 Idempotent: a patch whose replacement is already there is skipped; a file where neither
 the original nor the replacement is found ends the script with exit code 2 (another

@@ -1,13 +1,13 @@
 """Run the patched official PrunE code on the exported data, seed after seed, and append
 each run's result to ``results.jsonl``.
 
-Run with the official code's venv (it needs numpy only; the training runs in a
+Run with the official code's venv, from the repository root (it needs numpy only; the training runs in a
 subprocess of the same interpreter)::
 
     OMP_NUM_THREADS=1 nice -n 15 /work/official-venv/bin/python \\
-        benchmarks/accuracy/official/runs.py --split scaffold --seeds 0-3
+        -m benchmarks.accuracy.official.runs --split scaffold --seeds 0-3
     OMP_NUM_THREADS=1 nice -n 19 /work/official-venv/bin/python \\
-        benchmarks/accuracy/official/runs.py --dataset good-motif --split basis --seeds 0
+        -m benchmarks.accuracy.official.runs --dataset good-motif --split basis --seeds 0
 
 Resumable: a (dataset, split, seed) already in the results file is skipped, and a run
 writes its record only when it has finished (the official ``run.py`` writes its numbers
@@ -43,9 +43,12 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks.accuracy.official import common
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import common  # noqa: E402
+#: the repository root: on the official run.py's PYTHONPATH, so that ``good_export`` (which
+#: it imports from :data:`HERE`) imports ``benchmarks.accuracy.official.common``
+ROOT = HERE.parents[2]
 
 #: the official README's ogbg-molbbbp recipe ("Training on OGBG-Molbbbp (Scaffold Split)"),
 #: with ``--edge_dim 3``: without it ``--mol_encoder`` builds no AtomEncoder and the first
@@ -170,7 +173,8 @@ def run_one(dataset: str, split: str, seed: int, src: Path, data: Path, work: Pa
         print(f"resume {tag} from {ckpt} (log appended to {log})", flush=True)
     args = [*RECIPES[dataset], "--domain", split, "--seed", str(seed), "--root", str(data),
             *extra]
-    path = os.pathsep.join(p for p in (str(HERE), os.environ.get("PYTHONPATH", "")) if p)
+    path = os.pathsep.join(p for p in (str(HERE), str(ROOT), os.environ.get("PYTHONPATH", ""))
+                           if p)
     env = dict(os.environ, OFFICIAL_RESULT_JSON=str(out), OFFICIAL_CHECKPOINT=str(ckpt),
                OFFICIAL_SPLIT="grprune",
                OFFICIAL_EXPORT="grprune", PYTHONPATH=path,

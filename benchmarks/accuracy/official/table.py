@@ -3,12 +3,12 @@ grprune on the same exported data, one row per Table-1 column.
 
 Run with grprune's venv::
 
-    .venv/bin/python benchmarks/accuracy/official/table.py            # print it
-    .venv/bin/python benchmarks/accuracy/official/table.py --readme benchmarks/accuracy/official/README.md
+    .venv/bin/python -m benchmarks.accuracy.official.table            # print it
+    .venv/bin/python -m benchmarks.accuracy.official.table --readme benchmarks/accuracy/official/README.md
 
 The official code's runs come from ``results.jsonl`` (``runs.py``); grprune's from its
-committed runs (:data:`GRPRUNE`: ``../prune/molbbbp.csv``, 4 seeds per preset at
-``2820ba7``; GOOD-Motif's ``../prune/motif-full*.runs.csv``, the cells ``../table1.py``
+committed runs (:data:`GRPRUNE`: ``../prune/molbbbp/molbbbp.csv``, 4 seeds per preset at
+``2820ba7``; GOOD-Motif's ``../prune/motif-paper/motif-full*.runs.csv``, the cells ``../table1.py``
 takes). A column the official code has no run of says ``not run``.
 Welch's t compares the official code with grprune's ``official`` preset (the same recipe):
 
@@ -27,11 +27,10 @@ import math
 import sys
 from pathlib import Path
 
+from benchmarks.accuracy.mdtable import header, mean_std, row, splice
+from benchmarks.accuracy.official import common
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.append(str(HERE.parent))  # mdtable.py, the Markdown shared with ../table1.py
-import common  # noqa: E402
-from mdtable import header, mean_std, row, splice  # noqa: E402
 
 #: (dataset, split, Table-1 column name) with official-code runs
 COLUMNS = [("good-motif", "basis", "GOOD-Motif basis (accuracy)"),
@@ -41,19 +40,15 @@ COLUMNS = [("good-motif", "basis", "GOOD-Motif basis (accuracy)"),
 EPYC = "2 cores of an AMD EPYC (CPU)"
 #: grprune's committed runs per dataset, oldest first (a later file's cell replaces an
 #: earlier one's, as in ``../table1.py``): (table under benchmarks/accuracy, kind, commit,
-#: hardware); kind ``collect`` is a ``grprune collect`` table, ``study`` an
-#: ``ablation.py table`` .runs.csv (one row per GOOD-Motif run), ``runs`` a ``table1.py
-#: runs`` table (one row per run, with its commit and hardware; only the seeds the
-#: official code ran are compared; a file not there yet is skipped)
-GRPRUNE = {"ogbg-molbbbp": [("prune/molbbbp.csv", "collect", "2820ba7", EPYC),
-                            ("prune/molbbbp-n10.runs.csv", "runs", "", ""),
-                            ("prune/molbbbp-official.runs.csv", "runs", "", "")],
-           "good-motif": [("prune/motif-full.runs.csv", "study", "a2bbff1",
-                           EPYC + ", AVX-512 kernels"),
-                          ("prune/motif-full-d9fd056.runs.csv", "study", "d9fd056", EPYC)]}
-#: ``ablation.py`` labels -> (method, preset)
-STUDY_LABELS = {"official": ("PrunE", "official"), "paper": ("PrunE", "paper"),
-                "ERM (official model)": ("ERM", "official"), "ERM (paper model)": ("ERM", "paper")}
+#: hardware); kind ``collect`` is a ``grprune collect`` table, ``runs`` a per-run table
+#: (``table1.RUN_FIELDS``: ``table1.py runs`` or ``prune/ablation.py table``; one row per
+#: run, with its commit and hardware; only the seeds the official code ran are compared; a
+#: file not there yet is skipped)
+GRPRUNE = {"ogbg-molbbbp": [("prune/molbbbp/molbbbp.csv", "collect", "2820ba7", EPYC),
+                            ("prune/molbbbp-n10/molbbbp-n10.runs.csv", "runs", "", ""),
+                            ("prune/molbbbp/molbbbp-official.runs.csv", "runs", "", "")],
+           "good-motif": [("prune/motif-paper/motif-full.runs.csv", "runs", "", ""),
+                          ("prune/motif-paper/motif-full-rerun.runs.csv", "runs", "", "")]}
 #: the paper's PrunE (mean, std), Table 1
 PAPER = {("good-motif", "basis"): (91.48, 0.40), ("good-motif", "size"): (66.53, 8.55),
          ("ogbg-molbbbp", "scaffold"): (70.32, 1.73), ("ogbg-molbbbp", "size"): (81.59, 5.35)}
@@ -90,8 +85,7 @@ def grprune_cells(path: Path, kind: str = "collect", commit: str = "", hardware:
                   seeds: set[int] | None = None
                   ) -> dict[tuple[str, str, str, str], tuple[float, float, int, str, str]]:
     """``(dataset, split, method, preset) -> (mean, std, n, commit, hardware)``, test ×100,
-    from a collect table, (``kind="study"``, GOOD-Motif) an ``ablation.py`` .runs.csv, or
-    (``kind="runs"``) a ``table1.py runs`` table over ``seeds`` (all when None)."""
+    from a collect table or (``kind="runs"``) a per-run table over ``seeds`` (all when None)."""
     import pandas as pd
     df = pd.read_csv(path)
     out = {}
@@ -103,14 +97,6 @@ def grprune_cells(path: Path, kind: str = "collect", commit: str = "", hardware:
             out[key] = (float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else 0.0, len(v),
                         "+".join(sorted(set(map(str, g["commit"])))),
                         "; ".join(sorted(set(map(str, g["hardware"])))))
-        return out
-    if kind == "study":
-        for (split, label), g in df.groupby(["split", "label"]):
-            if label in STUDY_LABELS:
-                v = 100 * g["test"].astype(float)
-                out[("good-motif", split, *STUDY_LABELS[label])] = (
-                    float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else 0.0, len(v),
-                    commit, hardware)
         return out
     for r in df.itertuples():
         out[(r.dataset, r.split, r.method.split(" (")[0], r.preset)] = (

@@ -9,13 +9,13 @@ official values (``paper + choice``).
 Usage::
 
     # write the sweep specs (one per direction and split), then run them
-    python benchmarks/accuracy/prune/ablation.py spec --direction remove --splits basis \\
-        --seeds 0-1 --out benchmarks/accuracy/prune/motif-cpu-remove-basis.yaml
-    grprune sweep --spec benchmarks/accuracy/prune/motif-cpu-remove-basis.yaml --out runs/prune-motif --workers 2
+    python -m benchmarks.accuracy.prune.ablation spec --direction remove --splits basis \\
+        --seeds 0-1 --out benchmarks/accuracy/prune/motif-cpu/motif-cpu-remove-basis.yaml
+    grprune sweep --spec benchmarks/accuracy/prune/motif-cpu/motif-cpu-remove-basis.yaml --out runs/prune-motif --workers 2
     # the table: one row per setting, mean +- std over seeds, valid and test, diagnostics
-    python benchmarks/accuracy/prune/ablation.py table runs/prune-motif --out benchmarks/accuracy/prune/motif-cpu
+    python -m benchmarks.accuracy.prune.ablation table runs/prune-motif --out benchmarks/accuracy/prune/motif-cpu/motif-cpu
     # one direction on one split in the README's shorter form, from the committed rows
-    python benchmarks/accuracy/prune/ablation.py summary benchmarks/accuracy/prune/motif-cpu-size.runs.csv \
+    python -m benchmarks.accuracy.prune.ablation summary benchmarks/accuracy/prune/motif-cpu/motif-cpu-size.runs.csv \
         --split size --direction add
 
 The protocol is that of ``motif-cpu-base.yaml`` (:data:`PROTOCOL`). Rows are labelled by
@@ -163,12 +163,55 @@ def _spurious_share(run_dir: Path) -> float | None:
         return float(np.mean(z["edge_gt"] == 0)) if "edge_gt" in z.files else None
 
 
-#: the columns of a ``.runs.csv``, in order (``kernels``: torch's CPU kernels, which round
-#: differently: ``AVX2`` or ``AVX512``; ``cpu``: the processor, e.g. ``AMD EPYC``, since runs
-#: repeat exactly only on one vendor's CPUs (docs/outputs.md); ``gpu``: the GPU that trained
-#: the run, empty for a run on the CPU; each empty where a row predates its record)
-COLUMNS = ["split", "label", "seed", "valid", "test", "id_test", "kept", "motif_rocauc", "p50",
-           "r50", "spurious", "id_valid_rocauc", "best_epoch", "phase", "kernels", "cpu", "gpu"]
+#: the runs that are a preset as it is: ``label`` -> (method, preset)
+PRESET_LABELS = {"official": ("PrunE", "official"), "paper": ("PrunE", "paper"),
+                 "ERM (official model)": ("ERM", "official"),
+                 "ERM (paper model)": ("ERM", "paper")}
+#: ``table --protocol`` -> the ``protocol`` column of its rows (``table1.py``'s words)
+PROTOCOL_NAMES = {"full": "paper", "cpu": "shortened"}
+#: the columns of a ``.runs.csv``, in order: ``table1.py``'s per-run format
+#: (``table1.RUN_FIELDS``, which ``table1.py`` reads with its one reader), then the
+#: study's own: ``label``, the setting (:func:`label`); the selector diagnostics;
+#: ``kernels``, torch's CPU kernels, which round differently (``AVX2`` or ``AVX512``);
+#: ``cpu``, the processor, e.g. ``AMD EPYC``, since runs repeat exactly only on one
+#: vendor's CPUs (docs/outputs.md); ``gpu``, the GPU that trained the run, empty for a run
+#: on the CPU. ``method`` and ``preset`` are :data:`PRESET_LABELS`' for a preset as it is;
+#: an ablated run's ``preset`` is its label, so that no preset's cell takes it in. Columns
+#: a row predates the record of (``cpu``, ``commit``, ``config_hash``, ...) are empty.
+COLUMNS = ["dataset", "split", "method", "preset", "protocol", "seed", "valid", "test",
+           "id_test", "kept", "best_epoch", "commit", "hardware", "selected_phase",
+           "config_hash", "label", "motif_rocauc", "p50", "r50", "spurious",
+           "id_valid_rocauc", "kernels", "cpu", "gpu"]
+
+
+def method_preset(label: str) -> tuple[str, str]:
+    """A row's ``(method, preset)`` from its :func:`label`: :data:`PRESET_LABELS`' for a
+    preset as it is, else (``PrunE``, ``ERM`` or ``SELECTOR selector``, the label).
+
+    >>> method_preset("ERM (paper model)"), method_preset("paper + tau 0.2")
+    (('ERM', 'paper'), ('PrunE', 'paper + tau 0.2'))
+    """
+    if label in PRESET_LABELS:
+        return PRESET_LABELS[label]
+    if label.startswith("ERM"):
+        return "ERM", label
+    if " selector (" in label:
+        return label.split(" (")[0], label
+    return "PrunE", label
+
+
+def hardware(cpu_count, cpu, gpu, kernels) -> str:
+    """A run's hardware in ``table1.py``'s words: the GPU that trained it, else
+    ``N cores of an CPU (CPU)``, with ``, AVX-512 kernels`` where torch used them (grprune
+    pins AVX2); empty when the run predates the record of its processor."""
+    def known(value):
+        return isinstance(value, str) and value != ""
+    if known(gpu):
+        return gpu
+    if not known(cpu):
+        return ""
+    return (f"{cpu_count} cores of an {cpu} (CPU)"
+            + (", AVX-512 kernels" if kernels == "AVX512" else ""))
 
 
 def _run_rows(dirs: list[Path], protocol: str) -> list[dict[str, Any]]:
@@ -180,18 +223,25 @@ def _run_rows(dirs: list[Path], protocol: str) -> list[dict[str, Any]]:
         s = run.summary
         diag, env = s.selector_diagnostics or {}, s.environment or {}
         on_gpu = str(s.device or "").startswith("cuda")
-        rows.append({"split": run.split, "label": label(run.config, PROTOCOLS[protocol]),
-                     "seed": run.seed,
-                     "valid": s.valid, "test": s.test, "id_test": s.id_test,
-                     "kept": s.kept_edge_fraction,
+        name = label(run.config, PROTOCOLS[protocol])
+        method, preset = method_preset(name)
+        kernels = (s.determinism or {}).get("cpu_capability")
+        gpu = env.get("gpu") if on_gpu else None
+        rows.append({"dataset": run.dataset, "split": run.split, "method": method,
+                     "preset": preset, "protocol": PROTOCOL_NAMES[protocol],
+                     "seed": run.seed, "valid": s.valid, "test": s.test, "id_test": s.id_test,
+                     "kept": s.kept_edge_fraction, "best_epoch": s.best_epoch,
+                     "commit": env.get("commit"),
+                     "hardware": hardware(env.get("cpu_count", "?"), env.get("cpu"), gpu,
+                                          kernels),
+                     "selected_phase": s.selected_phase, "config_hash": s.config_hash,
+                     "label": name,
                      "motif_rocauc": s.motif_edge_rocauc,
                      "p50": s.spurious_precision_at_50,
                      "r50": (diag.get("test") or {}).get("recall@50"),
                      "spurious": _spurious_share(run.path),
                      "id_valid_rocauc": (diag.get("id-valid") or {}).get("motif_rocauc"),
-                     "best_epoch": s.best_epoch, "phase": s.selected_phase,
-                     "kernels": (s.determinism or {}).get("cpu_capability"),
-                     "cpu": env.get("cpu"), "gpu": env.get("gpu") if on_gpu else None})
+                     "kernels": kernels, "cpu": env.get("cpu"), "gpu": gpu})
     return rows
 
 
@@ -304,7 +354,7 @@ def summary(sources: list[Path], split: str, direction: str,
             columns: list[str] = ("valid", "test", "kept", "motif_rocauc", "per_seed"),
             protocol: str = "cpu") -> str:
     """One direction of the ablation on one split, as the markdown table of
-    ``prune/README.md``: ERM with the base preset's model, the base preset (``none``), the
+    ``prune/motif-cpu/README.md``: ERM with the base preset's model, the base preset (``none``), the
     other preset (``all of them``), then each set of choices that was ablated together,
     then each of :data:`CHOICES` in order; a row per setting with runs, cells as
     :data:`SUMMARY_COLUMNS` (mean ± sample std over seeds). ``direction`` ``add`` starts
@@ -357,14 +407,12 @@ def _machines(rows) -> str:
 def _register_oracle() -> None:
     """Register the ``oracle-motif`` selector of ``oracle.py`` beside this file (its runs
     are resolved like any other), once."""
-    import importlib.util
+    import importlib
 
     from grprune.selectors import SELECTORS
     if "oracle-motif" in SELECTORS:
         return
-    path = Path(__file__).with_name("oracle.py")
-    spec = importlib.util.spec_from_file_location("grprune_oracle_selector", path)
-    spec.loader.exec_module(importlib.util.module_from_spec(spec))
+    importlib.import_module("benchmarks.accuracy.prune.oracle")  # registers on import
 
 
 def main() -> None:

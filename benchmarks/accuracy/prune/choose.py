@@ -23,8 +23,8 @@ are printed for the record and never read by the rule.
 
 Usage::
 
-    python benchmarks/accuracy/prune/choose.py runs/prune-molbbbp runs/prune-motif --out \\
-        benchmarks/accuracy/prune/defaults-evidence.md
+    python -m benchmarks.accuracy.prune.choose runs/prune-molbbbp runs/prune-motif --out \\
+        benchmarks/accuracy/prune/defaults/defaults-evidence.md
 
 A source may also be a GOOD-Motif ``.runs.csv`` that ``ablation.py table`` wrote (or one made
 the same way), so that a decision can be re-read after the run directories are gone. Only its
@@ -129,15 +129,10 @@ def decide(rows: list[dict], z: float = 2.0, min_seeds: int = 4) -> list[dict]:
     return out
 
 
-#: a ``.runs.csv`` label -> (method, preset) for the runs that are a preset as it is
-CSV_LABELS = {"official": ("PrunE", "official"), "paper": ("PrunE", "paper"),
-              "ERM (official model)": ("ERM", "official"), "ERM (paper model)": ("ERM", "paper")}
-
-
 def rows_from_runs_csv(paths: list[Path]) -> list[dict]:
     """:func:`decide`'s rows from GOOD-Motif ``.runs.csv`` files (``ablation.py`` columns
     ``split``, ``label``, ``seed``, ``valid``, ``test``): one row per (split, method, preset)
-    over the labels of :data:`CSV_LABELS`; other labels (ablations) are left out. A (split,
+    over the labels of ``ablation.PRESET_LABELS``; other labels (ablations) are left out. A (split,
     label, seed) found in two files keeps the first file's row.
 
     Raises
@@ -145,8 +140,6 @@ def rows_from_runs_csv(paths: list[Path]) -> list[dict]:
     SystemExit
         (code 2) when a file is missing or lacks one of those columns.
     """
-    import importlib.util
-
     import pandas as pd
     if not paths:
         return []
@@ -161,15 +154,12 @@ def rows_from_runs_csv(paths: list[Path]) -> list[dict]:
             print(f"choose.py: {path} lacks the columns {sorted(missing)}", file=sys.stderr)
             raise SystemExit(2)
     # the study's own reader pools the files (the first file's row of a seed wins)
-    spec = importlib.util.spec_from_file_location(
-        "grprune_ablation_study", Path(__file__).with_name("ablation.py"))
-    ablation = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ablation)
+    from benchmarks.accuracy.prune import ablation
     runs = ablation.gather(paths)
-    runs = runs[runs["label"].isin(list(CSV_LABELS))]
+    runs = runs[runs["label"].isin(list(ablation.PRESET_LABELS))]
     rows = []
     for (split, label), g in runs.groupby(["split", "label"]):
-        method, preset = CSV_LABELS[label]
+        method, preset = ablation.PRESET_LABELS[label]
         rows.append({"column": f"good-motif/{split}", "method": method, "preset": preset,
                      "valid_mean": g["valid"].mean(), "valid_std": g["valid"].std(ddof=1),
                      "n": len(g), "test_mean": g["test"].mean(),

@@ -32,9 +32,9 @@ the mean within-seed noise variance as a share of the across-seed variance, and 
 re-scored with M draws. A seed already in ``OUT.epochs.csv`` is skipped, so the command
 resumes. Usage::
 
-    python benchmarks/accuracy/prune/evalnoise.py --data ogbg-molbbbp --split size \\
+    python -m benchmarks.accuracy.prune.evalnoise --data ogbg-molbbbp --split size \\
         --preset official --seeds 0-3 --keys 5 --draws 16 --runs runs/evalnoise \\
-        --out benchmarks/accuracy/prune/evalnoise-molbbbp-size
+        --out benchmarks/accuracy/prune/evalnoise/evalnoise-molbbbp-size
 """
 from __future__ import annotations
 
@@ -143,8 +143,8 @@ def score(trainer: Trainer, seed: int, key: int, draws: int) -> dict:
     ``key`` and ``draws`` averaged masks."""
     from grprune.evaluation import evaluate_batches
     selector = trainer.model.selector
-    before = selector.hparams.get("eval_samples", 1)
-    selector.hparams["eval_samples"] = draws
+    # the frozen view with eval_samples = draws (checked as -H is), the run's own restored
+    before = selector.replace_hparams({"eval_samples": draws})
     try:
         out = {}
         for split in ("valid", "test"):
@@ -155,7 +155,7 @@ def score(trainer: Trainer, seed: int, key: int, draws: int) -> dict:
             out[split] = ev.metric
         return out
     finally:
-        selector.hparams["eval_samples"] = before
+        selector.hp = before
 
 
 def select(epochs: pd.DataFrame, select_warmup: bool) -> pd.Series:

@@ -8,10 +8,10 @@ best OOD-valid score so far (GOOD's selection: the first epoch with the best OOD
 the OOD-test score there, with the commit and hardware of the run. Rows of unfinished runs
 are marked so; ``table1.py runs`` takes a run into Table 1 only once it has finished.
 
-    python benchmarks/accuracy/prune/good_erm.py runs/motif-good-erm \\
+    python -m benchmarks.accuracy.prune.good_erm runs/motif-good-erm \\
         --commit 85e6955 --hardware "2 cores of an AMD EPYC (CPU)" \\
-        --out benchmarks/accuracy/prune/motif-good-erm.runs.csv \\
-        --curves benchmarks/accuracy/prune/motif-good-erm.epochs.csv
+        --out benchmarks/accuracy/prune/motif-good-erm/motif-good-erm.runs.csv \\
+        --curves benchmarks/accuracy/prune/motif-good-erm/motif-good-erm.epochs.csv
 
 ``--curves`` also writes every epoch of every run (OOD-valid, OOD-test and ID-valid ×100),
 so the trajectories travel with the table while the runs are unfinished.

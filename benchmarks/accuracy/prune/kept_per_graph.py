@@ -9,7 +9,7 @@ selector does. Used in README.md, "η at evaluation: the budget rule".
 
 Usage::
 
-    python benchmarks/accuracy/prune/kept_per_graph.py RUN_DIR [--budget 0.4]
+    python -m benchmarks.accuracy.prune.kept_per_graph RUN_DIR [--budget 0.4]
 """
 
 from __future__ import annotations

@@ -23,13 +23,13 @@ with ``-H train.save_last=true``) or, for a run still training, the model of its
 epoch (``state``: ``state.pt``). A selected ERM warm-up epoch has an untrained selector,
 so its ``selector`` rows say nothing.
 
-    python benchmarks/accuracy/prune/probe.py RUN_DIR [RUN_DIR ...] --parts id-valid,valid,test
+    python -m benchmarks.accuracy.prune.probe RUN_DIR [RUN_DIR ...] --parts id-valid,valid,test
 
 Prints one table per run (accuracy ×100) and, with ``--json FILE``, writes the numbers.
 With several runs (of one setting, e.g. the seeds of one split) it also prints their
 mean ± sample std; ``--from-json FILE`` prints that for runs probed before::
 
-    python benchmarks/accuracy/prune/probe.py --from-json probe.json --split size
+    python -m benchmarks.accuracy.prune.probe --from-json probe.json --split size
 """
 
 from __future__ import annotations
