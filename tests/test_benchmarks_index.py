@@ -47,3 +47,16 @@ def test_no_result_file_names_a_commit():
     """Commits live in a table's header, columns or records, not in its file name."""
     hashed = [f for f in result_files() if re.search(r"-[0-9a-f]{7}\b", Path(f).name)]
     assert not hashed, f"result files with a commit in their name: {hashed}"
+
+
+def test_run_tables_keep_their_commits_as_text():
+    """A commit of digits and one ``e`` (``02332e6``) reads as text, not as 2.332e9."""
+    import pandas as pd
+
+    from benchmarks.accuracy.mdtable import TEXT_COLUMNS
+    for path in sorted(BENCHMARKS.rglob("*.runs.csv")):
+        df = pd.read_csv(path, dtype=TEXT_COLUMNS)
+        if "commit" in df.columns:
+            commits = [c for c in df["commit"].dropna().unique()]
+            assert all(re.fullmatch(r"[0-9a-f]{7,40}([+,; ].*)?", c) for c in commits), \
+                (path, commits)

@@ -293,7 +293,7 @@ def test_comparison_table_and_table1_column_from_results(tmp_path):
         in text
     assert "| ogbg-molbbbp scaffold (ROC-AUC) | not run |" in text
     # GOOD-Motif: no official-code run here; grprune's committed runs (table1's cells)
-    assert "| GOOD-Motif basis (accuracy) | not run | 78.36 ± 8.80 (n=4) | 78.36 ± 8.80 " \
+    assert "| GOOD-Motif basis (accuracy) | not run | 79.61 ± 8.72 (n=4) | 79.61 ± 8.72 " \
         "(n=4) (`official`) | 39.75 ± 3.83 (n=4) | 91.48 ± 0.40 | – |" in text
     assert "| GOOD-Motif size (accuracy) | grprune | d9fd056 (PrunE); a2bbff1 (ERM) |" in text
     assert "t = -4.59, ν = 5.2, p = 0.005" in text

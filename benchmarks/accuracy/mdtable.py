@@ -10,6 +10,10 @@ from __future__ import annotations
 import math
 from typing import Iterable
 
+#: ``pandas.read_csv(path, dtype=TEXT_COLUMNS)`` for every committed run table: a commit
+#: such as ``02332e6`` or a config hash of digits is text, not the number it parses as
+TEXT_COLUMNS = {"commit": str, "config_hash": str}
+
 
 def row(cells: Iterable[object]) -> str:
     """One Markdown table row, ``| a | b |``; an empty cell is ``| |``.

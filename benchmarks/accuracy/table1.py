@@ -40,7 +40,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from benchmarks.accuracy.mdtable import header, mean_std, row, splice
+from benchmarks.accuracy.mdtable import TEXT_COLUMNS, header, mean_std, row, splice
 
 HERE = Path(__file__).resolve().parent
 
@@ -88,7 +88,8 @@ OFFICIAL_CODE = "official code"
 #: where PrunE stays under the paper, why (shown in table1.md)
 NOTES = {
     ("good-motif", "basis"): "the `official` selector prunes the spurious base in 2 of 4 "
-        "seeds at d9fd056 and 4 of 4 at a2bbff1 (84.73; 8 seeds 81.55 ± 7.37): "
+        "seeds at 02332e6 (as at d9fd056) and 4 of 4 at a2bbff1 (84.73; 8 seeds 81.55 ± "
+        "7.37): "
         "prune/motif-paper/README.md, Table 1 and its § paragraph",
     ("good-motif", "size"): "no recipe makes the selector drop a familiar, larger base; an "
         "oracle selector takes the same classifier to 85.67: prune/motif-probe/README.md, the probe and "
@@ -237,7 +238,7 @@ def _read_csv(path: Path):
     """``path`` as a DataFrame; exit code 2 when it cannot be read."""
     import pandas as pd
     try:
-        return pd.read_csv(path)
+        return pd.read_csv(path, dtype=TEXT_COLUMNS)
     except (OSError, pd.errors.ParserError) as exc:
         fail(f"cannot read {path}: {exc}")
 

@@ -27,7 +27,7 @@ import math
 import sys
 from pathlib import Path
 
-from benchmarks.accuracy.mdtable import header, mean_std, row, splice
+from benchmarks.accuracy.mdtable import TEXT_COLUMNS, header, mean_std, row, splice
 from benchmarks.accuracy.official import common
 
 HERE = Path(__file__).resolve().parent
@@ -48,7 +48,8 @@ GRPRUNE = {"ogbg-molbbbp": [("prune/molbbbp/molbbbp.csv", "collect", "2820ba7", 
                             ("prune/molbbbp-n10/molbbbp-n10.runs.csv", "runs", "", ""),
                             ("prune/molbbbp/molbbbp-official.runs.csv", "runs", "", "")],
            "good-motif": [("prune/motif-paper/motif-full.runs.csv", "runs", "", ""),
-                          ("prune/motif-paper/motif-full-rerun.runs.csv", "runs", "", "")]}
+                          ("prune/motif-paper/motif-full-rerun.runs.csv", "runs", "", ""),
+                          ("prune/motif-paper/motif-official.runs.csv", "runs", "", "")]}
 #: the paper's PrunE (mean, std), Table 1
 PAPER = {("good-motif", "basis"): (91.48, 0.40), ("good-motif", "size"): (66.53, 8.55),
          ("ogbg-molbbbp", "scaffold"): (70.32, 1.73), ("ogbg-molbbbp", "size"): (81.59, 5.35)}
@@ -87,7 +88,7 @@ def grprune_cells(path: Path, kind: str = "collect", commit: str = "", hardware:
     """``(dataset, split, method, preset) -> (mean, std, n, commit, hardware)``, test ×100,
     from a collect table or (``kind="runs"``) a per-run table over ``seeds`` (all when None)."""
     import pandas as pd
-    df = pd.read_csv(path)
+    df = pd.read_csv(path, dtype=TEXT_COLUMNS)
     out = {}
     if kind == "runs":
         if seeds is not None:

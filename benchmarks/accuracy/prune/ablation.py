@@ -31,6 +31,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from benchmarks.accuracy.mdtable import TEXT_COLUMNS
+
 #: choice -> {key: official value}; the paper value is whatever the paper preset resolves to
 CHOICES: dict[str, dict[str, Any]] = {
     "L_e form": {"reg.size.form": "official"},
@@ -259,7 +261,7 @@ def gather(sources: list[Path], protocol: str = "cpu"):
         if path.suffix != ".csv":
             frames.append(pd.DataFrame(_run_rows([path], protocol), columns=COLUMNS))
         elif path.is_file():
-            frames.append(pd.read_csv(path).reindex(columns=COLUMNS))
+            frames.append(pd.read_csv(path, dtype=TEXT_COLUMNS).reindex(columns=COLUMNS))
         else:
             print(f"ablation.py: no such file: {path}", file=sys.stderr)
             sys.exit(2)

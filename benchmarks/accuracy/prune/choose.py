@@ -43,6 +43,8 @@ import math
 import sys
 from pathlib import Path
 
+from benchmarks.accuracy.mdtable import TEXT_COLUMNS
+
 FALLBACK = "official"
 
 #: keys a study's protocol may set on top of a preset (the CPU-sized protocol's)
@@ -205,7 +207,7 @@ def rows_from_table(path: Path, protocol: str) -> tuple[list[dict], list[dict]]:
     """
     import pandas as pd
     try:
-        df = pd.read_csv(path)
+        df = pd.read_csv(path, dtype=TEXT_COLUMNS)
     except (OSError, pd.errors.ParserError) as exc:
         print(f"choose.py: cannot read {path}: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
