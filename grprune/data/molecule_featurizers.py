@@ -11,7 +11,7 @@ from typing import Any, Callable
 import torch
 
 from grprune.compat import dgl
-from grprune.data.molecules import (MAX_ATOMS, lenient_mol, smiles_to_graph, too_large_reason,
+from grprune.data.molecules import (MAX_ATOMS, check_smiles_text, lenient_mol, smiles_to_graph,
                                     unparsable_reason)
 from grprune.errors import DataError
 from grprune.messages import short_repr
@@ -50,11 +50,7 @@ def dgllife_graph(smiles: str, lenient: bool = False, max_atoms: int = MAX_ATOMS
     """
     from rdkit import Chem, rdBase
 
-    if not isinstance(smiles, str) or not smiles.strip():
-        raise DataError(f"empty or missing SMILES {smiles!r}")
-    large = too_large_reason(smiles, max_atoms)
-    if large:
-        raise DataError(large)
+    check_smiles_text(smiles, max_atoms)
     with rdBase.BlockLogs():
         mol = Chem.MolFromSmiles(smiles)
         if mol is None and lenient:

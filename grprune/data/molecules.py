@@ -107,6 +107,22 @@ def too_large_reason(smiles: str, max_atoms: int = MAX_ATOMS) -> str | None:
     return f"{TOO_LARGE}: {n:,} atoms (the limit is {max_atoms:,}, data.max_atoms)"
 
 
+def check_smiles_text(smiles: object, max_atoms: int = MAX_ATOMS) -> None:
+    """Refuse a SMILES before RDKit reads it: not a string, blank, or too large
+    (:func:`too_large_reason`), each featurizer's first check.
+
+    Raises
+    ------
+    DataError
+        ``empty or missing SMILES ...``, or the :func:`too_large_reason` message.
+    """
+    if not isinstance(smiles, str) or not smiles.strip():
+        raise DataError(f"empty or missing SMILES {smiles!r}")
+    large = too_large_reason(smiles, max_atoms)
+    if large:
+        raise DataError(large)
+
+
 def graph_from_arrays(
     edge_index: np.ndarray, node_feat: np.ndarray, edge_feat: np.ndarray, num_nodes: int
 ) -> dgl.DGLGraph:
@@ -211,11 +227,7 @@ def smiles_to_graph(smiles: str, lenient: bool = False,
     from ogb.utils import smiles2graph
     from rdkit import rdBase
 
-    if not isinstance(smiles, str) or not smiles.strip():
-        raise DataError(f"empty or missing SMILES {smiles!r}")
-    large = too_large_reason(smiles, max_atoms)
-    if large:
-        raise DataError(large)
+    check_smiles_text(smiles, max_atoms)
     with rdBase.BlockLogs():
         try:
             d = smiles2graph(smiles)
