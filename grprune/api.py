@@ -300,15 +300,14 @@ def member_dirs(paths: Sequence[str | Path], log: Callable[[str], None] = lambda
         A path that does not exist, or a folder with no finished run.
     """
     from grprune.collect.reading import scan_runs
-    from grprune.record.rundir import RunDir
     out: list[Path] = []
     for p in map(Path, paths):
         if not p.exists():
             raise GrpruneError(f"run directory {p} does not exist")
-        if RunDir(p).has_config() or not p.is_dir():
-            out.append(p)  # a run (load_run judges it)
+        runs, problems = scan_runs(p) if p.is_dir() else ([], [])
+        if not runs and (not p.is_dir() or [q.path for q in problems] == [p]):
+            out.append(p)  # one run, unfinished or failed, or a file: load_run says why
             continue
-        runs, problems = scan_runs(p)
         if not runs:
             raise GrpruneError(f"{p} holds no finished run")
         if problems:
@@ -322,21 +321,21 @@ def member_dirs(paths: Sequence[str | Path], log: Callable[[str], None] = lambda
 def load_model(paths: Sequence[str | Path], device: str = "cpu", calibrated: bool = False,
                log: Callable[[str], None] = lambda msg: None):
     """What ``grprune predict`` scores with: the run that ``paths`` name, or a
-    :class:`grprune.ensemble.Ensemble` of several (:func:`member_dirs`), or of one with
+    :class:`grprune.predict.ensemble.Ensemble` of several (:func:`member_dirs`), or of one with
     ``calibrated``.
 
     Returns
     -------
-    grprune.inference.Run or grprune.ensemble.Ensemble
+    grprune.inference.Run or grprune.predict.ensemble.Ensemble
         Models loaded now, on ``device``.
 
     Raises
     ------
     GrpruneError
         No path; as :func:`member_dirs`, :func:`grprune.inference.load_run` and
-        :class:`~grprune.ensemble.Ensemble`.
+        :class:`~grprune.predict.ensemble.Ensemble`.
     """
-    from grprune.ensemble import Ensemble
+    from grprune.predict.ensemble import Ensemble
     from grprune.inference import load_run as _load
     if not paths:
         raise GrpruneError("name at least one run directory")
@@ -354,7 +353,7 @@ def predict_ensemble(runs: Sequence[str | Path], molecules, *, calibrated: bool 
     """Score molecules with several runs as one ensemble, as ``grprune predict --run A --run
     B`` does: each member scores as :meth:`grprune.inference.Run.predict` scores alone (calibrated
     first with ``calibrated``), then ``score_mean``, ``score_sd`` and ``ensemble_size`` per
-    molecule (:mod:`grprune.ensemble`).
+    molecule (:mod:`grprune.predict.ensemble`).
 
     Parameters
     ----------
@@ -369,7 +368,7 @@ def predict_ensemble(runs: Sequence[str | Path], molecules, *, calibrated: bool 
 
     Returns
     -------
-    pandas.DataFrame or grprune.predict_stream.ScreenSummary
+    pandas.DataFrame or grprune.predict.stream.ScreenSummary
         As :meth:`~grprune.inference.Run.predict`; for two or more runs the score columns
         are ``score_mean``, ``score_sd`` (sample standard deviation over the members) and
         ``ensemble_size`` (``prob_k_mean``, ``prob_k_sd`` per class for more classes).
@@ -384,7 +383,7 @@ def predict_ensemble(runs: Sequence[str | Path], molecules, *, calibrated: bool 
     --------
     >>> grprune.api.predict_ensemble(["runs/a", "runs/b"], "library.csv")  # doctest: +SKIP
     """
-    from grprune.predict import predict_molecules
+    from grprune.predict.flow import predict_molecules
     model = load_model(runs, device, calibrated=calibrated)
     return predict_molecules(model, molecules, batch_size, bonds, smiles_column=smiles_column,
                              id_column=id_column, out=out, chunk_rows=chunk_rows, log=log)

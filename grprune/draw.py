@@ -1,8 +1,8 @@
 """Pictures of a selector's choice: molecules with RDKit, synthetic graphs with networkx.
 
 Both drawings show the graph's undirected bonds (one per pair of directed
-edges) and mark a subset of them, chosen by :func:`highlighted_bonds`: either
-the bonds the evaluation mask keeps (``edge_weight > 0.5``) or the top-K bonds
+edges) and mark a subset of them, chosen by :func:`grprune.explain_metrics.marked_bonds`:
+either the bonds the evaluation mask keeps (``edge_weight > 0.5``) or the top-K bonds
 by keep probability. Colours encode the keep probability
 :math:`p = \\sigma(w)` (:func:`prob_color`).
 
@@ -24,8 +24,6 @@ import io
 from typing import Any, Sequence
 
 import numpy as np
-
-from grprune.ops import rank_in_segment_np
 
 #: colour ramp of the keep probability (light = low, dark = high)
 CMAP = "YlGnBu"
@@ -50,39 +48,6 @@ def prob_color(p: float) -> tuple[float, float, float]:
     p = float(np.clip(p, 0.0, 1.0))
     r, g, b, _ = colormaps[CMAP](0.12 + 0.63 * p)
     return (float(r), float(g), float(b))
-
-
-def highlighted_bonds(bond_prob: np.ndarray, bond_weight: np.ndarray,
-                      top_k: int | None = None) -> np.ndarray:
-    """Which bonds a picture marks.
-
-    Parameters
-    ----------
-    bond_prob : np.ndarray of float, shape (U,)
-        Keep probability of each bond, or any score increasing in it (``grprune
-        explain`` passes :func:`grprune.explain.ranking_score`).
-    bond_weight : np.ndarray of float, shape (U,)
-        Evaluation mask of each bond (1 = kept).
-    top_k : int, optional
-        None: the kept bonds, ``bond_weight > 0.5``. Otherwise the ``top_k``
-        bonds of highest probability (all of them if there are fewer), ties
-        broken by the lower bond id (:func:`grprune.ops.rank_in_segment_np`).
-
-    Returns
-    -------
-    np.ndarray of bool, shape (U,)
-
-    Examples
-    --------
-    >>> highlighted_bonds(np.array([.2, .9, .9, .1]), np.array([0., 1., 1., 0.]), top_k=1).tolist()
-    [False, True, False, False]
-    """
-    bond_prob = np.asarray(bond_prob, dtype=np.float64)
-    if top_k is None:
-        return np.asarray(bond_weight) > 0.5
-    rank = rank_in_segment_np(bond_prob, np.zeros(len(bond_prob), dtype=np.int64), 1,
-                              descending=True)
-    return rank < max(int(top_k), 0)
 
 
 def highlight_caption(top_k: int | None, molecule: bool = True) -> str:
@@ -192,7 +157,7 @@ def draw_molecule(mol, bond_ids: Sequence[int], bond_prob: np.ndarray, marked: n
     bond_prob : np.ndarray of float, shape (U,)
         Keep probability of each graph bond.
     marked : np.ndarray of bool, shape (U,)
-        Bonds to highlight (:func:`highlighted_bonds`).
+        Bonds to highlight (:func:`grprune.explain_metrics.marked_bonds`).
     legend : str
         Text under the molecule (newlines allowed).
     fmt : {"png", "svg"}
@@ -274,7 +239,7 @@ def draw_graph(num_nodes: int, bond_src: np.ndarray, bond_dst: np.ndarray,
     bond_prob : np.ndarray of float, shape (U,)
         Keep probability; sets the line width (0.6 + 3.4 p points).
     marked : np.ndarray of bool, shape (U,)
-        Bonds drawn solid (:func:`highlighted_bonds`); the others dashed.
+        Bonds drawn solid (:func:`grprune.explain_metrics.marked_bonds`); the others dashed.
     bond_gt : np.ndarray of int, shape (U,), optional
         1 for ground-truth motif bonds (drawn blue, their nodes blue), 0 else.
     title : str

@@ -37,8 +37,8 @@ from grprune.explain_graphs import (check_graph_ids, chosen_graphs, graph_label,
                                     skipped_id_reason)
 from grprune.explain_metrics import (RANK_DECIMALS, RECALL_KS, TOPK_FACTORS,  # noqa: F401
                                      edge_rocauc, explanation_metrics, graph_of_bonds,
-                                     rank_within_graphs, ranking_score, select_graphs,
-                                     spurious_at_k, top_k_counts)
+                                     marked_bonds, rank_within_graphs, ranking_score,
+                                     select_graphs, spurious_at_k, top_k_counts)
 from grprune.ops import rank_in_segment_np
 
 if TYPE_CHECKING:
@@ -310,8 +310,7 @@ def _draw_pictures(out: Path, dataset, part: str, ids: list[int], scores: dict,
                    notes: list[str]) -> list[str]:
     """One picture per chosen graph; returns the file names written."""
     from grprune.record.files import atomic_write_bytes
-    from grprune.draw import (draw_graph, draw_molecule, highlight_caption, highlighted_bonds,
-                              rdkit_drawing_error)
+    from grprune.draw import draw_graph, draw_molecule, highlight_caption, rdkit_drawing_error
 
     draw_error = rdkit_drawing_error() if molecules else None
     if draw_error:
@@ -320,7 +319,7 @@ def _draw_pictures(out: Path, dataset, part: str, ids: list[int], scores: dict,
     files = []
     for i in ids:
         s = scores[i]
-        marked = highlighted_bonds(ranking_score(s.bond_logits), s.bond_weight, top_k)
+        marked = marked_bonds(s.bond_logits, s.bond_weight, top_k)
         head = (f"{graph_label(dataset, i)}, {part} - label {_label_cell(labels[i])}, "
                 f"{_pred_text(s.prob, np.ndim(labels[i]) > 0)} - "
                 f"{int(marked.sum())}/{s.num_bonds} bonds marked")

@@ -2,7 +2,7 @@
 
 ``grprune explain`` calls :func:`part_fidelity` on every graph of the part it explains
 (``data.limit`` applied). The explanation :math:`S` of a graph is the bond set its
-pictures mark (:func:`grprune.draw.highlighted_bonds`): the bonds the evaluation mask
+pictures mark (:func:`grprune.explain_metrics.marked_bonds`): the bonds the evaluation mask
 keeps (``edge_weight > 0.5``: the thresholded, sampled or budgeted mask of a Gumbel
 selector, GSAT's and CIGA's selectors included; every bond for ``drop-edge``, which
 keeps all at evaluation), or with ``--top-k K`` each graph's K bonds of highest logit
@@ -45,11 +45,8 @@ def explanation_bonds(scores: Sequence, top_k: int | None = None) -> list[np.nda
         The bonds a picture of the graph marks; index with ``GraphScore.bond_of_edge``
         for a mask of shape (E,) over its directed edges.
     """
-    from grprune.draw import highlighted_bonds
-    from grprune.explain_metrics import ranking_score
-
-    return [highlighted_bonds(ranking_score(s.bond_logits), s.bond_weight, top_k)
-            for s in scores]
+    from grprune.explain_metrics import marked_bonds
+    return [marked_bonds(s.bond_logits, s.bond_weight, top_k) for s in scores]
 
 
 def masked_graphs(graphs: Sequence, masks: Sequence[np.ndarray], keep: bool) -> list:

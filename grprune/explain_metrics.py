@@ -82,6 +82,41 @@ def ranking_score(logits: np.ndarray) -> np.ndarray:
     return np.round(np.asarray(logits, dtype=np.float64), RANK_DECIMALS)
 
 
+def marked_bonds(bond_logits: np.ndarray, bond_weight: np.ndarray,
+                 top_k: int | None = None) -> np.ndarray:
+    """Which bonds of one graph a picture marks (``explain``, ``predict --draw``) and
+    fidelity removes.
+
+    Parameters
+    ----------
+    bond_logits : np.ndarray of float, shape (U,)
+        Selector logit of each bond (``+inf`` without a selector), ranked by
+        :func:`ranking_score`.
+    bond_weight : np.ndarray of float, shape (U,)
+        Evaluation mask of each bond (1 = kept).
+    top_k : int, optional
+        None: the kept bonds, ``bond_weight > 0.5``. Otherwise the ``top_k`` bonds of
+        highest score (all of them if there are fewer), ties broken by the lower bond id
+        as in :func:`rank_within_graphs`.
+
+    Returns
+    -------
+    np.ndarray of bool, shape (U,)
+
+    Examples
+    --------
+    >>> marked_bonds(np.array([-1., 2., 2., -3.]), np.array([0., 1., 1., 0.]), top_k=1).tolist()
+    [False, True, False, False]
+    >>> marked_bonds(np.array([-1., 2., 2., -3.]), np.array([0., 1., 1., 0.])).tolist()
+    [False, True, True, False]
+    """
+    if top_k is None:
+        return np.asarray(bond_weight) > 0.5
+    score = ranking_score(bond_logits)
+    rank = rank_in_segment_np(score, np.zeros(len(score), dtype=np.int64), 1, descending=True)
+    return rank < max(int(top_k), 0)
+
+
 def graph_of_bonds(ptr: np.ndarray) -> np.ndarray:
     """Graph of each bond: shape (U,), ``g`` repeated ``U_g`` times."""
     return csr_segment_np(ptr)

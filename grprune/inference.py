@@ -174,6 +174,23 @@ class Run:
         return self.features.classes
 
     @property
+    def featurizer(self):
+        """The SMILES featurizer the training data was built with
+        (:func:`grprune.data.molecule_featurizers.run_featurizer`): a function of one SMILES
+        to a DGL graph, OGB's or dgllife's canonical features; None for a run trained on
+        graphs without SMILES (synthetic features). :meth:`predict` featurizes with it."""
+        from grprune.data.molecule_featurizers import run_featurizer
+        return run_featurizer(self.cfg, self.features)
+
+    @property
+    def prediction_seed(self) -> int:
+        """The evaluation seed :meth:`predict` scores with:
+        :func:`grprune.determinism.eval_seed` of the run's seed and ``"predict"`` (the
+        noise's keys are the molecules' own, :func:`grprune.predict.memory.smiles_key`)."""
+        from grprune.determinism import eval_seed
+        return eval_seed(int(self.cfg.train.seed or 0), "predict")
+
+    @property
     def warmup_note(self) -> str | None:
         """Why this model keeps every bond, when a run with a selector reports an ERM
         warm-up epoch's model (:func:`grprune.record.summary.warmup_model_text`, under the
@@ -316,7 +333,7 @@ class Run:
         Parameters
         ----------
         molecules : str, sequence of str, pandas.DataFrame or path
-            One SMILES or a list, scored in memory (:func:`grprune.predict_memory.predict_smiles`);
+            One SMILES or a list, scored in memory (:func:`grprune.predict.memory.predict_smiles`);
             or a table with a SMILES column and any others (IDs): a DataFrame or a CSV file
             (:func:`grprune.predict.is_table`), scored in chunks as ``--csv`` is
             (:func:`grprune.predict.predict_table`).
@@ -337,14 +354,14 @@ class Run:
 
         Returns
         -------
-        pandas.DataFrame or grprune.predict_stream.ScreenSummary
+        pandas.DataFrame or grprune.predict.stream.ScreenSummary
             One row per input, in order: a table's own columns (but its SMILES column),
             then ``row``, ``smiles``, ``canonical_smiles``, ``status`` (``ok`` or why it
             could not be scored), ``reason`` (training's words for a skipped row),
             ``prob_1`` (binary; ``prob_0`` .. ``prob_{C-1}`` otherwise), ``pred_label``,
             ``num_bonds``, ``bonds_kept``. With ``bonds=True``, one row per RDKit bond of
             each scored molecule, with its ``edge_prob`` and ``kept``. With ``out``, the
-            :class:`~grprune.predict_stream.ScreenSummary` (rows, scored, skipped by status, files).
+            :class:`~grprune.predict.stream.ScreenSummary` (rows, scored, skipped by status, files).
 
         Raises
         ------
@@ -353,7 +370,7 @@ class Run:
             with SMILES; for a table, a missing file or column, a bad ``chunk_rows``,
             Parquet without pyarrow.
         """
-        from grprune.predict import predict_molecules
+        from grprune.predict.flow import predict_molecules
         return predict_molecules(self, molecules, batch_size, bonds, smiles_column=smiles_column,
                                  id_column=id_column, out=out, chunk_rows=chunk_rows, log=log)
 

@@ -77,7 +77,7 @@ def score_graphs(model: GraphClassifier, graphs: Sequence | GraphBatch, *,
         Graphs per batch. In eval mode the result does not depend on it (batch
         norm uses its running statistics) up to float rounding.
     keys : sequence of int, optional
-        Each graph's identity (its dataset index, or :func:`grprune.predict_memory.smiles_key`):
+        Each graph's identity (its dataset index, or :func:`grprune.predict.memory.smiles_key`):
         the key of its evaluation noise (``batch.index``,
         :func:`grprune.selectors.base.graph_noise`); default its position in ``graphs``.
     seed : int

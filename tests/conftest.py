@@ -140,10 +140,10 @@ def force_valid_scores(mp, scores) -> None:
 
 
 def interrupt_screen_at_chunk(mp, n: int = 4) -> None:
-    """Make ``grprune.predict_stream.score_chunk`` raise ``KeyboardInterrupt`` (Ctrl-C) at its
+    """Make ``grprune.predict.stream.score_chunk`` raise ``KeyboardInterrupt`` (Ctrl-C) at its
     ``n``-th call, through the MonkeyPatch ``mp``; the chunks before it are scored."""
-    import grprune.predict_stream
-    real, calls = grprune.predict_stream.score_chunk, []
+    import grprune.predict.stream
+    real, calls = grprune.predict.stream.score_chunk, []
 
     def score_chunk(*args, **kwargs):
         calls.append(1)
@@ -151,4 +151,4 @@ def interrupt_screen_at_chunk(mp, n: int = 4) -> None:
             raise KeyboardInterrupt
         return real(*args, **kwargs)
 
-    mp.setattr(grprune.predict_stream, "score_chunk", score_chunk)
+    mp.setattr(grprune.predict.stream, "score_chunk", score_chunk)

@@ -106,7 +106,7 @@ def test_a_64_mib_cell_is_never_held_whole(tmp_path):
         from pathlib import Path
         from grprune.data.csv_tables import read_text_csv
         from grprune.data.molecules import too_large_reason
-        from grprune.predict_stream import _chunks
+        from grprune.predict.stream import _chunks
         before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         df = read_text_csv({str(csv)!r}, "--csv")
         rows = sum(len(c) for c in _chunks(Path({str(csv)!r}), 0, 50))

@@ -48,7 +48,7 @@ def library(tmp_path_factory):
 
 
 def _read(path):
-    from grprune.predict import read_table
+    from grprune.predict.flow import read_table
     return read_table(path)
 
 
@@ -127,7 +127,7 @@ def test_incompatible_runs_and_one_model_options_are_refused(runs, tmp_path):
 
 def test_a_changed_member_changes_the_resume_stamp(runs, library, tmp_path):
     from grprune.api import load_model
-    from grprune.predict_stream_files import input_stamp, resume_point, state_path
+    from grprune.predict.outputs import input_stamp, resume_point, state_path
     stamp = input_stamp(load_model(runs), library, {})
     assert stamp == input_stamp(load_model(runs), library, {})
     assert stamp != input_stamp(load_model(runs[:2]), library, {})

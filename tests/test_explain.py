@@ -15,8 +15,8 @@ from click.testing import CliRunner
 from grprune.record.files import CHECKPOINT, EDGE_PROBS, SUMMARY
 from grprune.record.rundir import RunDir
 from grprune.cli import main
-from grprune.draw import (draw_molecule, highlighted_bonds, parse_molecule, rdkit_bond_ids,
-                          svg_highlighted_bonds)
+from grprune.draw import draw_molecule, parse_molecule, rdkit_bond_ids, svg_highlighted_bonds
+from grprune.explain_metrics import marked_bonds
 from grprune.explain import (edge_rocauc, explanation_metrics, parse_graph_ids,
                              rank_within_graphs, select_graphs, spurious_at_k, top_k_counts)
 from grprune.errors import GrpruneError
@@ -155,7 +155,7 @@ def test_drawn_highlights_are_the_marked_bonds():
     ids = rdkit_bond_ids(mol, u, v)
     assert ids.tolist() == list(range(mol.GetNumBonds()))[::-1]
     prob = np.linspace(0.1, 0.9, len(u))
-    marked = highlighted_bonds(prob, np.zeros(len(u)), top_k=3)  # graph bonds 10, 11, 12
+    marked = marked_bonds(np.log(prob / (1 - prob)), np.zeros(len(u)), top_k=3)  # graph bonds 10, 11, 12
     assert np.flatnonzero(marked).tolist() == [10, 11, 12]
     svg = draw_molecule(mol, ids, prob, marked, fmt="svg")  # type: ignore[arg-type]  # ndarray of ints
     assert svg_highlighted_bonds(svg) == {int(ids[k]) for k in (10, 11, 12)} == {0, 1, 2}

@@ -57,15 +57,14 @@ def test_rank_in_segment_np_rejects_nan():
 
 
 def test_explain_ranking_is_ops_ranking():
-    from grprune.draw import highlighted_bonds
-    from grprune.explain_metrics import rank_within_graphs
+    from grprune.explain_metrics import marked_bonds, rank_within_graphs
     ptr = np.array([0, 4, 4, 7])
     score = np.array([0.5, 0.9, 0.5, 0.5, 0.1, 0.1, 0.1])
     g = csr_segment_np(ptr)
     assert rank_within_graphs(ptr, score).tolist() == \
         rank_in_segment_np(score, g, 3, descending=True).tolist() == [1, 0, 2, 3, 0, 1, 2]
     # the drawing marks the head of the same ranking
-    assert highlighted_bonds(score[:4], np.zeros(4), top_k=2).tolist() == [True, True, False, False]
+    assert marked_bonds(score[:4], np.zeros(4), top_k=2).tolist() == [True, True, False, False]
 
 
 def test_segment_sum_and_mean():

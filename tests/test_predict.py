@@ -16,7 +16,7 @@ from grprune.record.files import CHECKPOINT, EDGE_PROBS, SUMMARY
 from grprune.cli import main
 from grprune.draw import parse_molecule
 from grprune.inference import load_run
-from grprune.predict_memory import bonds_path, predict_smiles, read_smiles_csv
+from grprune.predict.memory import bonds_path, predict_smiles, read_smiles_csv
 from grprune.errors import GrpruneError
 
 PNG = b"\x89PNG\r\n\x1a\n"

@@ -42,7 +42,7 @@ def _write(path, smiles):
 # ------------------------------------------------------------------ row 1: atoms and bytes
 def test_every_atom_counts_and_long_cells_are_refused_unparsed():
     from grprune.data.molecules import MAX_SMILES_BYTES, atom_count, too_large_reason
-    from grprune.predict_memory import row_problem
+    from grprune.predict.memory import row_problem
     assert atom_count("*C*") == 3 and atom_count("[H][H]") == 2 and atom_count("[*]") == 1
     assert row_problem(WILDCARDS) == ("too large", "too large: 20,000 atoms (the limit is "
                                                    "500, data.max_atoms)")
@@ -92,7 +92,7 @@ def test_data_info_skips_a_wildcard_chain(library, tmp_path):
 
 def _dying_featurizer(smiles):
     """A worker task that dies as RDKit crashing would, on the row ``DIE``."""
-    from grprune.predict_chunk import featurize_rows
+    from grprune.predict.chunk import featurize_rows
     if "DIE" in smiles:
         os._exit(11)
     return featurize_rows(smiles)
@@ -100,14 +100,14 @@ def _dying_featurizer(smiles):
 
 def test_a_worker_that_dies_costs_its_molecule_a_reason_not_the_screen(
         bbbp_run, library, tmp_path, monkeypatch):
-    import grprune.predict_stream
-    from grprune.predict_stream_pool import WORKER_DIED
+    import grprune.predict.stream
+    from grprune.predict.pool import WORKER_DIED
     lib = _write(tmp_path / "lib.csv", [*library[:120], "DIE", *library[121:200]])
     ref = tmp_path / "ref.csv"
     args = ("--chunk-rows", 50, "--progress", "none", "--device", "cpu")
     assert _cli("predict", bbbp_run, "--csv", lib, "--out", ref, *args).exit_code == 0
     out = tmp_path / "preds.csv"
-    monkeypatch.setattr(grprune.predict_stream, "featurize_rows", _dying_featurizer)
+    monkeypatch.setattr(grprune.predict.stream, "featurize_rows", _dying_featurizer)
     res = _cli("predict", bbbp_run, "--csv", lib, "--out", out, *args)
     assert res.exit_code == 0, res.output
     got, want = pd.read_csv(out, keep_default_na=False), pd.read_csv(ref, keep_default_na=False)
@@ -118,7 +118,7 @@ def test_a_worker_that_dies_costs_its_molecule_a_reason_not_the_screen(
 
 def test_a_worker_death_in_any_task_in_flight_is_retried_alone(monkeypatch):
     """Every task of a broken pool is featurized again: whichever task's worker died."""
-    from grprune.predict_stream_pool import WORKER_DIED, featurized
+    from grprune.predict.pool import WORKER_DIED, featurized
     chunks = [pd.DataFrame({"smiles": ["CCO", "DIE" if k == 2 else "CCN", "c1ccccc1"]})
               for k in range(6)]
     got = list(featurized(iter(chunks), lambda d: d["smiles"].tolist(), 2, _dying_featurizer))
@@ -137,18 +137,18 @@ def _screen_args(run, csv, out):
 
 def test_a_second_screen_to_the_same_out_refuses_and_the_first_is_whole(
         bbbp_run, library, tmp_path, monkeypatch):
-    import grprune.predict_stream
+    import grprune.predict.stream
     lib = _write(tmp_path / "lib.csv", library[:60])
     ref, out = tmp_path / "ref.csv", tmp_path / "preds.csv"
     assert _cli(*_screen_args(bbbp_run, lib, ref)).exit_code == 0
-    real, second = grprune.predict_stream.save_state, []  # type: ignore[var-annotated]
+    real, second = grprune.predict.stream.save_state, []  # type: ignore[var-annotated]
 
     def save_state(*args, **kwargs):  # the second job starts while the first is writing
         real(*args, **kwargs)
         if not second:
             second.append(_cli(*_screen_args(bbbp_run, lib, out)))
 
-    monkeypatch.setattr(grprune.predict_stream, "save_state", save_state)
+    monkeypatch.setattr(grprune.predict.stream, "save_state", save_state)
     first = _cli(*_screen_args(bbbp_run, lib, out))
     assert first.exit_code == 0, first.output
     assert second[0].exit_code == 2, second[0].output
@@ -301,7 +301,7 @@ def test_a_resumed_screen_reports_the_repeated_ids_an_uninterrupted_one_does(
 def test_progress_off_a_terminal_speaks_before_the_first_chunk():
     import io
 
-    from grprune.predict_stream import Progress
+    from grprune.predict.stream import Progress
     out = io.StringIO()
     bar = Progress(20_000, "plain", stream=out)
     bar.begin("lib.csv", 500)

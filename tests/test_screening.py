@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from grprune.cli import main
 from grprune.inference import load_run
-from grprune.predict_memory import TOO_LARGE, predict_smiles, smiles_key
+from grprune.predict.memory import TOO_LARGE, predict_smiles, smiles_key
 from grprune.selectors.base import keyed_uniform
 
 
@@ -145,7 +145,7 @@ def test_too_large_molecule_is_reported_not_canonicalized(sampled_run):
 
 
 def test_killed_predict_resumes_or_starts_clean(sampled_run, library, tmp_path, monkeypatch):
-    import grprune.predict_stream as screen
+    import grprune.predict.stream as screen
     csv = tmp_path / "lib.csv"
     pd.DataFrame({"smiles": library}).to_csv(csv, index=False)
     out = tmp_path / "p.csv"

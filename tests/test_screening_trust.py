@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from grprune.cli import main
 from grprune.inference import load_run
-from grprune.predict_memory import predict_smiles
+from grprune.predict.memory import predict_smiles
 
 #: rows of the library that training skips, and why (the SMILES themselves below)
 BROKEN = {3: "CC(C)(C)(C)(C)C", 5: "N#N#N", 8: "C1CC(", 12: ""}
@@ -120,7 +120,7 @@ def test_output_has_one_smiles_column(strict_run, lib_csv, tmp_path, draw):
 
 def test_state_line_and_first_progress_after_a_small_chunk(strict_run, lib_csv, tmp_path,
                                                            monkeypatch):
-    import grprune.predict_stream as screen
+    import grprune.predict.stream as screen
     monkeypatch.setattr(screen, "FIRST_CHUNK_ROWS", 7)  # the default chunk size stays 20,000
     out = tmp_path / "p.csv"
     res = _cli("predict", strict_run, "--csv", lib_csv, "--smiles-column", "SMILES",
@@ -151,7 +151,7 @@ def test_chunk_rows_applies_to_csv_only(strict_run):
 
 _KILLER = """
 import os, signal, sys
-import grprune.predict_stream as screen
+import grprune.predict.stream as screen
 real, calls = screen.score_chunk, []
 def score_chunk(*args, **kwargs):
     calls.append(1)

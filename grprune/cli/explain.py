@@ -222,7 +222,7 @@ def predict(run_dir, runs, calibrated, smiles, csv_file, chunk_rows, smiles_colu
       grprune predict RUN --calibrated --csv library.csv --out calibrated.csv
     """
     from grprune.api import load_model
-    from grprune.predict import PredictRequest, check_request, predict_request
+    from grprune.predict.flow import PredictRequest, check_request, predict_request
 
     paths = [*([run_dir] if run_dir is not None else []), *runs]
     if not paths:
@@ -238,7 +238,7 @@ def predict(run_dir, runs, calibrated, smiles, csv_file, chunk_rows, smiles_colu
 
 
 def _show(printed) -> None:
-    """Print predict's table (:class:`grprune.predict_printed.PrintedTable`): its cells
+    """Print predict's table (:class:`grprune.predict.printed.PrintedTable`): its cells
     escaped (``[nH]`` is a bracket atom, not a tag), then the line under it."""
     from rich.markup import escape
     from rich.table import Table

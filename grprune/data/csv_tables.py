@@ -48,6 +48,22 @@ def read_text_csv(path: str | Path, what: str, hint: str = "") -> pd.DataFrame:
         raise DataError(f"cannot read {what} {path}: {type(exc).__name__}: {exc}{hint}") from None
 
 
+def same_column(columns: Sequence[str], name: str | None) -> str | None:
+    """The column that ``name`` refers to, as :func:`match_columns` matches it (an exact
+    match, else the one column equal to it up to case); None where there is none, or no
+    ``name``.
+
+    >>> same_column(["ID", "smiles"], "id"), same_column(["id", "ID"], "Id"), same_column(["a"], "")
+    ('ID', None, None)
+    """
+    if not name:
+        return None
+    exact = [c for c in columns if c == name]
+    folded = [c for c in columns if c.casefold() == str(name).casefold()]
+    match = exact or (folded if len(folded) == 1 else [])
+    return match[0] if match else None
+
+
 def match_columns(columns: Sequence[str], wanted: Mapping[str, str], where: str) -> dict[str, str]:
     """The CSV column each wanted name refers to, matched one way everywhere.
 
@@ -86,11 +102,9 @@ def match_columns(columns: Sequence[str], wanted: Mapping[str, str], where: str)
     columns = [str(c) for c in columns]
     found, missing = {}, []
     for asker, name in wanted.items():
-        exact = [c for c in columns if c == name]
-        folded = [c for c in columns if c.casefold() == str(name).casefold()]
-        match = exact or (folded if len(folded) == 1 else [])
-        if match:
-            found[asker] = match[0]
+        match = same_column(columns, name)
+        if match is not None:
+            found[asker] = match
         else:
             asked = f" ({short_text(asker, 60)})" if asker != name else ""
             by_folded = {c.casefold(): c for c in columns if len(c) <= 1000}  # close, case aside

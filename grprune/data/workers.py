@@ -1,7 +1,7 @@
 """Worker processes of featurization: the pools of training's chunked featurizer and
 scaffolds (:func:`grprune.data.featurize.featurize_ogb`,
 :func:`~grprune.data.featurize.parallel_scaffolds`) and of the streamed screen
-(:mod:`grprune.predict_stream_pool`).
+(:mod:`grprune.predict.pool`).
 
 A pool is a :class:`concurrent.futures.ProcessPoolExecutor` (:func:`process_pool`), forked
 where the platform can: a worker that dies (RDKit crashing on a molecule, the kernel's

@@ -1,6 +1,6 @@
 """Exclusive locks on files, taken one way: a run directory's ``.lock``
 (:meth:`grprune.record.rundir.RunDir.lock`) and a screen's ``OUT.lock``
-(:func:`grprune.predict_stream_files.lock_output`).
+(:func:`grprune.predict.outputs.lock_output`).
 
 A leaf of :mod:`grprune.record`: it imports nothing of grprune but the errors.
 """

@@ -140,7 +140,7 @@ def graph_noise(batch: GraphBatch, per_bond: bool, seed: int, draw: int = 0,
     """:func:`keyed_uniform` noise per bond (shape (U,)) or per directed edge (shape (E,)).
 
     The graph key is ``batch.index`` (dataset index, or what the caller put there, e.g.
-    :func:`grprune.predict_memory.smiles_key`); a directed edge's key is its local node pair
+    :func:`grprune.predict.memory.smiles_key`); a directed edge's key is its local node pair
     ``(src, dst)``, a bond's the ordered pair ``(min, max)``: numbers of the graph
     itself, so a graph's noise does not depend on where it sits in the batch.
     """

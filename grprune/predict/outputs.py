@@ -1,4 +1,4 @@
-"""The output files of a screen (:mod:`grprune.predict_stream`): ``OUT.partial``, appended chunk
+"""The output files of a screen (:mod:`grprune.predict.stream`): ``OUT.partial``, appended chunk
 by chunk and renamed to ``OUT`` when complete, and ``OUT.partial.json``, the rows and bytes
 written so far, the SHA-256 of those bytes, and what the run was (input size and
 modification time, run, options), so that a rerun resumes after the last finished chunk
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from grprune.errors import GrpruneError
-from grprune.predict_memory import bonds_path
+from grprune.predict.memory import Prediction, bonds_path
 
 #: ``open`` never follows a symbolic link for the screen's own files (where the OS can)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -82,6 +82,32 @@ class OutputFile:
         self.fh.close()
 
 
+def write_prediction(pred: Prediction, out: str | Path, bonds: bool = True) -> list[Path]:
+    """Write an in-memory prediction's molecule table to ``out`` and (``bonds``) its bond
+    table next to it (:func:`~grprune.predict.memory.bonds_path`), as the screen writes
+    its chunks (:class:`OutputFile`): each file complete or not there.
+
+    Returns
+    -------
+    list of Path
+        ``[out, bonds_path(out)]`` (``[out]`` without ``bonds``).
+    """
+    tables = [(Path(out), pred.molecules)]
+    if bonds:
+        tables.append((bonds_path(out), pred.bonds))
+    written = []
+    for path, df in tables:
+        sink = OutputFile(path, None)
+        try:
+            sink.write(df)
+        except BaseException:
+            sink.abandon()
+            sink.partial.unlink(missing_ok=True)
+            raise
+        written.append(sink.finish())
+    return written
+
+
 def check_output(out: str | Path) -> None:
     """Refuse an output file predict cannot write: Parquet (``.parquet``) without pyarrow.
 
@@ -147,9 +173,9 @@ def lock_output(out: Path):
 def input_stamp(run, csv_file: Path, options: dict) -> dict:
     """What a resumed screen must share with the interrupted one (not the chunk size: a
     resume starts after a row, whatever the chunks were): the input's path, size and
-    modification time, the model (:func:`grprune.ensemble.model_stamp`: every member's
+    modification time, the model (:func:`grprune.predict.ensemble.model_stamp`: every member's
     directory, checkpoint and calibration) and the options."""
-    from grprune.ensemble import model_stamp
+    from grprune.predict.ensemble import model_stamp
     st = csv_file.stat()
     return {"input": str(csv_file.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns,
             "run": model_stamp(run), "options": options}

@@ -6,12 +6,12 @@ come seconds after the start, each next one twice the last, up to ``chunk_rows``
 (:data:`CHUNK_ROWS` by default; ``grprune predict --chunk-rows``). It featurizes each chunk
 with OGB's features in worker processes (:func:`grprune.data.featurize.featurize_chunk`, the
 chunked featurizer of ``molecule-csv`` training and ``grprune data info``, so a row training
-skips is skipped here with the same reason; :mod:`grprune.predict_stream_pool`: a few tasks in
+skips is skipped here with the same reason; :mod:`grprune.predict.pool`: a few tasks in
 flight so the input is never read ahead, and a worker that dies on a molecule costs that
 molecule a reason, not the screen), scores the molecules in batches of
 ``batch_size`` on the run's device under the trainer's evaluation rule
 (:func:`grprune.evaluation.evaluate_batches`, each molecule's evaluation noise keyed by
-:func:`grprune.predict_memory.smiles_key`, so its score does not depend on the other rows), and
+:func:`grprune.predict.memory.smiles_key`, so its score does not depend on the other rows), and
 appends the rows to the output as each chunk finishes. Memory is one chunk's rows and
 graphs (plus the IDs seen, for the duplicate report), not the library's. On the CPU, scoring uses the cores the featurizing workers
 leave (one thread on two cores), so the processes do not contend.
@@ -22,19 +22,19 @@ leave (one thread on two cores), so the processes do not contend.
   looks complete. A rerun with the same input, run and options resumes after the last
   finished chunk (a kill loses at most the chunk in progress); anything else starts clean.
   Every run says which, and why, on stderr. The state is checked whole before it is
-  trusted (:func:`grprune.predict_stream_files.check_state`: its counts, and the partial files
+  trusted (:func:`grprune.predict.outputs.check_state`: its counts, and the partial files
   ending where it says), no symbolic link is followed for ``OUT.partial``, ``OUT`` or the
   state file, and ``OUT.lock`` keeps a second screen of the same ``OUT`` out (it refuses
   in one line). An ``OUT`` that is a directory or the input itself is refused first. Parquet output (``OUT`` ending in
   ``.parquet``) always starts clean.
 * **Rows.** One output row per input row, in input order: the input's own columns but its
-  SMILES column, then :data:`grprune.predict_memory.MOLECULE_COLUMNS`. A row that is not scored
+  SMILES column, then :data:`grprune.predict.memory.MOLECULE_COLUMNS`. A row that is not scored
   has its ``status`` (``empty SMILES``, ``unparsable SMILES``, ``too large``: more than
   :data:`grprune.data.molecules.MAX_ATOMS` atoms, never canonicalized; a cell over
   :data:`grprune.data.csv_cells.CELL_LIMIT` bytes is not even read) and its ``reason``,
   as training words its skip reasons. Repeated IDs are reported, a resumed screen's
   included (the IDs of the rows written before are read again from the input).
-* **Progress** on stderr (:mod:`grprune.predict_stream_progress`): molecules done, rate and ETA,
+* **Progress** on stderr (:mod:`grprune.predict.progress`): molecules done, rate and ETA,
   on one rewritten line on a terminal, else a plain line at the start, one after the
   first chunk, then at every 10 % or 30 s; then one summary line.
 """
@@ -52,13 +52,13 @@ from typing import Any, Callable, Generator, Iterator, Sequence
 import numpy as np
 
 from grprune.errors import DataError, GrpruneError
-from grprune.ensemble import Ensemble
-from grprune.predict_memory import OK, prediction_seed
-from grprune.predict_chunk import (bond_table, chunk_table, featurize_rows,
+from grprune.predict.ensemble import Ensemble
+from grprune.predict.memory import OK
+from grprune.predict.chunk import (bond_table, chunk_table, featurize_rows,
                                    input_name, score_chunk)
-from grprune.predict_stream_pool import featurized
-from grprune.predict_stream_progress import Progress
-from grprune.predict_stream_files import (OutputFile, check_output, check_target, count_rows,
+from grprune.predict.pool import featurized
+from grprune.predict.progress import Progress
+from grprune.predict.outputs import (OutputFile, check_output, check_target, count_rows,
                                   input_stamp, lock_output, open_outputs, save_state,
                                   state_path)
 
@@ -182,15 +182,14 @@ class ScreenOptions:
 
 
 def _columns(run, df, opts: ScreenOptions) -> tuple[str, str | None, list[str]]:
-    """The SMILES column, the ID column (or None) and the carried input columns."""
-    from grprune.data.csv_tables import match_columns
+    """The SMILES column, the ID column (or None) and the carried input columns: ``--id-column``,
+    else the run's ``data.id_column`` where the CSV has it (:func:`same_column`)."""
+    from grprune.data.csv_tables import match_columns, same_column
     cols = [str(c) for c in df.columns]
     smiles = match_columns(cols, {"--smiles-column": opts.smiles_column or "smiles"},
                            "--csv")["--smiles-column"]
-    name = opts.id_column or run.cfg.data.id_column
-    id_col = None
-    if name and (opts.id_column or name.casefold() in {c.casefold() for c in cols}):
-        id_col = match_columns(cols, {"--id-column": name}, "--csv")["--id-column"]
+    id_col = (match_columns(cols, {"--id-column": opts.id_column}, "--csv")["--id-column"]
+              if opts.id_column else same_column(cols, run.cfg.data.id_column))
     keep = cols
     if opts.keep_columns:
         found = match_columns(cols, {k: k for k in opts.keep_columns}, "--csv (--keep-columns)")
@@ -204,9 +203,9 @@ def _columns(run, df, opts: ScreenOptions) -> tuple[str, str | None, list[str]]:
 def can_stream(run) -> bool:
     """Whether :func:`screen_csv` can score with ``run``: its featurizer is OGB's, the one
     the chunks are featurized with (a ``data.featurizer=dgllife-canonical`` run is scored
-    in memory, :func:`grprune.predict_memory.predict_smiles`)."""
+    in memory, :func:`grprune.predict.memory.predict_smiles`)."""
     from grprune.data.molecules import smiles_to_graph
-    from grprune.predict_memory import molecule_featurizer
+    from grprune.predict.memory import molecule_featurizer
     return molecule_featurizer(run) is smiles_to_graph
 
 
@@ -217,13 +216,13 @@ def screen_csv(run, csv_file: str | Path, out: str | Path | None,
 
     Parameters
     ----------
-    run : grprune.inference.Run or grprune.ensemble.Ensemble
+    run : grprune.inference.Run or grprune.predict.ensemble.Ensemble
         A run (or runs) trained on OGB-featurized molecules (:func:`can_stream`).
     csv_file : path
         The library (plain or compressed CSV).
     out : path or None
         ``.csv`` (default) or ``.parquet``; with ``opts.bonds`` the bond table goes to
-        :func:`grprune.predict_memory.bonds_path` of it. None writes no file (the summary's
+        :func:`grprune.predict.memory.bonds_path` of it. None writes no file (the summary's
         ``head`` and counts only) and so resumes nothing.
     opts : ScreenOptions
     log : callable
@@ -343,7 +342,7 @@ def _run_chunks(run, csv_file: Path, opts: ScreenOptions, cols: tuple, done: int
                                             opts.batch_size)
         else:
             scores = score_chunk(run, graphs, batch_size=opts.batch_size,
-                                 seed=prediction_seed(run))
+                                 seed=run.prediction_seed)
             table = chunk_table(run, df, keep, rows, df[smiles_col].tolist(), graphs, scores)
         if sink is not None:
             sink.write(table)

@@ -1,4 +1,4 @@
-"""The progress display of a screen (:func:`grprune.predict_stream.screen_csv`) on stderr: a
+"""The progress display of a screen (:func:`grprune.predict.stream.screen_csv`) on stderr: a
 line rewritten in place on a terminal; off a terminal (a log, CI), plain lines from the
 start, so that a long first chunk never leaves the log silent."""
 

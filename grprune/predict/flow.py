@@ -2,16 +2,16 @@
 
 :func:`predict_request` is ``grprune predict`` once its options are parsed: it checks the run,
 chooses how to score (:func:`streams`: a ``--csv`` library through
-:func:`grprune.predict_stream.screen_csv`, in chunks; SMILES, ``--draw`` and runs with other
-featurizers in memory, :func:`grprune.ensemble.score_smiles`), writes the files, and hands
+:func:`grprune.predict.stream.screen_csv`, in chunks; SMILES, ``--draw`` and runs with other
+featurizers in memory, :func:`grprune.predict.ensemble.score_smiles`), writes the files, and hands
 the command a :class:`PredictResult` and its printed table (:class:`PrintedTable`); the
 command only prints. :func:`check_request` refuses option combinations that cannot work,
 before a run is loaded.
 
 :func:`predict_molecules` is :meth:`grprune.inference.Run.predict` (and
-:func:`grprune.api.predict_ensemble`'s): SMILES go to :func:`grprune.ensemble.score_smiles`,
+:func:`grprune.api.predict_ensemble`'s): SMILES go to :func:`grprune.predict.ensemble.score_smiles`,
 a table (:func:`is_table`) to :func:`predict_table`, which chooses as :func:`predict_request` does
-(:func:`streams`), streams it through :func:`grprune.predict_stream.screen_csv` (or scores
+(:func:`streams`), streams it through :func:`grprune.predict.stream.screen_csv` (or scores
 it in memory for a run whose featurizer is not OGB's) and reads the written rows back with
 their dtypes (:func:`read_table`).
 """
@@ -23,13 +23,13 @@ from pathlib import Path
 from typing import Callable
 
 from grprune.errors import DataError, GrpruneError
-from grprune.ensemble import Ensemble, score_smiles
-from grprune.predict_columns import shown_score_columns
-from grprune.predict_printed import PrintedTable, printed_table
-from grprune.predict_memory import (OK, Prediction, draw_prediction, molecule_featurizer,
-                                    read_smiles_csv, with_input_columns, write_prediction)
-from grprune.predict_stream import CHUNK_ROWS, ScreenOptions, ScreenSummary, screen_csv
-from grprune.predict_stream_files import check_output, check_target
+from grprune.predict.ensemble import Ensemble, score_smiles
+from grprune.predict.columns import shown_score_columns
+from grprune.predict.printed import PrintedTable, printed_table
+from grprune.predict.memory import (OK, Prediction, draw_prediction, molecule_featurizer,
+                                    read_smiles_csv, with_input_columns)
+from grprune.predict.stream import CHUNK_ROWS, ScreenOptions, ScreenSummary, screen_csv
+from grprune.predict.outputs import check_output, check_target, write_prediction
 
 
 @dataclass(frozen=True)
@@ -135,13 +135,13 @@ def _keep(keep_columns: str | None) -> list[str] | None:
 
 def streams(run, request: PredictRequest) -> bool:
     """Whether :func:`predict_request` streams: a ``--csv`` library, nothing drawn, and a
-    run whose featurizer (:func:`grprune.predict_memory.molecule_featurizer`) is OGB's, the
-    one the chunks are featurized with (:func:`grprune.predict_stream.can_stream`).
+    run whose featurizer (:func:`grprune.predict.memory.molecule_featurizer`) is OGB's, the
+    one the chunks are featurized with (:func:`grprune.predict.stream.can_stream`).
 
     Raises
     ------
     GrpruneError
-        A run without molecule features (:func:`~grprune.predict_memory.molecule_featurizer`).
+        A run without molecule features (:func:`~grprune.predict.memory.molecule_featurizer`).
     """
     from grprune.data.molecules import smiles_to_graph
     featurizer = molecule_featurizer(run)  # refuses a run without molecule features
@@ -155,7 +155,7 @@ def predict_request(run, request: PredictRequest, log: Callable[[str], None] = _
 
     Parameters
     ----------
-    run : grprune.inference.Run or grprune.ensemble.Ensemble
+    run : grprune.inference.Run or grprune.predict.ensemble.Ensemble
         A molecule run, or runs (:func:`grprune.api.load_model`).
     request : PredictRequest
         Checked by :func:`check_request`.
@@ -172,7 +172,7 @@ def predict_request(run, request: PredictRequest, log: Callable[[str], None] = _
     ------
     GrpruneError
         Not a molecule run; ``--bonds`` or ``--draw`` with an ensemble; as
-        :func:`~grprune.predict_stream.screen_csv`.
+        :func:`~grprune.predict.stream.screen_csv`.
     """
     streamed = streams(run, request)
     if isinstance(run, Ensemble) and len(run) > 1:
@@ -198,7 +198,7 @@ def predict_request(run, request: PredictRequest, log: Callable[[str], None] = _
 
 def _stream(run, request: PredictRequest, log, show) -> PredictResult:
     """:func:`predict_request` of a ``--csv`` library through
-    :func:`~grprune.predict_stream.screen_csv`."""
+    :func:`~grprune.predict.stream.screen_csv`."""
     from grprune.data.molecules import TOO_LARGE
     r = request
     opts = ScreenOptions(smiles_column=r.smiles_column, id_column=r.id_column,
@@ -225,7 +225,7 @@ def _stream(run, request: PredictRequest, log, show) -> PredictResult:
 
 def _in_memory(run, request: PredictRequest, log, show) -> PredictResult:
     """:func:`predict_request` of ``--smiles``, ``--draw`` and runs with other featurizers: every
-    molecule in memory (:func:`grprune.ensemble.score_smiles`)."""
+    molecule in memory (:func:`grprune.predict.ensemble.score_smiles`)."""
     from grprune.data.csv_tables import read_text_csv
     from grprune.data.molecules import TOO_LARGE
     r = request
@@ -249,32 +249,29 @@ def _in_memory(run, request: PredictRequest, log, show) -> PredictResult:
         table.more = (f"... {len(df) - shown} more rows"
                       + ("" if r.out else "; use --out FILE for all of them"))
     show(table)
+    _log_failed(df, log)
     if r.out is not None:
         log("wrote " + " and ".join(str(f) for f in write_prediction(pred, r.out, bonds=r.bonds)))
     if r.draw_dir is not None:
         _draw(pred, r.draw_dir, r, ids, log)
-    _log_failed(df, log)
     return PredictResult(scored=pred.n_ok, too_large=int((df["status"] == TOO_LARGE).sum()),
                          prediction=pred)
 
 
 def _model_name(run) -> str:
-    """A run's directory name, or an ensemble's :attr:`grprune.ensemble.Ensemble.name`."""
+    """A run's directory name, or an ensemble's :attr:`grprune.predict.ensemble.Ensemble.name`."""
     return run.name if isinstance(run, Ensemble) else run.run_dir.name
 
 
 def _csv_ids(run, csv_file: Path, id_column: str | None) -> list[str] | None:
     """The ``--csv`` file's compound IDs: ``--id-column``, else the run's
     ``data.id_column`` where the CSV has that column; None for neither."""
-    from grprune.data.csv_tables import match_columns, read_text_csv
+    from grprune.data.csv_tables import match_columns, read_text_csv, same_column
     df = read_text_csv(csv_file, "--csv")
-    name = id_column or run.cfg.data.id_column
-    if not name:
-        return None
-    if id_column is None and name.casefold() not in {str(c).casefold() for c in df.columns}:
-        return None  # the run's ID column is not in this file: rows identify molecules
-    col = match_columns(df.columns, {"--id-column": name}, f"--csv {csv_file}")["--id-column"]
-    return [str(x) for x in df[col].tolist()]
+    cols = [str(c) for c in df.columns]
+    col = (match_columns(cols, {"--id-column": id_column}, f"--csv {csv_file}")["--id-column"]
+           if id_column else same_column(cols, run.cfg.data.id_column))
+    return None if col is None else [str(x) for x in df[col].tolist()]
 
 
 def _duplicate_ids(ids: list[str]) -> list[tuple[int, str, int]]:
@@ -348,7 +345,7 @@ _NUMERIC = {"molecules": {"row": "int64", "pred_label": "Int64", "num_bonds": "I
 
 
 def read_table(path: str | Path, kind: str = "molecules"):
-    """A table predict wrote (:func:`~grprune.predict_stream.screen_csv`), read back with its
+    """A table predict wrote (:func:`~grprune.predict.stream.screen_csv`), read back with its
     dtypes: the input's columns and the SMILES as text (``""`` for empty cells), ``prob_*``
     and ``pred_*`` float (NaN when not scored), ``pred_label``, ``num_bonds``, ``bonds_kept``
     nullable integers.
@@ -373,9 +370,9 @@ def predict_table(run, data, out: str | Path | None = None, opts: ScreenOptions 
     """Score a table of molecules as ``grprune predict --csv`` does: ``Run.predict`` of a
     pandas DataFrame or a CSV file.
 
-    The rows go through :func:`~grprune.predict_stream.screen_csv` (in chunks, in bounded memory; a
+    The rows go through :func:`~grprune.predict.stream.screen_csv` (in chunks, in bounded memory; a
     DataFrame is written to a temporary CSV first), or, for a run with another featurizer
-    (:func:`streams`), through :func:`grprune.predict_memory.predict_smiles` in
+    (:func:`streams`), through :func:`grprune.predict.memory.predict_smiles` in
     memory, as the command does.
 
     Parameters
@@ -390,7 +387,7 @@ def predict_table(run, data, out: str | Path | None = None, opts: ScreenOptions 
         Write the rows there (``.csv``, or ``.parquet`` with pyarrow; resumed after an
         interruption as with ``--out``) and return the summary instead of the table.
     opts : ScreenOptions, optional
-        Default: :class:`~grprune.predict_stream.ScreenOptions` without a progress display.
+        Default: :class:`~grprune.predict.stream.ScreenOptions` without a progress display.
     log : callable, optional
         With ``out``: receives the state line (resume or clean start).
 
@@ -406,7 +403,7 @@ def predict_table(run, data, out: str | Path | None = None, opts: ScreenOptions 
     DataError
         A missing or unreadable file, or a missing column.
     GrpruneError
-        As :func:`~grprune.predict_stream.screen_csv`.
+        As :func:`~grprune.predict.stream.screen_csv`.
     """
     import tempfile
 
@@ -429,7 +426,7 @@ def predict_table(run, data, out: str | Path | None = None, opts: ScreenOptions 
                              log=(log or _quiet) if out is not None else _quiet)
         if out is not None:
             return summary
-        from grprune.predict_memory import bonds_path
+        from grprune.predict.memory import bonds_path
         return (read_table(bonds_path(target), "bonds") if opts.bonds
                 else read_table(target))
 
@@ -438,8 +435,8 @@ def predict_molecules(model, molecules, batch_size: int = 256, bonds: bool = Fal
                       smiles_column: str | None = None, id_column: str | None = None,
                       out: str | Path | None = None, chunk_rows: int | None = None, log=None):
     """:meth:`grprune.inference.Run.predict` (its parameters, returns and raises) of a run
-    or of an :class:`~grprune.ensemble.Ensemble` (:func:`grprune.api.predict_ensemble`):
-    SMILES in memory (:func:`grprune.ensemble.score_smiles`), a table through
+    or of an :class:`~grprune.predict.ensemble.Ensemble` (:func:`grprune.api.predict_ensemble`):
+    SMILES in memory (:func:`grprune.predict.ensemble.score_smiles`), a table through
     :func:`predict_table`."""
     table_only = {"smiles_column": smiles_column, "id_column": id_column, "out": out,
                   "chunk_rows": chunk_rows}
@@ -458,10 +455,10 @@ def predict_molecules(model, molecules, batch_size: int = 256, bonds: bool = Fal
 
 
 def _in_memory_table(run, csv_file: Path, out: str | Path | None, opts: ScreenOptions):
-    """:func:`predict_table` for a run :func:`~grprune.predict_stream.screen_csv` cannot score (its
+    """:func:`predict_table` for a run :func:`~grprune.predict.stream.screen_csv` cannot score (its
     featurizer is not OGB's): every row in memory, as ``grprune predict`` scores such a run."""
     from grprune.data.csv_tables import match_columns, read_text_csv
-    from grprune.predict_memory import with_input_columns, write_prediction
+    from grprune.predict.memory import with_input_columns
     inputs = read_text_csv(csv_file, "--csv")
     col = match_columns([str(c) for c in inputs.columns],
                         {"--smiles-column": opts.smiles_column or "smiles"}, "--csv")

@@ -1,10 +1,10 @@
-"""One chunk of a library for ``grprune predict --csv`` (:mod:`grprune.predict_stream`): featurize in a
+"""One chunk of a library for ``grprune predict --csv`` (:mod:`grprune.predict.stream`): featurize in a
 worker, batch the flat arrays, score, and turn the scores into output rows, vectorized.
 
-The statuses and reasons, the atom limit and the noise key are :mod:`grprune.predict_memory`'s
-(:func:`~grprune.predict_memory.row_problem`, :data:`~grprune.data.molecules.MAX_ATOMS`,
-:func:`~grprune.predict_memory.smiles_key`), so a molecule is parsed, skipped and scored the same
-here as in :func:`grprune.predict_memory.predict_smiles` and in training.
+The statuses and reasons, the atom limit and the noise key are :mod:`grprune.predict.memory`'s
+(:func:`~grprune.predict.memory.row_problem`, :data:`~grprune.data.molecules.MAX_ATOMS`,
+:func:`~grprune.predict.memory.smiles_key`), so a molecule is parsed, skipped and scored the same
+here as in :func:`grprune.predict.memory.predict_smiles` and in training.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from grprune.data.molecules import MAX_ATOMS
-from grprune.predict_memory import (MISMATCH, MOLECULE_COLUMNS, OK, UNPARSABLE,
+from grprune.predict.memory import (MISMATCH, MOLECULE_COLUMNS, OK, UNPARSABLE,
                              row_problem, smiles_key)
 
 
@@ -54,12 +54,12 @@ class ChunkGraphs:
 
 
 def featurize_rows(smiles: Sequence[str]) -> ChunkGraphs:
-    """OGB graphs of SMILES rows for predict (a worker task of :mod:`grprune.predict_stream`).
+    """OGB graphs of SMILES rows for predict (a worker task of :mod:`grprune.predict.stream`).
 
     The rows are parsed as training parses them (:func:`grprune.data.featurize.featurize_chunk`,
     the featurizer of ``molecule-csv``: OGB's ``smiles2graph`` under RDKit's full
     sanitization), so a molecule training would skip is not scored here either and gets
-    the same reason (:func:`grprune.predict_memory.row_problem`). The scored ones are
+    the same reason (:func:`grprune.predict.memory.row_problem`). The scored ones are
     canonicalized for their :func:`smiles_key`.
 
     Parameters
@@ -181,7 +181,7 @@ def chunk_table(run, df, keep: Sequence[str], rows: np.ndarray, smiles: Sequence
     """
     import pandas as pd
 
-    from grprune.predict_columns import has_label, score_columns, score_values
+    from grprune.predict.columns import has_label, score_columns, score_values
     n, names = len(df), score_columns(run)
     ok = graphs.ok
     out = df[list(keep)].reset_index(drop=True)

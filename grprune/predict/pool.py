@@ -1,5 +1,5 @@
-"""The featurizing workers of a screen (:mod:`grprune.predict_stream`): input chunks featurized in
-worker processes (:func:`grprune.predict_chunk.featurize_rows`), in input order, a few
+"""The featurizing workers of a screen (:mod:`grprune.predict.stream`): input chunks featurized in
+worker processes (:func:`grprune.predict.chunk.featurize_rows`), in input order, a few
 tasks ahead of the scoring.
 
 A worker that dies (RDKit crashing on a molecule, the kernel's out-of-memory killer) is
@@ -19,8 +19,8 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from grprune.data.workers import WORKER_DIED, end_process_pool, process_pool
-from grprune.predict_memory import UNPARSABLE
-from grprune.predict_chunk import ChunkGraphs, featurize_rows
+from grprune.predict.memory import UNPARSABLE
+from grprune.predict.chunk import ChunkGraphs, featurize_rows
 
 #: SMILES per worker task
 TASK_ROWS = 1000

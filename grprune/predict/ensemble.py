@@ -3,7 +3,7 @@ compound, and a run's fitted calibration applied to its scores (``grprune predic
 several ``--run``, a sweep directory, or ``--calibrated``).
 
 Each member scores every molecule exactly as ``grprune predict`` scores it with that run
-alone (its own evaluation seed and noise keys, :func:`grprune.predict_memory.prediction_seed`),
+alone (its own evaluation seed and noise keys, :attr:`grprune.inference.Run.prediction_seed`),
 calibrated first with its own ``calibration.json`` when asked
 (:func:`grprune.calibration.calibrator_of`). Over the ``M`` members' scores
 :math:`s_1 .. s_M` of a molecule, the table has
@@ -24,7 +24,7 @@ The members must be compatible (:func:`check_compatible`): one dataset, task, me
 featurizer. Members are named by run directory, or by a directory holding several finished
 runs (a sweep's output; :func:`grprune.collect.reading.scan_runs`).
 
-:meth:`Ensemble.chunk_table` is what the streamed screen (:func:`grprune.predict_stream.screen_csv`)
+:meth:`Ensemble.chunk_table` is what the streamed screen (:func:`grprune.predict.stream.screen_csv`)
 scores a chunk with, :func:`score_smiles` what the in-memory path scores with, for a single
 run or an ensemble.
 """
@@ -39,9 +39,9 @@ import numpy as np
 
 from grprune.calibration import Calibrator, calibrator_of, check_binary
 from grprune.errors import GrpruneError
-from grprune.predict_memory import Prediction, predict_smiles, prediction_seed
-from grprune.predict_chunk import ChunkGraphs, chunk_table, score_chunk
-from grprune.predict_columns import has_label, shown_score_columns
+from grprune.predict.memory import Prediction, predict_smiles
+from grprune.predict.chunk import ChunkGraphs, chunk_table, score_chunk
+from grprune.predict.columns import has_label, shown_score_columns
 
 
 class Ensemble:
@@ -96,6 +96,10 @@ class Ensemble:
         return self.members[0].dataset_name
 
     @property
+    def featurizer(self):
+        return self.members[0].featurizer
+
+    @property
     def num_classes(self) -> int:
         return self.members[0].num_classes
 
@@ -127,11 +131,11 @@ class Ensemble:
 
     def chunk_table(self, df, keep: Sequence[str], rows: np.ndarray, smiles: Sequence[str],
                     graphs: ChunkGraphs, batch_size: int):
-        """One chunk's output rows (:func:`grprune.predict_chunk.chunk_table` per member,
+        """One chunk's output rows (:func:`grprune.predict.chunk.chunk_table` per member,
         combined by :func:`combine`) and, for one member, its scores (else None)."""
         tables, scores = [], None
         for run, cal in zip(self.members, self.calibrators):
-            scores = score_chunk(run, graphs, batch_size=batch_size, seed=prediction_seed(run))
+            scores = score_chunk(run, graphs, batch_size=batch_size, seed=run.prediction_seed)
             if cal is not None and scores is not None and len(scores):
                 scores = dataclasses.replace(scores, prob=cal.apply(scores.prob)
                                              .astype(np.float32))
@@ -141,7 +145,7 @@ class Ensemble:
         return combine(tables, label=has_label(self.members[0])), None
 
     def predict_smiles(self, smiles: Sequence[str], batch_size: int = 256) -> Prediction:
-        """:func:`grprune.predict_memory.predict_smiles` per member, calibrated and combined; for
+        """:func:`grprune.predict.memory.predict_smiles` per member, calibrated and combined; for
         several members, ``bonds`` is empty and ``scores`` the first member's."""
         preds = [_calibrated(predict_smiles(r, smiles, batch_size=batch_size), cal)
                  for r, cal in zip(self.members, self.calibrators)]
@@ -170,7 +174,7 @@ def _calibrated(pred: Prediction, cal: Calibrator | None) -> Prediction:
 
 def combine(tables: Sequence[Any], label: bool = True):
     """The members' molecule tables (same rows, in order) as one: their score columns
-    (:func:`grprune.predict_columns.shown_score_columns`: ``prob_*``, ``pred_*``) replaced by
+    (:func:`grprune.predict.columns.shown_score_columns`: ``prob_*``, ``pred_*``) replaced by
     the mean and sample standard deviation over members (module docstring),
     ``ensemble_size`` and ``pred_label`` of the mean; ``bonds_kept`` dropped.
 
@@ -259,7 +263,7 @@ def model_stamp(model: Any) -> Any:
 
 def score_smiles(model: Any, smiles: Sequence[str], batch_size: int = 256
                  ) -> Prediction:
-    """:func:`grprune.predict_memory.predict_smiles` of a run, or :meth:`Ensemble.predict_smiles`."""
+    """:func:`grprune.predict.memory.predict_smiles` of a run, or :meth:`Ensemble.predict_smiles`."""
     if isinstance(model, Ensemble):
         return model.predict_smiles(smiles, batch_size=batch_size)
     return predict_smiles(model, smiles, batch_size=batch_size)

@@ -256,7 +256,7 @@ class Prediction:
 
 
 def molecule_featurizer(run):
-    """The featurizer of a molecule run (:func:`grprune.data.molecule_featurizers.run_featurizer`):
+    """The featurizer of a molecule run (:attr:`grprune.inference.Run.featurizer`):
     OGB's, or dgllife's canonical features for a ``molecule-csv`` run trained with them.
 
     Raises
@@ -264,8 +264,7 @@ def molecule_featurizer(run):
     GrpruneError
         If the run's features come from no SMILES featurizer (synthetic graphs).
     """
-    from grprune.data.molecule_featurizers import run_featurizer
-    to_graph = run_featurizer(run.cfg, run.features)
+    to_graph = run.featurizer
     if to_graph is None:
         raise GrpruneError(f"predict works on molecule models; this run was trained on "
                            f"{run.dataset_name} (synthetic features)")
@@ -300,7 +299,7 @@ def predict_smiles(run, smiles: Sequence[str], batch_size: int = 256) -> Predict
         ``molecules`` has S rows; failed rows have a status and empty values. A
         molecule's scores depend on it alone: its evaluation noise (``eval_mode=sample``)
         is keyed by :func:`smiles_key` of its canonical SMILES and the run's seed
-        (:func:`prediction_seed`), not by its position or batch.
+        (:attr:`grprune.inference.Run.prediction_seed`), not by its position or batch.
 
     Raises
     ------
@@ -315,9 +314,9 @@ def predict_smiles(run, smiles: Sequence[str], batch_size: int = 256) -> Predict
     ok = [m for m in items if m.status == OK]
     scored = run.score([m.graph for m in ok], batch_size=batch_size,
                        keys=[smiles_key(m.canonical or m.smiles) for m in ok],
-                       seed=prediction_seed(run))
+                       seed=run.prediction_seed)
     scores = {m.row: s for m, s in zip(ok, scored)}
-    from grprune.predict_columns import has_label, score_columns, score_values
+    from grprune.predict.columns import has_label, score_columns, score_values
     prob_cols = score_columns(run)
     mol_rows, bond_rows, bond_ids = [], [], {}
     for m in items:
@@ -362,25 +361,6 @@ def bonds_path(out: str | Path) -> Path:
     return out.with_name(f"{out.stem}.bonds.csv")
 
 
-def write_prediction(pred: Prediction, out: str | Path, bonds: bool = True) -> list[Path]:
-    """Write the molecule table to ``out`` and (``bonds``) the bond table next to it,
-    atomically.
-
-    Returns
-    -------
-    list of Path
-        ``[out, bonds_path(out)]`` (``[out]`` without ``bonds``).
-    """
-    from grprune.record.files import atomic_write_bytes
-    out = Path(out)
-    atomic_write_bytes(out, pred.molecules.to_csv(index=False, float_format="%.6g").encode())
-    if not bonds:
-        return [out]
-    bp = bonds_path(out)
-    atomic_write_bytes(bp, pred.bonds.to_csv(index=False, float_format="%.6g").encode())
-    return [out, bp]
-
-
 def draw_prediction(pred: Prediction, out_dir: str | Path, fmt: str = "png",
                     top_k: int | None = None, ids: Sequence[str] | None = None) -> list[Path]:
     """One picture per scored molecule, ``mol-<row>.<fmt>``, as ``grprune explain`` draws.
@@ -398,9 +378,8 @@ def draw_prediction(pred: Prediction, out_dir: str | Path, fmt: str = "png",
         The files written.
     """
     from grprune.record.files import atomic_write_bytes
-    from grprune.draw import (draw_graph, draw_molecule, highlight_caption, highlighted_bonds,
-                              rdkit_drawing_error)
-    from grprune.explain_metrics import ranking_score
+    from grprune.draw import draw_graph, draw_molecule, highlight_caption, rdkit_drawing_error
+    from grprune.explain_metrics import marked_bonds
 
     out_dir = Path(out_dir)
     written = []
@@ -410,7 +389,7 @@ def draw_prediction(pred: Prediction, out_dir: str | Path, fmt: str = "png",
         s = pred.scores.get(m.row)
         if s is None:
             continue
-        marked = highlighted_bonds(ranking_score(s.bond_logits), s.bond_weight, top_k)
+        marked = marked_bonds(s.bond_logits, s.bond_weight, top_k)
         p = (f"p(y=1) = {s.prob[1]:.3f}" if len(s.prob) == 2
              else f"predicted {s.pred} (p = {s.prob[s.pred]:.3f})")
         who = f"row {m.row}" + (f", ID {ids[m.row]}" if ids is not None else "")
@@ -429,10 +408,3 @@ def draw_prediction(pred: Prediction, out_dir: str | Path, fmt: str = "png",
         atomic_write_bytes(path, data)
         written.append(path)
     return written
-
-
-def prediction_seed(run) -> int:
-    """The evaluation seed of predict: :func:`grprune.determinism.eval_seed` of the run's seed
-    and ``"predict"`` (keys of the noise are the molecules' own, :func:`smiles_key`)."""
-    from grprune.determinism import eval_seed
-    return eval_seed(int(run.cfg.train.seed or 0), "predict")

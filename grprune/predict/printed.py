@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from grprune.predict_columns import shown_score_columns
-from grprune.predict_memory import OK
+from grprune.predict.columns import shown_score_columns
+from grprune.predict.memory import OK
 
 
 @dataclass
