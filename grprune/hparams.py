@@ -11,9 +11,9 @@ config files) are coerced to the type of the default by :func:`~grprune.coerce.c
 and checked against the domain, so a bad value is refused before anything runs, with one
 message that names the key, the value and the domain.
 
-The older forms, a ``params`` dict of :class:`Param` or ``defaults`` / ``help`` /
-``choices`` / ``parsers`` dicts, still load: ``Hparams`` is then derived from them (its
-fields are untyped for a type checker).
+A ``params`` dict of :class:`Param` (the form datasets use) declares them too: ``Hparams``
+is then derived from it (its fields are untyped for a type checker). ``defaults`` /
+``help`` / ``choices`` / ``parsers`` are derived views, never declared.
 
 Example
 -------
@@ -224,7 +224,7 @@ class Hyperparameters:
 
 
 def _derived_view(owner: type, params: Mapping[str, Param]) -> type[Hyperparameters]:
-    """The ``Hparams`` class of a part that declares a ``params`` dict (the older form): one
+    """The ``Hparams`` class of a part that declares a ``params`` dict: one
     field per key that is a Python identifier (others are not attributes of the view)."""
     names = [k for k in params if k.isidentifier() and not keyword.iskeyword(k)]
 
@@ -251,21 +251,20 @@ class Configurable:
     ----------
     Hparams : type
         The frozen view's class (:class:`Hyperparameters`); derived from ``params`` for a
-        class that declares the older forms.
+        class that declares that dict instead (datasets do).
     hp : Hparams
         The part's values (set by :meth:`init_hparams`).
     params : dict
-        Hyperparameter name -> :class:`Param`, derived from ``Hparams`` (a class may
-        declare this dict instead, the older form).
+        Hyperparameter name -> :class:`Param`, derived from ``Hparams`` (or declared).
     defaults, help, choices, parsers : dict
-        Views of ``params`` (name -> default, description, allowed values, text parser);
-        a class may declare these instead (the oldest form).
+        Read-only views of ``params`` (name -> default, description, allowed values, text
+        parser), derived here; a class does not declare them.
 
     Raises
     ------
     TypeError
-        When a class declares both ``Hparams`` and one of the dicts, or an ``Hparams``
-        that does not subclass its base class's.
+        When a class declares both ``Hparams`` and ``params``, one of the derived views, or
+        an ``Hparams`` that does not subclass its base class's.
     """
 
     class Hparams(Hyperparameters):
@@ -281,29 +280,22 @@ class Configurable:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         own = cls.__dict__
-        older = [n for n in ("params", "defaults", "help", "choices", "parsers") if n in own]
+        views = [n for n in ("defaults", "help", "choices", "parsers") if n in own]
+        if views:
+            raise TypeError(f"{cls.__qualname__} declares {', '.join(views)}: declare its "
+                            f"hyperparameters as Hparams fields (hparam(default, help, ...)) "
+                            f"or a params dict of Param, from which {views[0]} is derived")
         if "Hparams" in own:
             view, parent = own["Hparams"], _inherited(cls).Hparams
-            if older:
+            if "params" in own:
                 raise TypeError(f"{cls.__qualname__} declares its hyperparameters twice "
-                                f"(Hparams and {', '.join(older)}); keep Hparams")
+                                f"(Hparams and params); keep Hparams")
             if not (isinstance(view, type) and issubclass(view, parent)):
                 raise TypeError(f"{cls.__qualname__}.Hparams must subclass "
                                 f"{parent.__qualname__} (the base class's Hparams)")
             cls.params = dict(cast(type[Hyperparameters], view)._params)
         elif "params" in own:
             cls.params = dict(own["params"])
-            cls.Hparams = _derived_view(cls, cls.params)  # type: ignore[misc, assignment]
-        elif older:
-            # the oldest form: build the Params, keeping the domains a base class declared
-            inherited = _inherited(cls).params
-            cls.params = {}
-            for key, default in cls.defaults.items():
-                base = inherited.get(key) or Param(default)
-                cls.params[key] = replace(base, default=default,
-                                          help=cls.help.get(key, base.help),
-                                          choices=cls.choices.get(key, base.choices),
-                                          parser=cls.parsers.get(key, base.parser))
             cls.Hparams = _derived_view(cls, cls.params)  # type: ignore[misc, assignment]
         else:
             return

@@ -163,7 +163,6 @@ def test_a_supports_override_is_asked_and_a_requires_plugin_still_works(toy_data
 
     class OldStyle(Regularizer):  # a plugin written before supports()
         requires = frozenset({"selector"})
-        defaults = {"weight": 0.1}
 
         def loss(self, ctx):
             return ctx.selection.edge_prob.mean()

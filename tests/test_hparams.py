@@ -63,20 +63,20 @@ def test_replace_hparams_checks_and_returns_the_previous_view():
     assert sel.eval_draws == 1
 
 
-def test_the_older_forms_still_load_and_give_a_view():
+def test_a_params_dict_gives_a_view_and_the_derived_dicts_are_not_declared():
     class ParamsDict(Regularizer):
         params = {"weight": Param(0.1, "w", low=0.0), "floor": Param(1e-6, "clamp")}
 
-    class Defaults(Regularizer):
-        defaults = {"weight": 2.0, "eps": 0.5}
-
-    a, b = ParamsDict(floor=0.5), Defaults(eps="0.25")
+    a = ParamsDict(floor=0.5)
     # attributes of the view at run time (untyped for mypy: declared outside Hparams)
     assert dataclasses.asdict(a.hp) == {"weight": 0.1, "floor": 0.5}
-    assert dataclasses.asdict(b.hp) == {"weight": 2.0, "eps": 0.25}
-    assert Defaults.params["weight"].low == 0.0  # the domain Regularizer declared
     assert ParamsDict.Hparams.__qualname__.endswith("ParamsDict.Hparams")
-    assert list(Defaults.params) == [f.name for f in dataclasses.fields(Defaults.Hparams)]
+    assert ParamsDict.defaults == {"weight": 0.1, "floor": 1e-6}  # derived, read-only view
+    with pytest.raises(TypeError, match=r"Defaults declares defaults, choices: declare its "
+                                        r"hyperparameters as Hparams fields"):
+        class Defaults(Regularizer):
+            defaults = {"weight": 2.0, "eps": 0.5}
+            choices = {"eps": (0.5, 0.25)}
 
 
 def test_a_derived_view_pickles_with_its_module_level_part():
@@ -89,7 +89,7 @@ class _Legacy(Configurable):
 
 
 def test_declaring_twice_or_off_the_base_is_an_error():
-    with pytest.raises(TypeError, match="declares its hyperparameters twice"):
+    with pytest.raises(TypeError, match=r"declares its hyperparameters twice \(Hparams and params\)"):
         class Twice(Regularizer):
             params = {"weight": Param(1.0)}
 

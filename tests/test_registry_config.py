@@ -38,7 +38,6 @@ def test_decorator_registration_usable_by_name():
     @REGULARIZERS.register("test-entropy")
     class Entropy(Regularizer):
         requires = frozenset({"selector"})
-        defaults = {"weight": 0.1}
 
         def loss(self, ctx):
             p = ctx.selection.edge_prob.clamp(1e-6, 1 - 1e-6)

@@ -5,14 +5,15 @@ A dataset is added by subclassing :class:`DatasetSource` and registering it::
     @DATASETS.register("good-motif", aliases=("motif",))
     class GoodMotif(DatasetSource):
         splits = ("basis", "size")
-        defaults = {"split": "basis", "shift": "covariate", "seed": 0}
-        choices = {"shift": ("covariate", "concept")}
+        params = {"split": Param("basis", "the shift's domain"),
+                  "shift": Param("covariate", "kind of shift", choices=("covariate", "concept")),
+                  "seed": Param(0, "generator seed")}
         metric = "accuracy"
         def load(self, *, root, download=False, split, shift, seed): ...
 
-Every key of ``defaults`` is a dataset hyperparameter: ``data.KEY`` in a
-config, ``-H data.KEY=VALUE`` on the command line (``--split`` and ``--shift``
-are flags), passed to :meth:`DatasetSource.load` as a keyword argument after
+Every key of ``params`` (:class:`grprune.hparams.Param`) is a dataset hyperparameter:
+``data.KEY`` in a config, ``-H data.KEY=VALUE`` on the command line (``--split`` and
+``--shift`` are flags), passed to :meth:`DatasetSource.load` as a keyword argument after
 :meth:`DatasetSource.resolve_params` has coerced and checked it.
 
 Other packages register through the ``grprune.datasets`` entry-point group. Whatever
@@ -89,7 +90,6 @@ class DatasetSource(Configurable):
 
     splits: ClassVar[tuple[str, ...]] = ()
     parts: ClassVar[tuple[str, ...]] = ("train", "valid", "test")
-    defaults: ClassVar[dict[str, Any]] = {}
     recommended: ClassVar[dict[str, Any]] = {}
     selector_rules: ClassVar[dict[str, Any]] = {}
     metric: ClassVar[str] = "accuracy"
