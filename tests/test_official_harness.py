@@ -295,7 +295,7 @@ def test_comparison_table_and_table1_column_from_results(tmp_path):
     # GOOD-Motif: no official-code run here; grprune's committed runs (table1's cells)
     assert "| GOOD-Motif basis (accuracy) | not run | 79.61 ± 8.72 (n=4) | 79.61 ± 8.72 " \
         "(n=4) (`official`) | 39.75 ± 3.83 (n=4) | 91.48 ± 0.40 | – |" in text
-    assert "| GOOD-Motif size (accuracy) | grprune | d9fd056 (PrunE); a2bbff1 (ERM) |" in text
+    assert "| GOOD-Motif size (accuracy) | grprune | fa14b9b (PrunE); a2bbff1 (ERM) |" in text
     assert "t = -4.59, ν = 5.2, p = 0.005" in text
     assert "7b41dae (official code), harness at grprune abc1234" in text
     table1 = load_script("benchmarks/accuracy/table1.py")
