@@ -146,3 +146,21 @@ def test_draw_falls_back_to_plain_graphs(bbbp_run, tmp_path, monkeypatch):
     res = _cli("predict", bbbp_run, "--smiles", "CCO", "--draw", tmp_path, "--format", "svg")
     assert res.exit_code == 0 and "RDKit cannot draw molecules here" in res.output
     assert (tmp_path / "mol-0.svg").read_bytes().lstrip().startswith(b"<?xml")
+
+
+def test_an_in_memory_prediction_is_written_whole_or_not_at_all(bbbp_run, tmp_path, monkeypatch):
+    from grprune.predict.outputs import write_prediction
+    pred = predict_smiles(load_run(bbbp_run), ["CCO", "c1ccccc1O"])
+    out = tmp_path / "preds.csv"
+    assert write_prediction(pred, out, bonds=True) == [out, bonds_path(out)]
+    assert len(pd.read_csv(out)) == 2 and len(pd.read_csv(bonds_path(out))) > 0
+    assert not list(tmp_path.glob("*.partial"))
+
+    def broken(self, *args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(pd.DataFrame, "to_csv", broken)
+    again = tmp_path / "again.csv"
+    with pytest.raises(OSError, match="disk full"):
+        write_prediction(pred, again, bonds=False)
+    assert not again.exists() and not list(tmp_path.glob("*.partial"))
