@@ -304,9 +304,12 @@ def member_dirs(paths: Sequence[str | Path], log: Callable[[str], None] = lambda
     for p in map(Path, paths):
         if not p.exists():
             raise GrpruneError(f"run directory {p} does not exist")
-        runs, problems = scan_runs(p) if p.is_dir() else ([], [])
-        if not runs and (not p.is_dir() or [q.path for q in problems] == [p]):
-            out.append(p)  # one run, unfinished or failed, or a file: load_run says why
+        if not p.is_dir():
+            out.append(p)  # a file: load_run says why it is no run
+            continue
+        runs, problems = scan_runs(p)
+        if not runs and [q.path for q in problems] == [p]:
+            out.append(p)  # one run, unfinished or failed: load_run says why
             continue
         if not runs:
             raise GrpruneError(f"{p} holds no finished run")
