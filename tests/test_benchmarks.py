@@ -264,6 +264,42 @@ def test_evalnoise_reselects_per_key_and_reports_the_noise_share():
         evalnoise.report(pd.DataFrame(rows), True, "# t")
 
 
+def test_evalnoise_resumes_an_interrupted_seed_with_the_same_rows(tmp_path, monkeypatch):
+    """A seed killed after an epoch's ``state.pt`` but before its rows were kept resumes:
+    that epoch is scored from the restored state, the rest trains on, and every row equals
+    an uninterrupted measurement's (the keyed scores bit for bit)."""
+    import pandas as pd
+
+    import grprune.record.files as files
+
+    evalnoise = load_script("benchmarks/accuracy/prune/evalnoise.py")
+    argv = ["--data", "ogbg-molbbbp", "--split", "scaffold", "--seeds", "0", "--keys", "2",
+            "--draws", "2", "-H", "data.limit=60", "-H", "train.epochs=4",
+            "-H", "train.warmup_epochs=1", "-H", "train.eval_train=false"]
+    assert evalnoise.main(argv + ["--runs", str(tmp_path / "a"),
+                                  "--out", str(tmp_path / "a" / "out")]) == 0
+    real, calls = files.atomic_write_bytes, []
+
+    def dies_at_the_third_epoch(path, data):
+        if str(path).endswith(".evalnoise.csv"):
+            calls.append(path)
+            if len(calls) == 3:
+                raise KeyboardInterrupt
+        real(path, data)
+
+    monkeypatch.setattr(files, "atomic_write_bytes", dies_at_the_third_epoch)
+    run_b = ["--runs", str(tmp_path / "b"), "--out", str(tmp_path / "b" / "out")]
+    with pytest.raises(KeyboardInterrupt):
+        evalnoise.main(argv + run_b)
+    rows = pd.read_csv(tmp_path / "b" / "ogbg-molbbbp-scaffold-official-seed0.evalnoise.csv")
+    assert sorted(set(rows["epoch"])) == [0, 1]  # epoch 2 trained, its rows lost
+    monkeypatch.setattr(files, "atomic_write_bytes", real)
+    assert evalnoise.main(argv + run_b) == 0
+    a, b = (pd.read_csv(tmp_path / d / "out.epochs.csv")
+            for d in "ab")
+    assert len(a) == 4 * 3 and a.equals(b)
+
+
 def test_table1_runs_refuses_a_missing_directory(tmp_path, capsys):
     table1 = load_script("benchmarks/accuracy/table1.py")
     with pytest.raises(SystemExit) as stop:

@@ -29,8 +29,8 @@ Writes ``OUT.epochs.csv`` (seed, epoch, phase, key, valid, test; ×1) and ``OUT.
 seed the reported test under each key (its sd: the evaluation-noise sd of one seed's
 number) and under M draws; per cell the mean ± sd over seeds under the run's own key,
 the mean within-seed noise variance as a share of the across-seed variance, and the cell
-re-scored with M draws. A seed already in ``OUT.epochs.csv`` is skipped, so the command
-resumes. Usage::
+re-scored with M draws. A seed already in ``OUT.epochs.csv`` is skipped and an interrupted
+one continues where it stopped (:func:`measure_seed`), so the command resumes. Usage::
 
     python -m benchmarks.accuracy.prune.evalnoise --data ogbg-molbbbp --split size \\
         --preset official --seeds 0-3 --keys 5 --draws 16 --runs runs/evalnoise \\
@@ -82,51 +82,81 @@ def key_seed(seed: int, split: str, key: int) -> int:
     return eval_seed(seed, split if key == 0 else f"{split}#k{key}")
 
 
+def rows_path(run_dir: Path) -> Path:
+    """Where a seed's rows wait until the seed is finished: beside its run directory
+    (``<run>.evalnoise.csv``), rewritten whole after every epoch."""
+    return run_dir.with_name(run_dir.name + ".evalnoise.csv")
+
+
 def measure_seed(args, seed: int) -> list[dict]:
-    """Train one seed and score every epoch under each key and with M draws."""
+    """Train one seed and score every epoch under each key and with M draws.
+
+    An interrupted seed resumes: its run directory continues from ``state.pt`` (as
+    ``grprune run`` resumes) and the epochs already scored are read back from
+    :func:`rows_path`. The trainer calls back after ``state.pt`` is written, so at most the
+    last epoch it counts can lack its rows; that epoch is scored from the restored state
+    before training goes on (scoring forks its own random stream, and the restore is redone
+    by :meth:`Trainer.fit`)."""
     from grprune.record.runconfig import FeatureSpec
     from grprune.record.rundir import RunDir
-    from grprune.run import load_config_dataset, plan_run
+    from grprune.resume import restore_state
+    from grprune.run import load_config_dataset, plan_run, prepare_run_dir
     from grprune.trainer import Trainer
     plan = plan_run(data=args.data, split=args.split, preset=args.preset, reg=args.reg,
                     seed=seed, progress="none", overrides=args.H,
                     out=args.runs / f"{args.data}-{args.split}-{args.preset}-seed{seed}")
-    cfg = plan.cfg
-    dataset = load_config_dataset(cfg)
-    cfg = cfg.with_features(FeatureSpec.of(dataset))
-    if plan.run_dir.exists():  # a half-measured seed starts over: nothing of it was kept
-        import shutil
-        shutil.rmtree(plan.run_dir)
-    rows: list[dict] = []
+    saved = rows_path(plan.run_dir)
+    rows: list[dict] = (pd.read_csv(saved, dtype={"key": str, "commit": str}).to_dict("records")
+                        if saved.is_file() else [])
+    status, state = prepare_run_dir(plan.cfg, plan.run_dir)
+    done = {int(r["epoch"]) for r in rows}
+    if status == "resume" and not set(range(state.n_records - 1)) <= done:
+        # epochs whose weights are gone lack their rows: the seed starts over
+        status, state = prepare_run_dir(plan.cfg, plan.run_dir, force=True)
+    if status == "finished":
+        if set(range(len(RunDir(plan.run_dir).record_lines()))) <= done:
+            return rows
+        status, state = prepare_run_dir(plan.cfg, plan.run_dir, force=True)
+    if status == "fresh":
+        rows = []
+    dataset = load_config_dataset(plan.cfg)
+    cfg = plan.cfg.with_features(FeatureSpec.of(dataset))
     trainer: Trainer | None = None
     from grprune.provenance import git_commit
     base = {"dataset": args.data, "split": args.split, "preset": args.preset, "seed": seed,
             "commit": git_commit() or "?"}
 
-    def on_epoch(record) -> None:
+    def scored(record) -> list[dict]:
+        """The epoch's rows: key 0 as trained, the other keys and M draws scored now."""
         assert trainer is not None
         warm = record.warmup
         own = {s: record.value(s, trainer.metric) for s in ("valid", "test")}
-        rows.append({**base, "epoch": record.epoch, "phase": record.phase, "key": "0", **own})
-        selector = trainer.model.selector
-        for key in range(1, args.keys):
-            if warm:  # no selector in a warm-up epoch: every key scores the same
-                rows.append({**base, "epoch": record.epoch, "phase": record.phase,
-                             "key": str(key), **own})
-                continue
-            rows.append({**base, "epoch": record.epoch, "phase": record.phase,
-                         "key": str(key), **score(trainer, seed, key, 1)})
-        if warm:
-            rows.append({**base, "epoch": record.epoch, "phase": record.phase,
-                         "key": f"M{args.draws}", **own})
-        else:
-            rows.append({**base, "epoch": record.epoch, "phase": record.phase,
-                         "key": f"M{args.draws}", **score(trainer, seed, 0, args.draws)})
-        assert selector is trainer.model.selector
+        head = {**base, "epoch": record.epoch, "phase": record.phase}
+        out = [{**head, "key": "0", **own}]
+        for key in range(1, args.keys):  # a warm-up epoch has no selector: all score the same
+            out.append({**head, "key": str(key),
+                        **(own if warm else score(trainer, seed, key, 1))})
+        out.append({**head, "key": f"M{args.draws}",
+                    **(own if warm else score(trainer, seed, 0, args.draws))})
+        return out
+
+    def on_epoch(record) -> None:
+        rows.extend(scored(record))
+        from grprune.record.files import atomic_write_bytes
+        atomic_write_bytes(saved, pd.DataFrame(rows, columns=FIELDS)
+                           .to_csv(index=False).encode())
 
     trainer = Trainer(cfg, dataset, plan.run_dir, on_epoch=on_epoch)
     RunDir(plan.run_dir).write_config(cfg)
-    trainer.fit()
+    records = None
+    if status == "resume":
+        records = RunDir(plan.run_dir).resumed_records(state.n_records)
+        rows[:] = [r for r in rows if int(r["epoch"]) < state.n_records]
+        if records and records[-1].epoch not in done:
+            restore_state(trainer, state)
+            on_epoch(records[-1])
+        print(f"evalnoise.py: seed {seed}: resuming after epoch {state.epoch}", flush=True)
+    trainer.fit(resume=state, records=records)
     logged = RunDir(plan.run_dir).record_lines()
     same = [(r["valid"][trainer.metric], r["test"][trainer.metric]) for r in logged] == \
         [(r["valid"], r["test"]) for r in rows if r["key"] == "0"]
@@ -143,6 +173,7 @@ def score(trainer: Trainer, seed: int, key: int, draws: int) -> dict:
     ``key`` and ``draws`` averaged masks."""
     from grprune.evaluation import evaluate_batches
     selector = trainer.model.selector
+    assert selector is not None, "a sampled evaluation needs a selector"
     # the frozen view with eval_samples = draws (checked as -H is), the run's own restored
     before = selector.replace_hparams({"eval_samples": draws})
     try:
