@@ -11,8 +11,8 @@ import os as _os
 # Intel MKL (torch's CPU BLAS) may pick differently rounded code paths from call to call,
 # e.g. for differently aligned memory. Conditional Numerical Reproducibility mode AUTO fixes
 # the path for this machine's CPU at no measurable cost. It is read when MKL starts, so it is
-# set before torch is imported; a value the user exported wins. (It does not make
-# multi-threaded CPU runs repeat on a busy machine: train.deterministic does, see
+# set before torch is imported; a value the user exported wins. (Runs on 1 and on 2 threads
+# agree because the ops whose sums depend on the thread count run on one: see
 # grprune.determinism.)
 _os.environ.setdefault("MKL_CBWR", "AUTO")
 

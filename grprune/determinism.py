@@ -3,17 +3,20 @@
 What makes two runs of one seed differ (measured on this project's 2-core x86 machine,
 torch 2.13.0+cpu with MKL 2024.2 and GNU OpenMP; ``benchmarks/speed/README.md``):
 
-* **CPU, more than one intra-op thread.** With 2 threads, the forward pass of a
-  molbbbp PrunE batch repeats bit for bit, but its backward pass does not: repeating one
-  forward/backward 60 times in one process while another process kept a core busy gave
-  different gradients in 10-13 of the repeats, starting at the weight gradient of the
-  encoder's third layer. ``MKL_CBWR`` (AUTO, COMPATIBLE, AVX2,STRICT, COMPATIBLE,STRICT),
-  ``MKL_DYNAMIC=FALSE``, ``MKL_THREADING_LAYER=SEQUENTIAL`` and turning oneDNN off did not
-  change that; one thread did (0 of 60). Whole 3-epoch runs of one seed under the same
-  load differed from epoch 0 in every try with 2 threads, and two idle 2-thread runs
-  parted at epoch 3. So :func:`apply` runs the CPU on one intra-op thread
-  (``torch.set_num_threads(1)``). On a busy 2-core machine that is also faster; the cost
-  on an idle one is measured in ``benchmarks/speed/``.
+* **CPU, more than one intra-op thread.** Two torch CPU kernels that the model uses add
+  their rows in an order that depends on the number of intra-op threads (each thread sums
+  its share of the rows, then the shares are added), so 1 and 2 threads gave other numbers
+  from the first step: the batch statistics of ``BatchNorm1d`` on an ``(N, C)`` input and
+  their gradient (``native_batch_norm`` and ``native_batch_norm_backward``), and a sum of a
+  large tensor to one number (``sum``, two-pass reduction above 32768 elements: the gradient
+  of GIN's ``eps``, a ``(1,)`` parameter multiplying the ``(N, D)`` node states). Every other
+  op of a molbbbp PrunE step (the matrix products included) gave the same bits at 1 and 2
+  threads, and at a fixed 2 threads none varied while another process kept a core busy.
+  So those ops, and only those, run on one thread (:func:`one_thread` around the forward,
+  :func:`serial` on the backward node: :func:`grprune.encoders.base.run_masked` and
+  :class:`grprune.encoders.layers.WeightedGINEConv`), which gives the numbers the
+  whole step gives on one thread, and :func:`apply` leaves torch's thread count as it is:
+  a run gives the same numbers on 1 and on 2 threads.
 * **The CPU's vector instructions.** PyTorch's CPU kernels come in AVX2 and AVX-512
   builds that round differently; an AVX-512 machine and an AVX2 machine parted in the
   first epoch of one seed. Importing :mod:`grprune` pins the AVX2 kernels on every x86-64
@@ -35,18 +38,20 @@ torch 2.13.0+cpu with MKL 2024.2 and GNU OpenMP; ``benchmarks/speed/README.md``)
 
 The promise that follows, with ``train.deterministic`` on (the default): the same seed,
 configuration and data give the same numbers on x86-64 CPUs with AVX2 with the same torch
-build, however busy the machine and whether or not the CPU also has AVX-512. A GPU run
+build, however busy the machine, on 1 or 2 intra-op threads (more are not measured) and
+whether or not the CPU also has AVX-512. A GPU run
 repeats on the same GPU model, driver and torch build. A CPU run and a GPU run, x86 and ARM
 CPUs, or two torch builds round differently.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import warnings
 import zlib
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 import torch
@@ -64,21 +69,19 @@ def apply(device: torch.device, deterministic: bool) -> dict[str, Any]:
     ----------
     device : torch.device
     deterministic : bool
-        On: the CPU runs one intra-op thread (``torch.set_num_threads(1)``, which also
-        sets MKL's); on CUDA, ``torch.use_deterministic_algorithms(True)`` and
-        ``CUBLAS_WORKSPACE_CONFIG`` (unless the user set it). Off: torch keeps its thread
-        count and nondeterministic CUDA kernels are allowed.
+        On CUDA, ``torch.use_deterministic_algorithms(True)`` and
+        ``CUBLAS_WORKSPACE_CONFIG`` (unless the user set it); off, nondeterministic CUDA
+        kernels are allowed. The CPU keeps torch's thread count either way: the ops whose
+        sums depend on it run on one thread (:func:`one_thread`, :func:`serial`).
 
     Returns
     -------
     dict
-        ``deterministic``; ``threads`` (torch's intra-op threads used) and
-        ``threads_available`` (what torch would use otherwise); ``deterministic_algorithms``;
+        ``deterministic``; ``threads`` (torch's intra-op threads); ``deterministic_algorithms``;
         ``cublas_workspace_config``; ``mkl_cbwr``; ``cpu_capability`` (the CPU kernels
         torch dispatches to, e.g. ``AVX2``); ``torch`` (version). Stored in
         ``summary.json`` under ``"determinism"``, so two runs can be compared.
     """
-    available = torch.get_num_threads()
     capability = torch.backends.cpu.get_cpu_capability()
     if (deterministic and device.type == "cpu"
             and os.environ.get("ATEN_CPU_CAPABILITY") == "avx2" and capability != "AVX2"):
@@ -86,20 +89,56 @@ def apply(device: torch.device, deterministic: bool) -> dict[str, Any]:
                       f"grprune pins, because torch computed before grprune was imported; "
                       f"this run's numbers will differ from other CPUs'. Import grprune "
                       f"first, or export ATEN_CPU_CAPABILITY=avx2", stacklevel=2)
-    if deterministic:
-        torch.set_num_threads(1)
     if device.type == "cuda":
         if deterministic:
             os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", CUBLAS_WORKSPACE)
         torch.use_deterministic_algorithms(deterministic)
         torch.backends.cudnn.benchmark = False
     return {"deterministic": deterministic, "threads": torch.get_num_threads(),
-            "threads_available": available,
             "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
             "cublas_workspace_config": os.environ.get("CUBLAS_WORKSPACE_CONFIG"),
             "mkl_cbwr": os.environ.get("MKL_CBWR"),
             "cpu_capability": capability,
             "torch": torch.__version__}
+
+
+@contextlib.contextmanager
+def one_thread() -> Iterator[None]:
+    """Torch's CPU kernels run on one intra-op thread inside the block, on as many as before
+    after it (``torch.set_num_threads``, well under a microsecond a call)."""
+    threads = torch.get_num_threads()
+    if threads == 1:
+        yield
+        return
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def serial(out: torch.Tensor) -> torch.Tensor:
+    """``out``, whose backward node (``out.grad_fn``, e.g. ``NativeBatchNormBackward0``)
+    will run on one intra-op thread: a pre-hook lowers torch's thread count, a hook after
+    the node gives it back (the CPU's backward runs on the thread that called it). Nothing
+    is done for a tensor without a backward node, off the CPU, or under
+    :func:`torch.compile`."""
+    node = out.grad_fn
+    if node is None or out.device.type != "cpu" or torch.compiler.is_compiling():
+        return out
+    before: list[int] = []
+
+    def lower(grad_outputs):
+        before.append(torch.get_num_threads())
+        torch.set_num_threads(1)
+
+    def restore(grad_inputs, grad_outputs):
+        if before:
+            torch.set_num_threads(before.pop())
+
+    node.register_prehook(lower)
+    node.register_hook(restore)
+    return out
 
 
 def select_device(name: str) -> torch.device:

@@ -346,8 +346,7 @@ class Trainer:
         then each epoch's line is appended to it. ``data_load_s`` (seconds the caller spent
         loading the data) and ``started`` (when the run began, :func:`time.perf_counter`;
         default now) go into the summary, whose
-        ``wall_time_s`` counts from ``started``. Torch's thread count, lowered to one by
-        ``train.deterministic`` on the CPU, is given back when it returns. Warns
+        ``wall_time_s`` counts from ``started``. Warns
         (``UserWarning``) when a run with a selector has no epoch after the ERM warm-up
         (``train.epochs <= train.warmup_epochs``).
         """
@@ -358,10 +357,7 @@ class Trainer:
                           f"(train.warmup_epochs={tc.warmup_epochs}), so the selector and "
                           f"the regularizers never train; raise --epochs or set "
                           f"-H train.warmup_epochs", stacklevel=2)
-        try:
-            return self._fit(resume, records, data_load_s, started)
-        finally:
-            torch.set_num_threads(self.determinism["threads_available"])
+        return self._fit(resume, records, data_load_s, started)
 
     def _fit(self, resume: TrainState | None, resumed: Sequence[EpochRecord] | None,
              data_load_s: float, started: float) -> RunSummary:

@@ -144,6 +144,31 @@ def test_choose_script_reads_runs_csv_files(tmp_path, capsys):
     assert stop.value.code == 2 and "lacks the columns" in capsys.readouterr().err
 
 
+def test_choose_script_lets_the_later_source_replace_a_setting(tmp_path, capsys):
+    """Sources are read in the order given: a ``table1.py runs`` table made at HEAD, given
+    after an older study table, replaces that table's ``official`` rows (and the decision
+    they gave); given first, it is the one replaced."""
+    import pandas as pd
+
+    choose = load_script("benchmarks/accuracy/prune/choose.py")
+    old, new = [], []
+    for seed in range(4):
+        old += [{"split": "size", "label": label, "seed": seed, "valid": v + 0.001 * seed,
+                 "test": 0.5} for label, v in (("official", 0.80), ("paper", 0.90))]
+        new.append({"dataset": "good-motif", "split": "size", "method": "PrunE",
+                    "preset": "official", "protocol": "paper", "seed": seed,
+                    "valid": 0.95 + 0.001 * seed, "test": 0.5, "commit": "abc1234"})
+    study, head = tmp_path / "study.runs.csv", tmp_path / "head.runs.csv"
+    pd.DataFrame(old).to_csv(study, index=False)
+    pd.DataFrame(new).to_csv(head, index=False)
+    assert choose.main([f"{study}:full", f"{head}:full"]) == 0
+    text = capsys.readouterr().out
+    assert "| good-motif/size | PrunE | official | 95.15 ± 0.13 (n=4) |" in text
+    assert "- good-motif/size: **official**" in text
+    assert choose.main([f"{head}:full", f"{study}:full"]) == 0
+    assert "- good-motif/size: **paper**" in capsys.readouterr().out
+
+
 def test_table1_runs_table_grows_over_sessions_and_feeds_choose(tmp_path, capsys):
     """``table1.py runs`` writes one row per finished run that is a preset as it is (the
     protocol told from the configuration), keeps the rows already in the file, and

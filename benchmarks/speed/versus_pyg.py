@@ -15,8 +15,9 @@ MLP on both orders, one sample per bond) for comparison.
 Each measurement is one process (``--worker``): data and model built, ``--epochs`` + 1
 training passes, the first dropped, the median reported. Implementations and methods
 alternate inside every round, so drifts of the machine hit all alike. Threads:
-``--threads`` for every process (grprune's ``train.deterministic`` trains on one thread,
-so its runs use one whatever ``--threads`` says; the reference uses ``--threads``).
+``--threads N`` sets ``OMP_NUM_THREADS`` and torch's count in every process; ``--threads 0``
+(the default) sets neither, so each runs as a user runs it by default (torch: one thread
+per core), and the records name the count each used.
 """
 
 from __future__ import annotations
@@ -80,22 +81,28 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--epochs", type=int, default=6, help="timed passes (one more is dropped)")
-    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=0,
+                    help="intra-op threads of every process; 0: torch's default [0]")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--worker", nargs=2, metavar=("IMPL", "METHOD"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         import torch
-        torch.set_num_threads(args.threads)
+        if args.threads:
+            torch.set_num_threads(args.threads)
         impl, method = args.worker
         times = (time_grprune if impl == "grprune" else time_pyg)(method, args.epochs)
-        import torch as _t
+        from grprune.provenance import cpu_model, git_commit
         print(json.dumps({"impl": impl, "method": method, "epoch_s": times[1:],
                           "median_s": statistics.median(times[1:]),
-                          "threads": _t.get_num_threads(), "torch": _t.__version__}))
+                          "threads": torch.get_num_threads(), "torch": torch.__version__,
+                          "cpu": cpu_model(), "cores": len(os.sched_getaffinity(0)),
+                          "commit": git_commit()}))
         return
     jobs = [("grprune", m) for m in GRPRUNE_METHODS] + [("pyg", "erm"), ("pyg", "prune")]
-    env = {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    if args.threads:
+        env["OMP_NUM_THREADS"] = str(args.threads)
     records = []
     for rnd in range(args.rounds):
         for impl, method in jobs:

@@ -48,8 +48,8 @@ def skipped_rows_line(info: dict, dataset: str) -> str:
 @model_options("run")
 @training_options("run")
 @option("--deterministic/--no-deterministic", default=None,
-        help="same seed, same numbers, also on a busy machine: MKL on one thread on the CPU, "
-             "deterministic kernels on CUDA [default: on]")
+        help="same seed, same numbers, also on a busy machine: MKL's reproducible mode and "
+             "AVX2 kernels on the CPU, deterministic kernels on CUDA [default: on]")
 @option("--out", type=click.Path(path_type=Path), default=None,
         help="run directory [default: runs/<dataset>/<method>-seed<seed>-<hash>]")
 @option("--force", is_flag=True, default=False,

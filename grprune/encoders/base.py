@@ -9,6 +9,7 @@ import torch
 from torch import Tensor, nn
 
 from grprune.batch import GraphBatch, RowMask
+from grprune.determinism import one_thread, serial
 from grprune.hparams import Configurable
 from grprune.registry import Registry
 
@@ -245,16 +246,27 @@ def masked_batch_norm(bn: nn.BatchNorm1d, x: Tensor, mask: Tensor | RowMask | No
     return centered * scale * rows.keep
 
 
+def batch_norm(bn: nn.BatchNorm1d, x: Tensor) -> Tensor:
+    """``bn(x)``; in training on the CPU its batch statistics and their gradient computed on
+    one intra-op thread (:func:`grprune.determinism.one_thread`,
+    :func:`grprune.determinism.serial`): torch's kernels split the rows of an ``(N, C)``
+    input between its threads, so the sums, and the numbers, would depend on how many there
+    are. Shapes: ``(M, D)`` -> ``(M, D)``."""
+    if not bn.training or x.device.type != "cpu" or torch.compiler.is_compiling():
+        return bn(x)
+    with one_thread():
+        return serial(bn(x))
+
+
 def run_masked(module: nn.Module, x: Tensor, mask: Tensor | RowMask | None) -> Tensor:
     """``module(x)`` with every ``BatchNorm1d`` in it (nested ``nn.Sequential`` included)
-    taking ``mask`` (:func:`masked_batch_norm`). ``mask=None`` is exactly ``module(x)``.
+    taking ``mask`` (:func:`masked_batch_norm`). ``mask=None`` gives ``module(x)``'s
+    numbers, its BatchNorms run by :func:`batch_norm` (on one CPU thread in training).
 
     Shapes: ``x (M, D_in)``, ``mask (M,)`` -> ``(M, D_out)``.
     """
-    if mask is None:
-        return module(x)
     if isinstance(module, nn.BatchNorm1d):
-        return masked_batch_norm(module, x, mask)
+        return batch_norm(module, x) if mask is None else masked_batch_norm(module, x, mask)
     if isinstance(module, nn.Sequential):
         for layer in module:
             x = run_masked(layer, x, mask)

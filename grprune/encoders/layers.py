@@ -6,6 +6,7 @@ import torch
 from torch import Tensor, nn
 
 from grprune.batch import GraphBatch
+from grprune.determinism import serial
 from grprune.encoders.base import EdgeEmbedding, mlp, run_masked
 
 
@@ -59,7 +60,10 @@ class WeightedGINEConv(nn.Module):
             msg = msg + e
         msg = masked_relu(msg, edge_weight, self.edge_mask)
         agg = batch.segment_sum(msg, "dst")
-        return run_masked(self.mlp, (1 + self.eps) * h + agg, batch.row_mask("node", h.dtype))
+        # eps's gradient sums all N x D products to one number, a sum whose order depends on
+        # the thread count (two-pass reduction): its backward node runs on one thread
+        own = serial((1 + self.eps) * h)
+        return run_masked(self.mlp, own + agg, batch.row_mask("node", h.dtype))
 
 
 class WeightedGCNConv(nn.Module):

@@ -32,6 +32,11 @@ rows labelled as a preset as it is count (``official``, ``paper``, ``ERM (offici
 ``ERM (paper model)``); ``--csv-protocol`` says which protocol its runs had (``cpu``, the
 default: shortened, never applied; ``full``: the presets' own).
 
+Sources are read in the order given: run directories first, then the tables, each table's
+setting (column, method and preset) replacing the same setting of an earlier source, so the
+newest evidence goes last (a ``table1.py runs`` table made at HEAD after the tables of older
+commits).
+
 It prints a Markdown table and the ``grprune/presets/defaults.yaml`` entries the rule
 gives; it writes nothing else.
 """
@@ -293,18 +298,18 @@ def main(argv: list[str] | None = None) -> int:
     def rows(runs):
         return C.aggregate(runs, select="all", presets="select") if runs else []
 
+    # sources in the order given, a later one's setting replacing an earlier one's
+    # (decide keeps the last row of a column, method and preset): newest evidence last
     full_rows, short_rows = rows(full), rows(short)
-    study: dict[str, list[Path]] = {"full": [], "cpu": []}
     for path, protocol in sources:
         if path.suffix != ".csv":
             continue
         if path.is_file() and "label" not in _header(path):
             more_full, more_short = rows_from_table(path, protocol)
-            full_rows, short_rows = full_rows + more_full, short_rows + more_short
-        else:  # an ablation.py study table (GOOD-Motif), pooled with the others of its protocol
-            study[protocol].append(path)
-    full_rows += rows_from_runs_csv(study["full"])
-    short_rows += rows_from_runs_csv(study["cpu"])
+        else:  # an ablation.py study table (GOOD-Motif): its preset rows
+            more_full, more_short = (rows_from_runs_csv([path]), []) if protocol == "full" \
+                else ([], rows_from_runs_csv([path]))
+        full_rows, short_rows = full_rows + more_full, short_rows + more_short
     decisions = decide(full_rows, args.z, args.min_seeds)
     for d in decide(short_rows, args.z, args.min_seeds):
         d["column"] += " (shortened protocol)"
