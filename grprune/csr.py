@@ -12,6 +12,7 @@ Shapes: ``M`` rows, ``S`` segments.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -88,10 +89,49 @@ class Segments:
 _segment_reduce = getattr(torch, "_segment_reduce", None) or getattr(torch, "segment_reduce")
 
 
+#: torch warns once per process, when the first sparse CSR tensor is made, that they are beta
+_csr_warned = False
+
+#: whether the CPU sums through a sparse product (:func:`_sparse_sum`); off, it takes the
+#: ``segment_reduce`` path that CUDA takes (tests that trace a step as a CUDA graph keeps it)
+SPARSE_ON_CPU = True
+
+
+def _sparse_sum(values: Tensor, seg: Segments) -> Tensor:
+    """The CPU's segment sum: a sparse ``(S, M)`` CSR matrix of ones times the rows.
+
+    Torch's CPU product splits the output rows (the segments) between its threads and adds
+    each segment's rows one after the other in CSR order, so the numbers equal
+    ``segment_reduce``'s and ``index_add_``'s bit for bit on any thread count, while
+    ``segment_reduce`` runs on one thread (3-7x slower on molecule batches,
+    ``benchmarks/speed/README.md``)."""
+    global _csr_warned
+    m, s = values.shape[0], seg.num_segments
+    ptr = seg.lengths.new_zeros(s + 1)
+    torch.cumsum(seg.lengths, 0, out=ptr[1:])
+    cols = seg.order if seg.order is not None else torch.arange(m, device=values.device)
+    if _csr_warned:
+        ones = torch.sparse_csr_tensor(ptr, cols, values.new_ones(m), (s, m),
+                                       check_invariants=False)
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ones = torch.sparse_csr_tensor(ptr, cols, values.new_ones(m), (s, m),
+                                           check_invariants=False)
+        _csr_warned = True
+    features = values[0].numel() if m else int(np.prod(values.shape[1:], dtype=np.int64))
+    out = torch.sparse.mm(ones, values.reshape(m, features))
+    return out.reshape((s,) + tuple(values.shape[1:]))
+
+
 def _csr_reduce(values: Tensor, seg: Segments) -> Tensor:
-    data = values if seg.order is None else values.index_select(0, seg.order)
     if seg.num_segments == 0:
         return values.new_zeros((0,) + tuple(values.shape[1:]))
+    if (SPARSE_ON_CPU and values.device.type == "cpu"
+            and values.dtype in (torch.float32, torch.float64)
+            and not torch.compiler.is_compiling()):
+        return _sparse_sum(values, seg)
+    data = values if seg.order is None else values.index_select(0, seg.order)
     # unsafe: the lengths are not checked against M, which would read them back to the host
     return _segment_reduce(data.contiguous(), "sum", lengths=seg.lengths, axis=0, unsafe=True)
 
@@ -131,7 +171,9 @@ def csr_segment_sum(values: Tensor, seg: Segments) -> Tensor:
 
     .. math:: \\mathrm{out}_s = \\sum_{i:\\ \\mathrm{index}_i = s} \\mathrm{values}_i
 
-    Forward: one :func:`torch.segment_reduce` over the rows in CSR order. Backward:
+    Forward: one :func:`torch.segment_reduce` over the rows in CSR order (on the CPU, a
+    sparse CSR matrix of ones times the rows, which adds them in the same order on every
+    thread count and is parallel where ``segment_reduce`` is not). Backward:
     ``grad_out[index]``, a gather. Neither sorts nor adds atomically, so under
     ``torch.use_deterministic_algorithms(True)`` on CUDA it costs what it costs
     otherwise, while ``index_add_`` there sorts its index on every call. On the CPU the

@@ -123,8 +123,10 @@ def serial(out: torch.Tensor) -> torch.Tensor:
     the node gives it back (the CPU's backward runs on the thread that called it). Nothing
     is done for a tensor without a backward node, off the CPU, or under
     :func:`torch.compile`."""
+    if torch.compiler.is_compiling() or out.device.type != "cpu":  # (no grad_fn read there)
+        return out
     node = out.grad_fn
-    if node is None or out.device.type != "cpu" or torch.compiler.is_compiling():
+    if node is None:
         return out
     before: list[int] = []
 

@@ -49,6 +49,14 @@ FLAGS: dict[str, Any] = {"train.epochs": 3, "train.warmup_epochs": 1, "data.limi
                          "train.save_last": True}
 
 
+@pytest.fixture(autouse=True)
+def _sums_as_on_cuda(monkeypatch):
+    """Steps traced (``make_fx``) as a CUDA graph keeps them: with the ``segment_reduce``
+    sums CUDA runs (make_fx cannot trace the CPU's sparse CSR product, ``grprune.csr``)."""
+    from grprune import csr
+    monkeypatch.setattr(csr, "SPARSE_ON_CPU", False)
+
+
 @pytest.fixture(scope="module")
 def molbbbp():
     return load_dataset("ogbg-molbbbp")

@@ -102,15 +102,29 @@ def _csr_case(seed: int, rows: int = 300, segments: int = 120, width: int = 16,
     return index, values, segments
 
 
+@pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("seed", range(3))
-def test_csr_segment_sum_equals_index_add_bit_for_bit_on_one_cpu_thread(seed):
+def test_csr_segment_sum_equals_index_add_bit_for_bit_on_one_and_two_threads(seed, threads):
+    """The CPU's sums (a sparse CSR product, parallel over segments) equal ``index_add_``'s
+    on any thread count, and torch's one-time "beta" warning about sparse CSR tensors
+    never reaches the user."""
+    import warnings
+
     from grprune.csr import Segments, csr_gather, csr_segment_mean, csr_segment_sum
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # train.deterministic's CPU setting
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
     try:
         index, values, s = _csr_case(seed)
         seg = Segments.of(index, s)
-        assert torch.equal(csr_segment_sum(values, seg), segment_sum(values, index, s))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert torch.equal(csr_segment_sum(values, seg), segment_sum(values, index, s))
+        # long segments, more dimensions, one and no row
+        for rows, segments, shape in ((4000, 2, (3,)), (300, 7, (2, 5)), (1, 3, ()),
+                                      (0, 3, (4,))):
+            at, rows_values = torch.randint(0, segments, (rows,)), torch.randn((rows, *shape))
+            assert torch.equal(csr_segment_sum(rows_values, Segments.of(at, segments)),
+                               segment_sum(rows_values, at, segments))
         assert torch.equal(csr_segment_mean(values, seg), segment_mean(values, index, s))
         # the gradient of a gather is the segment sum: as plain indexing's, bit for bit
         x = torch.randn(s, values.shape[1], requires_grad=True)
@@ -120,7 +134,7 @@ def test_csr_segment_sum_equals_index_add_bit_for_bit_on_one_cpu_thread(seed):
         assert torch.equal(csr_gather(x, seg), y[index])
         assert x.grad is not None and y.grad is not None and torch.equal(x.grad, y.grad)
     finally:
-        torch.set_num_threads(threads)
+        torch.set_num_threads(before)
 
 
 def test_csr_segment_sum_and_gather_gradients_by_gradcheck():
