@@ -29,6 +29,7 @@ def _cfg(**kw):
     flags = {"train.epochs": kw.pop("epochs", 2), "train.device": "cpu",
              "train.progress": "none", "data.limit": kw.pop("limit", 64),
              "train.batch_size": 32}
+    kw.setdefault("preset", "paper")  # no ERM warm-up: two epochs train the selector
     return resolve_config(flags=flags, **kw)
 
 
@@ -204,10 +205,12 @@ def test_preset_values_sit_between_recommended_and_the_flags_and_are_recorded(tm
 def test_auto_takes_the_default_of_the_dataset_and_split(tmp_path, monkeypatch):
     from grprune.presets import FALLBACK, default_for
     # the shipped defaults.yaml: the prior is official; paper validated better on molbbbp
-    # scaffold, so that split lists it
+    # scaffold and EC50 assay, so those splits list it
     assert FALLBACK == "official"
     assert default_for("ogbg-molbbbp", "size") == default_for("ogbg-molbbbp") == "official"
     assert default_for("ogbg-molbbbp", "scaffold") == "paper"
+    assert default_for("drugood-ec50", "assay") == "paper"
+    assert default_for("drugood-ec50", "size") == default_for("drugood-ec50") == "official"
     assert default_for("good-motif", "size") == default_for("my-own-data") == "official"
     size = resolve_config(data="ogbg-molbbbp", flags={"data.split": "size"})
     assert size["preset"] == {**size["preset"], "name": "official", "requested": "auto"}
