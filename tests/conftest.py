@@ -38,6 +38,15 @@ def toy_graphs():
 
 
 @pytest.fixture
+def sums_as_on_cuda(monkeypatch):
+    """The CPU's segment sums take the ``segment_reduce`` path CUDA takes
+    (``grprune.csr.SPARSE_ON_CPU`` off), for steps traced with ``make_fx`` as a CUDA graph
+    keeps them: make_fx cannot trace the CPU's sparse CSR product."""
+    from grprune import csr
+    monkeypatch.setattr(csr, "SPARSE_ON_CPU", False)
+
+
+@pytest.fixture
 def toy_batch():
     graphs = toy_graphs()
     return collate([(g, i % 2, i % 2, i) for i, g in enumerate(graphs)])

@@ -49,12 +49,8 @@ FLAGS: dict[str, Any] = {"train.epochs": 3, "train.warmup_epochs": 1, "data.limi
                          "train.save_last": True}
 
 
-@pytest.fixture(autouse=True)
-def _sums_as_on_cuda(monkeypatch):
-    """Steps traced (``make_fx``) as a CUDA graph keeps them: with the ``segment_reduce``
-    sums CUDA runs (make_fx cannot trace the CPU's sparse CSR product, ``grprune.csr``)."""
-    from grprune import csr
-    monkeypatch.setattr(csr, "SPARSE_ON_CPU", False)
+#: steps traced (``make_fx``) as a CUDA graph keeps them (conftest's ``sums_as_on_cuda``)
+pytestmark = pytest.mark.usefixtures("sums_as_on_cuda")
 
 
 @pytest.fixture(scope="module")

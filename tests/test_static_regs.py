@@ -44,12 +44,8 @@ from tests.test_no_readback import ReadBacks
 BUCKET = Bucket(nodes=96, edges=192, bonds=96, graphs=9)
 
 
-@pytest.fixture(autouse=True)
-def _sums_as_on_cuda(monkeypatch):
-    """Steps traced (``make_fx``) as a CUDA graph keeps them: with the ``segment_reduce``
-    sums CUDA runs (make_fx cannot trace the CPU's sparse CSR product, ``grprune.csr``)."""
-    from grprune import csr
-    monkeypatch.setattr(csr, "SPARSE_ON_CPU", False)
+#: steps traced (``make_fx``) as a CUDA graph keeps them (conftest's ``sums_as_on_cuda``)
+pytestmark = pytest.mark.usefixtures("sums_as_on_cuda")
 
 
 def _batch(seed: int, graphs: int = 8, max_atoms: int = 9) -> GraphBatch:
