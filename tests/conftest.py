@@ -9,8 +9,10 @@ import pytest
 import torch
 
 # Tiny graphs gain nothing from intra-op threads, and OpenMP threads that busy-wait
-# become very slow when other processes share the cores: keep tests single-threaded.
+# become very slow when other processes share the cores: keep tests single-threaded, and
+# the grprune processes they start too (a test that means two threads asks for them).
 torch.set_num_threads(1)
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 from grprune.batch import collate
 from grprune.compat import dgl
