@@ -12,6 +12,7 @@ Shapes: ``M`` rows, ``S`` segments.
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass
 
@@ -119,8 +120,7 @@ def _sparse_sum(values: Tensor, seg: Segments) -> Tensor:
             ones = torch.sparse_csr_tensor(ptr, cols, values.new_ones(m), (s, m),
                                            check_invariants=False)
         _csr_warned = True
-    features = values[0].numel() if m else int(np.prod(values.shape[1:], dtype=np.int64))
-    out = torch.sparse.mm(ones, values.reshape(m, features))
+    out = torch.sparse.mm(ones, values.reshape(m, math.prod(values.shape[1:])))
     return out.reshape((s,) + tuple(values.shape[1:]))
 
 
