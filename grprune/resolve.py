@@ -35,9 +35,11 @@ def preset_items(preset: Any, data_name: str, source: type[DatasetSource], encod
     """The keys of ``preset`` (a :class:`grprune.presets.Preset`) that apply to this run.
 
     Keys of parts the run does not have are left out: ``reg.NAME.*`` without NAME in
-    ``--reg``, ``selector.*`` without a selector or not declared by this selector, and
+    ``--reg``, ``selector.*`` without a selector or not declared by this selector,
     selector keys a regularizer of the run sets itself (``selector_defaults``, e.g. GSAT's
-    soft samples); likewise ``encoder.*`` keys another encoder declares.
+    soft samples) and those that define the selector's method (``Selector.method_keys``,
+    e.g. DropEdge's full-graph evaluation); likewise ``encoder.*`` keys another encoder
+    declares.
 
     Raises
     ------
@@ -74,8 +76,10 @@ def preset_items(preset: Any, data_name: str, source: type[DatasetSource], encod
         elif section == "selector":
             if not known(SELECTORS, rest):
                 raise GrpruneError(f"{where}: no selector has this hyperparameter")
-            if (selector_name == "none" or rest in method_selector
-                    or rest not in SELECTORS.get(selector_name).defaults):
+            if selector_name == "none" or rest in method_selector:
+                continue
+            cls = SELECTORS.get(selector_name)
+            if rest not in cls.defaults or rest in cls.method_keys:
                 continue
         elif section == "reg":
             name, _, hp = rest.partition(".")

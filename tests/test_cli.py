@@ -20,7 +20,8 @@ from grprune.record.settings import config_hash
 from grprune.resolve import resolve_config
 from grprune.run import execute
 
-SMALL = ["--data", "ogbg-molbbbp", "--epochs", "2", "-H", "data.limit=96",
+# the paper preset: its selector trains from the first epoch (official warms up for 10)
+SMALL = ["--data", "ogbg-molbbbp", "--preset", "paper", "--epochs", "2", "-H", "data.limit=96",
          "-H", "train.batch_size=32", "--progress", "plain", "--device", "cpu"]
 
 
@@ -99,7 +100,7 @@ def test_same_seed_same_numbers(tmp_path):
 
 
 def test_interrupted_run_resumes_to_the_same_result(tmp_path):
-    cfg = resolve_config(reg="size,eps-align", flags={
+    cfg = resolve_config(reg="size,eps-align", preset="paper", flags={
         "train.epochs": 3, "data.limit": 64, "train.batch_size": 32, "train.device": "cpu"})
     execute(cfg, tmp_path / "full", log=lambda m: None)
 
@@ -135,7 +136,7 @@ def test_a_state_file_that_would_run_code_or_is_corrupt_is_refused_and_kept_asid
     def stop_after_first(record):
         raise KeyboardInterrupt
 
-    cfg = resolve_config(reg="size,eps-align", flags={
+    cfg = resolve_config(reg="size,eps-align", preset="paper", flags={
         "train.epochs": 3, "data.limit": 96, "train.batch_size": 32, "train.device": "cpu",
         "train.progress": "plain"})
     with pytest.raises(KeyboardInterrupt):

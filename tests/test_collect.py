@@ -25,8 +25,9 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 def fake_run(root, *, reg="size,eps-align", seed=0, valid=0.9, test=0.7, data="ogbg-molbbbp",
-             overrides=(), selector=None, out=None, preset=None, **summary_extra):
-    """Write a finished run directory (config.json from resolve_config + summary.json)."""
+             overrides=(), selector=None, out=None, preset="paper", **summary_extra):
+    """Write a finished run directory (config.json from resolve_config + summary.json);
+    ``preset`` is the paper's unless named (``None``: ``--preset auto``'s)."""
     cfg = resolve_config(data=data, reg=reg, selector=selector, preset=preset,
                          flags={"train.seed": seed}, overrides=overrides)
     run_dir = out or default_run_dir(cfg, root)
@@ -372,7 +373,7 @@ def test_partial_sweep_reports_missing_failed_and_unfinished_runs(tmp_path):
         cfg = resolve_config(reg="size,eps-align", flags={"train.seed": seed})
         planned.append((cfg, default_run_dir(cfg, root)))
     for cfg, d in planned[:2]:
-        fake_run(root, seed=cfg["train"]["seed"], test=0.7, out=d)
+        fake_run(root, seed=cfg["train"]["seed"], test=0.7, out=d, preset=None)
     cfg, failed = planned[2]
     failed.mkdir(parents=True)
     atomic_write_json(failed / CONFIG, cfg)
@@ -422,7 +423,7 @@ def test_running_run_of_a_sweep_is_counted_once_as_running(tmp_path):
     for seed in (0, 1):
         cfg = resolve_config(reg="size,eps-align", flags={"train.seed": seed})
         planned.append((cfg, default_run_dir(cfg, root)))
-    fake_run(root, seed=0, out=planned[0][1])
+    fake_run(root, seed=0, out=planned[0][1], preset=None)
     cfg, running = planned[1]
     running.mkdir(parents=True)
     atomic_write_json(running / CONFIG, cfg)
@@ -487,7 +488,7 @@ def test_sweep_with_nothing_finished_exits_1(tmp_path):
 # --- end to end -------------------------------------------------------------------------
 
 def test_end_to_end_two_real_runs(tmp_path):
-    small = ["--data", "ogbg-molbbbp", "--epochs", "2", "-H", "data.limit=48",
+    small = ["--data", "ogbg-molbbbp", "--preset", "paper", "--epochs", "2", "-H", "data.limit=48",
              "--progress", "none", "--device", "cpu", "--reg", "none"]
     for seed in (0, 1):
         out = tmp_path / "runs" / f"erm-{seed}"
@@ -541,23 +542,23 @@ def test_bracketed_labels_survive_rich_markup(tmp_path):
 
 def test_a_table_of_shortened_runs_says_how_they_were_trained(tmp_path):
     for seed in (0, 1):
-        fake_run(tmp_path / "smoke", seed=seed, preset="paper",
+        fake_run(tmp_path / "smoke", seed=seed, preset="official",
                  overrides=["data.limit=300", "train.epochs=2"])
     res = collect(tmp_path / "smoke", "--out", tmp_path / "t")
     assert res.exit_code == 0, res.output
-    line = "shortened protocol: train.epochs=2, data.limit=300; preset paper; device cpu"
+    line = "shortened protocol: train.epochs=2, data.limit=300; preset official; device cpu"
     assert f"Trained with: {line}" in res.output
     assert f"- trained with: {line}" in (tmp_path / "t.md").read_text()
     assert {r["trained_with"] for r in read_csv(tmp_path / "t.csv")} == {line}
     # runs on their preset's own protocol: nothing to say
-    fake_run(tmp_path / "full", preset="paper")
+    fake_run(tmp_path / "full", preset="official")
     res = collect(tmp_path / "full", "--out", tmp_path / "f")
     assert "Trained with" not in res.output
     assert {r["trained_with"] for r in read_csv(tmp_path / "f.csv")} == {""}
     # a preset other than the split's default is named with the default
-    fake_run(tmp_path / "other", preset="official")
+    fake_run(tmp_path / "other", preset="paper")
     res = collect(tmp_path / "other", "--out", tmp_path / "o")
-    assert "preset official (--preset auto takes paper)" in res.output
+    assert "preset paper (--preset auto takes official)" in res.output
 
 
 def test_one_seed_prints_no_sd_in_any_layout(tmp_path):

@@ -39,7 +39,8 @@ def _train(out, *args):
 
 @pytest.fixture(scope="module")
 def bbbp_run(tmp_path_factory, data_root):
-    return _train(tmp_path_factory.mktemp("bbbp") / "run", "--data", "ogbg-molbbbp")
+    return _train(tmp_path_factory.mktemp("bbbp") / "run", "--data", "ogbg-molbbbp",
+                  "--preset", "paper")
 
 
 @pytest.fixture(scope="module")

@@ -111,7 +111,8 @@ def runs(tmp_path_factory, data_root):
     out = {}
     for name, args in METHODS.items():
         run_dir = tmp_path_factory.mktemp(name) / "run"
-        res = _cli("run", "--data", "ogbg-molbbbp", "--epochs", "1", "-H", "data.limit=24",
+        res = _cli("run", "--data", "ogbg-molbbbp", "--preset", "paper", "--epochs", "1", "-H",
+                   "data.limit=24",
                    "--progress", "none", "--device", "cpu", "--out", run_dir, *args)
         assert res.exit_code == 0, res.output
         out[name] = run_dir
@@ -146,7 +147,8 @@ def test_no_fidelity_without_a_selector_or_when_off(runs, tmp_path, data_root):
     res = _cli("explain", runs["gsat"], "--out", tmp_path / "off", "--no-fidelity")
     assert res.exit_code == 0 and not (tmp_path / "off" / "fidelity.json").exists()
     erm = tmp_path / "erm"
-    assert _cli("run", "--data", "ogbg-molbbbp", "--reg", "none", "--epochs", "1", "-H",
+    assert _cli("run", "--data", "ogbg-molbbbp", "--preset", "paper", "--reg", "none",
+                "--epochs", "1", "-H",
                 "data.limit=16", "--progress", "none", "--out", erm).exit_code == 0
     res = _cli("explain", erm, "--out", tmp_path / "erm-ex")
     assert res.exit_code == 0 and "fidelity skipped: the model uses no selector" in res.output

@@ -48,7 +48,9 @@ def test_ls_lists_the_plugin(plugin_env, tmp_path):
 
 def test_run_with_the_plugin_regularizer(plugin_env, tmp_path):
     out = tmp_path / "run"
-    proc = _grprune(["run", "--reg", "entropy", "--data", "ogbg-molbbbp", "--epochs", "1",
+    # the paper preset: the selector's regularizer counts from the first epoch
+    proc = _grprune(["run", "--reg", "entropy", "--data", "ogbg-molbbbp", "--preset", "paper",
+                     "--epochs", "1",
                      "-H", "data.limit=64", "-H", "train.batch_size=32", "-H",
                      "reg.entropy.weight=0.5", "--progress", "none", "--device", "cpu",
                      "--out", str(out)], plugin_env, tmp_path)

@@ -56,7 +56,7 @@ def test_ray_sweep_reports_a_failed_run(tmp_path):
     try:
         res = CliRunner().invoke(main, [
             "--plugin", str(boom), "sweep", "--launcher", "ray", "--workers", "1",
-            "--reg", "size,eps-align,boom", "--seeds", "0", "--epochs", "2",
+            "--reg", "size,eps-align,boom", "--preset", "paper", "--seeds", "0", "--epochs", "2",
             "-H", "data.limit=48", "--out", str(root), "--progress", "none"],
             catch_exceptions=False)
     finally:

@@ -154,7 +154,7 @@ def test_a_plugin_of_the_wrong_kind_is_reported_not_registered(monkeypatch, caps
 
 
 def test_resolution_order_and_types(tmp_path):
-    cfg = resolve_config(reg="size,eps-align")
+    cfg = resolve_config(reg="size,eps-align", preset="paper")
     assert cfg["selector"]["name"] == "gumbel-gin"  # auto
     # dataset recommendation (paper: virtual node on molbbbp) over the encoder default
     assert cfg["encoder"]["virtual_node"] is True and cfg["encoder"]["hidden"] == 64

@@ -30,8 +30,9 @@ from grprune.sweep.search import search_space, with_search
 @pytest.fixture(scope="module")
 def bbbp_run(tmp_path_factory, data_root):
     out = tmp_path_factory.mktemp("bbbp") / "run"
-    res = CliRunner().invoke(main, ["run", "--data", "ogbg-molbbbp", "--epochs", "1", "-H",
-                                    "data.limit=40", "-H", "model.head_layers=3",
+    res = CliRunner().invoke(main, ["run", "--data", "ogbg-molbbbp", "--preset", "paper",
+                                    "--epochs", "1", "-H", "data.limit=40",
+                                    "-H", "model.head_layers=3",
                                     "--progress", "none", "--out", str(out)])
     assert res.exit_code == 0, res.output
     return out

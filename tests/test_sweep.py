@@ -26,7 +26,8 @@ from grprune.sweep import (PLAN, expand, grid_from_options, load_spec, parse_hpa
 from grprune.sweep.expansion import run_command
 from grprune.sweep.plan import Job, child_args, run_dir_of
 
-SMALL = ["--epochs", "2", "-H", "data.limit=48"]
+# the paper preset: regularizers count from the first epoch (official warms up for 10)
+SMALL = ["--preset", "paper", "--epochs", "2", "-H", "data.limit=48"]
 
 
 def sweep(*args, env=None):
@@ -386,7 +387,7 @@ def mini(tmp_path_factory):
 - {seeds: 0-1, hparams: {reg.size.eta: [0.75, 0.85]}}
 - {seeds: 0, reg: "size,eps-align,boom", hparams: {reg.size.eta: [0.75, 0.85]}}
 """)
-    cli = grid_from_options(epochs="2", hparams=["data.limit=48"])
+    cli = grid_from_options(preset="paper", epochs="2", hparams=["data.limit=48"])
     ex = expand([g.update(cli) for g in load_spec(spec)])
     by = {(c.cfg["reg"]["size"]["eta"], c.cfg["train"]["seed"], "boom" in c.cfg["reg"]): c
           for c in ex.configs}
@@ -516,7 +517,7 @@ def test_sigint_stops_the_sweep_and_its_children(tmp_path):
     assert proc.returncode == 130, err
     assert "run the same command again to resume" in err and "Traceback" not in err
     assert _processes_mentioning(str(root)) == []
-    ex = configs(seeds="0-1", epochs="500", hparams=["data.limit=48"])
+    ex = configs(seeds="0-1", preset="paper", epochs="500", hparams=["data.limit=48"])
     statuses = {run_status(c.cfg, run_dir_of(c, root))[0] for c in ex.configs}
     assert "interrupted" in statuses and "failed" not in statuses
     assert len(json.loads((root / PLAN).read_text())["configs"]) == 2

@@ -255,7 +255,23 @@ def test_drop_edge_with_a_selector_regularizer_is_refused():
                                "eval_samples": 1}
 
 
-SMALL = ["--data", "ogbg-molbbbp", "--epochs", "2", "-H", "data.limit=96",
+@pytest.mark.parametrize("data", ["ogbg-molbbbp", "good-motif"])
+def test_a_preset_leaves_drop_edges_full_graph_evaluation_alone(data):
+    """The official preset's sampled evaluation is PrunE's selector's, not DropEdge's: a
+    DropEdge run under it keeps every edge at evaluation, unless -H asks otherwise."""
+    cfg = resolve_config(data=data, reg="none", selector="drop-edge", preset="official")
+    assert cfg["preset"]["name"] == "official"
+    assert (cfg["selector"]["eval_mode"], cfg["selector"]["eval_samples"]) == ("full", 1)
+    assert not any(k.startswith("selector.eval") for k in cfg["preset"]["values"])
+    asked = resolve_config(data=data, reg="none", selector="drop-edge", preset="official",
+                           overrides=["selector.eval_mode=sample"])
+    assert asked["selector"]["eval_mode"] == "sample"
+    prune = resolve_config(data=data, preset="official")
+    assert prune["selector"]["eval_mode"] == "sample"   # PrunE's selector takes it
+
+
+# the paper preset: its selector trains from the first epoch (official warms up for 10)
+SMALL = ["--data", "ogbg-molbbbp", "--preset", "paper", "--epochs", "2", "-H", "data.limit=96",
          "-H", "train.batch_size=32", "--progress", "none", "--device", "cpu"]
 
 

@@ -270,7 +270,7 @@ def test_resolve_config_applies_gsat_selector_defaults():
                                         ("ciga", ["-H", "reg.ciga.spurious_weight=1"])])
 def test_cli_run(name, extra, tmp_path):
     out = tmp_path / "x"
-    args = ["run", "--reg", name, "--data", "ogbg-molbbbp", "--epochs", "2",
+    args = ["run", "--reg", name, "--data", "ogbg-molbbbp", "--preset", "paper", "--epochs", "2",
             "-H", "data.limit=96", "-H", "train.batch_size=32", *extra,
             "--progress", "none", "--device", "cpu", "--out", str(out)]
     res = CliRunner().invoke(main, args, catch_exceptions=False)

@@ -22,7 +22,8 @@ Where a preset's keys go (:func:`grprune.resolve.resolve_config`): after the par
 defaults and the dataset's ``recommended`` values, before ``--config``, the flags and
 ``-H``. Keys of a part the run does not have (``reg.size.*`` in an ERM run, ``selector.*``
 without a selector) are left out, and so are selector keys that a regularizer of the run
-sets itself (GSAT's soft samples); ``config.json`` records the preset and the values it set.
+sets itself (GSAT's soft samples) or that define the selector's method (DropEdge's full-graph
+evaluation); ``config.json`` records the preset and the values it set.
 """
 
 from __future__ import annotations
@@ -197,8 +198,8 @@ def default_for(dataset: str, split: str | None = None) -> str:
 
     >>> default_for("no-such-dataset", "scaffold")
     'official'
-    >>> default_for("ogbg-molbbbp", "scaffold")
-    'paper'
+    >>> default_for("drugood-ec50", "assay"), default_for("drugood-ec50", "size")
+    ('paper', 'official')
     """
     table = defaults()
     if split is not None and f"{dataset}/{split}" in table:

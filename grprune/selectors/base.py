@@ -211,11 +211,16 @@ class Selector(nn.Module, Configurable, ABC):
         (``DropEdge``); None: the registered name.
     table_order : float
         Position of that method among the rows of a results table (smaller first).
+    method_keys : frozenset of str
+        Hyperparameters that define the method, which a preset's ``selector.*`` keys leave
+        as they are (DropEdge's full-graph evaluation: the ``official`` preset's sampled
+        evaluation is the PrunE selector's); ``-H`` still sets them.
     """
 
     learned: ClassVar[bool] = True
     display_name: ClassVar[str | None] = None
     table_order: ClassVar[float] = math.inf
+    method_keys: ClassVar[frozenset[str]] = frozenset()
     #: the name :data:`SELECTORS` registered the class under (set by the registry)
     registered_name: ClassVar[str] = ""
 

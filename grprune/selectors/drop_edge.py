@@ -49,6 +49,8 @@ class DropEdgeSelector(Selector):
     learned: ClassVar[bool] = False
     display_name = "DropEdge"
     table_order = 40.0
+    # DropEdge keeps every edge at evaluation; a preset's eval_mode describes PrunE's selector
+    method_keys = frozenset({"eval_mode", "eval_samples"})
 
     class Hparams(Selector.Hparams):
         rate: float = hparam(0.2, "probability of dropping each bond in training", low=0.0,
