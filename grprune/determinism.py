@@ -16,7 +16,10 @@ torch 2.13.0+cpu with MKL 2024.2 and GNU OpenMP; ``benchmarks/speed/README.md``)
   :func:`serial` on the backward node: :func:`grprune.encoders.base.run_masked` and
   :class:`grprune.encoders.layers.WeightedGINEConv`), which gives the numbers the
   whole step gives on one thread, and :func:`apply` leaves torch's thread count as it is:
-  a run gives the same numbers on 1 and on 2 threads.
+  a run gives the same numbers on 1 and on 2 threads. That frees the count to follow the
+  machine: before each epoch the trainer takes 1 thread or all, whichever
+  :func:`faster_thread_count` finds faster now (``train.threads=0``), since threads that
+  wait for a core another process holds made an epoch 50x slower.
 * **The CPU's vector instructions.** PyTorch's CPU kernels come in AVX2 and AVX-512
   builds that round differently; an AVX-512 machine and an AVX2 machine parted in the
   first epoch of one seed. Importing :mod:`grprune` pins the AVX2 kernels on every x86-64
@@ -47,8 +50,10 @@ CPUs, or two torch builds round differently.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import random
+import time
 import warnings
 import zlib
 from typing import Any, Iterator
@@ -72,7 +77,9 @@ def apply(device: torch.device, deterministic: bool) -> dict[str, Any]:
         On CUDA, ``torch.use_deterministic_algorithms(True)`` and
         ``CUBLAS_WORKSPACE_CONFIG`` (unless the user set it); off, nondeterministic CUDA
         kernels are allowed. The CPU keeps torch's thread count either way: the ops whose
-        sums depend on it run on one thread (:func:`one_thread`, :func:`serial`).
+        sums depend on it run on one thread (:func:`one_thread`, :func:`serial`); the
+        trainer then picks 1 or that count per epoch (:func:`faster_thread_count`) and
+        records ``threads`` as the most it may use, ``threads_probed`` whether it probes.
 
     Returns
     -------
@@ -100,6 +107,50 @@ def apply(device: torch.device, deterministic: bool) -> dict[str, Any]:
             "mkl_cbwr": os.environ.get("MKL_CBWR"),
             "cpu_capability": capability,
             "torch": torch.__version__}
+
+
+#: floats of the probe's in-place add: 4x torch's grain size (32768), so every thread count
+#: above one splits it, and one parallel region takes tens of microseconds on an idle core
+PROBE_FLOATS = 1 << 17
+#: parallel regions the probe times at each thread count
+PROBE_REGIONS = 16
+
+
+def faster_thread_count(most: int, regions: int = PROBE_REGIONS) -> int:
+    """1 or ``most``: the intra-op thread count that runs ``regions`` parallel regions (an
+    in-place add over :data:`PROBE_FLOATS` floats each) faster on the machine as it is now,
+    which torch is then set to.
+
+    A parallel region waits for its slowest thread, so on cores that other processes also
+    use, threads that wait for a core cost more than they give: the README's molbbbp job took
+    25 s an epoch on 2 threads beside two busy processes and 0.5 s on one, while on idle
+    cores 2 threads took 0.74x one's time (``benchmarks/speed/README.md``, "Threads on a busy
+    machine"). The count does not change the numbers (:func:`one_thread`, :func:`serial`).
+    The timing of ``most`` threads stops once it is 4x one thread's, so a busy machine costs
+    the probe a few scheduler ticks, an idle one about a millisecond.
+
+    >>> faster_thread_count(1)
+    1
+    """
+    if most <= 1:
+        torch.set_num_threads(1)
+        return 1
+    x = torch.zeros(PROBE_FLOATS)
+
+    def seconds(threads: int, limit: float) -> float:
+        torch.set_num_threads(threads)
+        x.add_(1.0)  # the pool's threads started and woken before the clock
+        start = time.perf_counter()
+        for _ in range(regions):
+            x.add_(1.0)
+            if time.perf_counter() - start > limit:
+                break
+        return time.perf_counter() - start
+
+    one = seconds(1, math.inf)
+    chosen = most if seconds(most, 4 * one) < one else 1
+    torch.set_num_threads(chosen)
+    return chosen
 
 
 @contextlib.contextmanager

@@ -125,6 +125,10 @@ class Trainer:
         self.on_epoch = on_epoch or (lambda record: None)
         self.device = select_device(self.tc.device)
         self.determinism = determinism.apply(self.device, self.tc.deterministic)
+        #: the most CPU threads an epoch may use: train.threads, else torch's count now
+        self.most_threads = self.tc.threads or torch.get_num_threads()
+        self.determinism["threads"] = self.most_threads
+        self.determinism["threads_probed"] = self.device.type == "cpu" and not self.tc.threads
         seed_everything(cfg.train.seed)
         self.model, self.regs = build_model(cfg, dataset)
         self.model.to(self.device)
@@ -378,7 +382,28 @@ class Trainer:
             start = resume.next_epoch(tc.epochs)
         # results.jsonl: the epochs state.pt counts (a later or torn line goes), then appended
         self.rundir.keep_records(len(records))
+        threads_before = torch.get_num_threads()
+        try:
+            return self._epochs(records, best, start, t_start, data_load_s, started)
+        finally:
+            torch.set_num_threads(threads_before)
+
+    def _threads_for_epoch(self) -> None:
+        """Torch's CPU threads for the next epoch: ``train.threads`` when set, else 1 or
+        :attr:`most_threads`, whichever is faster now
+        (:func:`grprune.determinism.faster_thread_count`); the numbers are the same."""
+        if self.device.type != "cpu":
+            return
+        if self.tc.threads:
+            torch.set_num_threads(self.tc.threads)
+        else:
+            determinism.faster_thread_count(self.most_threads)
+
+    def _epochs(self, records: list[EpochRecord], best: Best, start: int, t_start: float,
+                data_load_s: float, started: float) -> RunSummary:
+        tc = self.tc
         for epoch in range(start, tc.epochs):
+            self._threads_for_epoch()
             t0 = time.perf_counter()
             warm = epoch < tc.warmup_epochs
             lr = lr_at(epoch, tc.lr, tc.lr_milestones, tc.lr_gamma)

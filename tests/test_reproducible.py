@@ -98,9 +98,11 @@ def test_runs_of_one_seed_repeat_exactly_while_another_process_keeps_a_core_busy
                             stdin=subprocess.DEVNULL)
     try:
         for i in range(2):
+            # train.threads=2: on a busy core the default would probe and take one
             _output(["-m", "grprune", "run", "--data", "ogbg-molbbbp", "--epochs", "2",
-                     "-H", "data.limit=400", "--device", "cpu", "--progress", "none", "--json",
-                     "--out", str(tmp_path / f"r{i}")], OMP_NUM_THREADS="2")
+                     "-H", "data.limit=400", "-H", "train.threads=2", "--device", "cpu",
+                     "--progress", "none", "--json", "--out", str(tmp_path / f"r{i}")],
+                    OMP_NUM_THREADS="2")
     finally:
         busy.kill()
         busy.wait()
@@ -134,7 +136,8 @@ def test_a_run_gives_the_same_numbers_on_one_and_two_threads(tmp_path, kw):
             plan = plan_run(data="ogbg-molbbbp", seed=0, progress="none",
                             out=tmp_path / f"t{threads}", device="cpu",
                             overrides=["data.limit=192", "train.epochs=2",
-                                       "train.warmup_epochs=0", "train.eval_train=false"],
+                                       "train.warmup_epochs=0", "train.eval_train=false",
+                                       f"train.threads={threads}"],  # not the probe's choice
                             **kw)
             summary = execute(plan.cfg, plan.run_dir, log=lambda line: None)[1]
             assert summary.determinism["threads"] == threads
@@ -144,6 +147,66 @@ def test_a_run_gives_the_same_numbers_on_one_and_two_threads(tmp_path, kw):
     finally:
         torch.set_num_threads(1)  # conftest's
     assert got[0] == got[1]
+
+
+class _Clock:
+    """A stand-in for ``time.perf_counter``: each reading advances by ``step[threads]``
+    seconds, ``threads`` being torch's count at the reading."""
+
+    def __init__(self, step):
+        self.now, self.step = 0.0, step
+
+    def __call__(self):
+        import torch
+        self.now += self.step[min(torch.get_num_threads(), 2)]
+        return self.now
+
+
+@pytest.mark.parametrize("step, chosen", [({1: 1.0, 2: 0.1}, 3),    # idle cores: all
+                                          ({1: 0.1, 2: 5.0}, 1)])   # busy cores: one
+def test_the_thread_probe_takes_the_faster_count(monkeypatch, step, chosen):
+    import torch
+
+    from grprune import determinism
+    before = torch.get_num_threads()
+    clock = _Clock(step)
+    monkeypatch.setattr(determinism.time, "perf_counter", clock)
+    try:
+        assert determinism.faster_thread_count(3) == chosen == torch.get_num_threads()
+        if chosen == 1:  # the slow count's timing stops at 4x one thread's, not 16 regions
+            assert clock.now < 16 * step[2]
+        assert determinism.faster_thread_count(1) == 1 == torch.get_num_threads()
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_a_run_probes_its_threads_each_epoch_and_gives_torchs_count_back(tmp_path,
+                                                                         monkeypatch):
+    """``train.threads=0`` (auto): the probe before every epoch, between 1 and torch's count
+    when the trainer was built; ``train.threads=N``: N threads; after the run, torch's count
+    as it was."""
+    import torch
+
+    from grprune import determinism
+    from grprune.run import execute, plan_run
+    probes, during = [], []
+    monkeypatch.setattr(determinism, "faster_thread_count",
+                        lambda most: probes.append(most) or torch.set_num_threads(1) or 1)
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        for threads in (0, 3):
+            plan = plan_run(data="ogbg-molbbbp", seed=0, progress="none", device="cpu",
+                            out=tmp_path / f"t{threads}", reg="none", preset="paper",
+                            overrides=["data.limit=48", "train.epochs=2",
+                                       f"train.threads={threads}"])
+            summary = execute(plan.cfg, plan.run_dir, log=lambda line: None,
+                              on_epoch=lambda rec: during.append(torch.get_num_threads()))[1]
+            assert torch.get_num_threads() == 2
+            assert summary.determinism["threads"] == (threads or 2)
+        assert probes == [2, 2] and during == [1, 1, 3, 3]
+    finally:
+        torch.set_num_threads(before)
 
 
 _KILLER = """

@@ -178,6 +178,7 @@ class TrainConfig:
     eval_batch_size: int
     pad_buckets: bool
     compile: str
+    threads: int
 
     @classmethod
     def from_dict(cls, body: Mapping[str, Any]) -> "TrainConfig":

@@ -29,7 +29,7 @@ RECORDS = ("version", "hash", "preset", "features")
 VOLATILE_KEYS = {("data", "root"), ("data", "download"), ("data", "id_column"),
                  ("train", "device"), ("train", "progress"), ("train", "loader_workers"),
                  ("train", "fast_path"), ("train", "eval_batch_size"), ("train", "pad_buckets"),
-                 ("train", "compile")}
+                 ("train", "compile"), ("train", "threads")}
 #: the options of ``grprune run`` (and :func:`grprune.train`, and a sweep's axes and shared
 #: settings) that set one setting: ``--epochs 5`` is ``train.epochs=5``
 OPTION_KEYS = {"split": "data.split", "shift": "data.shift", "epochs": "train.epochs",
@@ -143,8 +143,8 @@ class TrainSettings(Configurable):
         "eval_train": Param(True, "also evaluate the training split every epoch"),
         "progress": Param("auto", "auto (rich on a terminal, plain lines otherwise), rich, "
                                   "plain or none", choices=("auto", "rich", "plain", "none")),
-        "deterministic": Param(True, "same seed, same numbers on a busy machine: one CPU "
-                                     "thread, deterministic CUDA kernels; see "
+        "deterministic": Param(True, "same seed, same numbers on a busy machine and on any "
+                                     "CPU thread count, deterministic CUDA kernels; see "
                                      "grprune.determinism"),
         "select_warmup": Param(False, "let the best-validation rule pick an ERM warm-up "
                                       "epoch too (official code: yes; paper: the reported "
@@ -182,6 +182,11 @@ class TrainSettings(Configurable):
                                  "eager numbers); needs train.pad_buckets",
                          choices=("none", "default", "reduce-overhead", "max-autotune",
                                   "cuda-graph")),
+        "threads": Param(0, "CPU intra-op threads; 0 = auto: before each epoch torch's count "
+                            "(one per core, or OMP_NUM_THREADS) or one, whichever a short "
+                            "probe finds faster on the machine as it is (threads that wait "
+                            "for a busy core cost more than they give); the numbers are the "
+                            "same on any count", low=0, high=1024),
     }
 
 
