@@ -109,16 +109,17 @@ def apply(device: torch.device, deterministic: bool) -> dict[str, Any]:
             "torch": torch.__version__}
 
 
-#: floats of the probe's in-place add: 4x torch's grain size (32768), so every thread count
-#: above one splits it, and one parallel region takes tens of microseconds on an idle core
+#: floats of the probe's in-place sine: 4x torch's grain size (32768), so every thread count
+#: above one splits it; compute-bound, so 2 idle cores take clearly less time than one
+#: (an add, memory-bound, chose one thread in 3 of 100 probes on idle cores)
 PROBE_FLOATS = 1 << 17
-#: parallel regions the probe times at each thread count
-PROBE_REGIONS = 16
+#: parallel regions the probe times at each thread count (about 1.3 ms on one idle core)
+PROBE_REGIONS = 8
 
 
 def faster_thread_count(most: int, regions: int = PROBE_REGIONS) -> int:
     """1 or ``most``: the intra-op thread count that runs ``regions`` parallel regions (an
-    in-place add over :data:`PROBE_FLOATS` floats each) faster on the machine as it is now,
+    in-place sine over :data:`PROBE_FLOATS` floats each) faster on the machine as it is now,
     which torch is then set to.
 
     A parallel region waits for its slowest thread, so on cores that other processes also
@@ -127,7 +128,7 @@ def faster_thread_count(most: int, regions: int = PROBE_REGIONS) -> int:
     cores 2 threads took 0.74x one's time (``benchmarks/speed/README.md``, "Threads on a busy
     machine"). The count does not change the numbers (:func:`one_thread`, :func:`serial`).
     The timing of ``most`` threads stops once it is 4x one thread's, so a busy machine costs
-    the probe a few scheduler ticks, an idle one about a millisecond.
+    the probe a few scheduler ticks, an idle one about 2 ms.
 
     >>> faster_thread_count(1)
     1
@@ -135,14 +136,14 @@ def faster_thread_count(most: int, regions: int = PROBE_REGIONS) -> int:
     if most <= 1:
         torch.set_num_threads(1)
         return 1
-    x = torch.zeros(PROBE_FLOATS)
+    x = torch.ones(PROBE_FLOATS)
 
     def seconds(threads: int, limit: float) -> float:
         torch.set_num_threads(threads)
-        x.add_(1.0)  # the pool's threads started and woken before the clock
+        x.sin_()  # the pool's threads started and woken before the clock
         start = time.perf_counter()
         for _ in range(regions):
-            x.add_(1.0)
+            x.sin_()
             if time.perf_counter() - start > limit:
                 break
         return time.perf_counter() - start
