@@ -189,9 +189,15 @@ def test_a_run_probes_its_threads_each_epoch_and_gives_torchs_count_back(tmp_pat
 
     from grprune import determinism
     from grprune.run import execute, plan_run
-    probes, during = [], []
-    monkeypatch.setattr(determinism, "faster_thread_count",
-                        lambda most: probes.append(most) or torch.set_num_threads(1) or 1)
+    probes: list[int] = []
+    during: list[int] = []
+
+    def one_thread_probed(most: int) -> int:
+        probes.append(most)
+        torch.set_num_threads(1)
+        return 1
+
+    monkeypatch.setattr(determinism, "faster_thread_count", one_thread_probed)
     before = torch.get_num_threads()
     try:
         torch.set_num_threads(2)
