@@ -67,7 +67,7 @@ from grprune.errors import GrpruneError
 CUBLAS_WORKSPACE = ":4096:8"
 
 
-def apply(device: torch.device, deterministic: bool) -> dict[str, Any]:
+def apply(device: torch.device, deterministic: bool, threads: int = 0) -> dict[str, Any]:
     """Apply the determinism settings for training on ``device``; return their record.
 
     Parameters
@@ -77,14 +77,17 @@ def apply(device: torch.device, deterministic: bool) -> dict[str, Any]:
         On CUDA, ``torch.use_deterministic_algorithms(True)`` and
         ``CUBLAS_WORKSPACE_CONFIG`` (unless the user set it); off, nondeterministic CUDA
         kernels are allowed. The CPU keeps torch's thread count either way: the ops whose
-        sums depend on it run on one thread (:func:`one_thread`, :func:`serial`); the
-        trainer then picks 1 or that count per epoch (:func:`faster_thread_count`) and
-        records ``threads`` as the most it may use, ``threads_probed`` whether it probes.
+        sums depend on it run on one thread (:func:`one_thread`, :func:`serial`).
+    threads : int
+        ``train.threads``: the most CPU threads an epoch may use, fixed; 0 = torch's count,
+        1 or all of it per epoch (:func:`faster_thread_count`).
 
     Returns
     -------
     dict
-        ``deterministic``; ``threads`` (torch's intra-op threads); ``deterministic_algorithms``;
+        ``deterministic``; ``threads`` (the most intra-op threads an epoch may use);
+        ``threads_probed`` (whether each CPU epoch takes 1 or that many, whichever is
+        faster); ``deterministic_algorithms``;
         ``cublas_workspace_config``; ``mkl_cbwr``; ``cpu_capability`` (the CPU kernels
         torch dispatches to, e.g. ``AVX2``); ``torch`` (version). Stored in
         ``summary.json`` under ``"determinism"``, so two runs can be compared.
@@ -101,7 +104,8 @@ def apply(device: torch.device, deterministic: bool) -> dict[str, Any]:
             os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", CUBLAS_WORKSPACE)
         torch.use_deterministic_algorithms(deterministic)
         torch.backends.cudnn.benchmark = False
-    return {"deterministic": deterministic, "threads": torch.get_num_threads(),
+    return {"deterministic": deterministic, "threads": threads or torch.get_num_threads(),
+            "threads_probed": device.type == "cpu" and not threads,
             "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
             "cublas_workspace_config": os.environ.get("CUBLAS_WORKSPACE_CONFIG"),
             "mkl_cbwr": os.environ.get("MKL_CBWR"),

@@ -124,11 +124,10 @@ class Trainer:
         self.tc = cfg.train
         self.on_epoch = on_epoch or (lambda record: None)
         self.device = select_device(self.tc.device)
-        self.determinism = determinism.apply(self.device, self.tc.deterministic)
+        self.determinism = determinism.apply(self.device, self.tc.deterministic,
+                                             self.tc.threads)
         #: the most CPU threads an epoch may use: train.threads, else torch's count now
-        self.most_threads = self.tc.threads or torch.get_num_threads()
-        self.determinism["threads"] = self.most_threads
-        self.determinism["threads_probed"] = self.device.type == "cpu" and not self.tc.threads
+        self.most_threads = self.determinism["threads"]
         seed_everything(cfg.train.seed)
         self.model, self.regs = build_model(cfg, dataset)
         self.model.to(self.device)
