@@ -320,9 +320,19 @@ def test_evalnoise_resumes_an_interrupted_seed_with_the_same_rows(tmp_path, monk
     assert sorted(set(rows["epoch"])) == [0, 1]  # epoch 2 trained, its rows lost
     monkeypatch.setattr(files, "atomic_write_bytes", real)
     assert evalnoise.main(argv + run_b) == 0
-    a, b = (pd.read_csv(tmp_path / d / "out.epochs.csv")
+    a, b = (pd.read_csv(tmp_path / d / "out.epochs.csv", dtype={"key": str})
             for d in "ab")
     assert len(a) == 4 * 3 and a.equals(b)
+    # after warm-up, test is scored exactly where a key's valid beats every earlier epoch
+    # selection may pick (official selects warm-up epochs too, whose rows are the run's
+    # own); key 0 is the run's own, complete
+    for key, rows in a.groupby("key"):
+        best = rows["valid"].cummax().shift(fill_value=-1.0)
+        scored, trained = rows["test"].notna(), rows["phase"] != "warmup"
+        assert scored.all() if key == "0" else \
+            scored[trained].equals((rows["valid"] > best)[trained])
+        picked = evalnoise.select(rows, select_warmup=True)
+        assert not math.isnan(picked["test"])
 
 
 def test_table1_runs_refuses_a_missing_directory(tmp_path, capsys):
