@@ -121,7 +121,7 @@ NOTES = {
         "prune/molbbbp-n10/README.md, \"Seeds where they are cheap\"",
     ("ogbg-molbbbp", "size"): "the `official` selector prunes at 7 of 10 seeds (48-59 % of "
         "test bonds kept) and 3 select a warm-up epoch; PrunE - ERM is +0.76 at n = 10, with "
-        "an interval that holds the paper's +3.30 and 0; a quarter of the variance is "
+        "an interval that holds the paper's +3.30 and 0; 23-42 % of the variance is "
         "evaluation noise: prune/molbbbp-n10/README.md, \"Seeds where they are cheap\"",
 }
 #: GOOD-protocol ERM (``--preset good``) takes a column into the table once this many
