@@ -154,9 +154,17 @@ def resolve_config(*, data: str | None = None, selector: str | None = None,
         On unknown names, sections, keys or bad values.
     """
     file_cfg = load_config_file(file) if file else {}
+    data_file: list[tuple[str, Any]] = []
+    if data is not None:
+        from grprune.data.registry import file_dataset
+        found = file_dataset(data)
+        if found is not None:  # --data mols.csv: molecule-csv -H data.path=mols.csv
+            data, path = found
+            data_file = [("data.path", path)]
     parts = _pick_parts(file_cfg, data=data, selector=selector, reg=reg, encoder=encoder)
     recommended = list(parts.source.recommended.items())
-    given_items = [*(_flatten(file_cfg, str(file)) if file else []), *(flags or {}).items(),
+    given_items = [*(_flatten(file_cfg, str(file)) if file else []), *data_file,
+                   *(flags or {}).items(),
                    *(parse_override(o) for o in overrides)]
     split = _requested_split(parts, [*recommended, *given_items])
     chosen, requested, from_preset = _preset(preset, file_cfg, parts, split)

@@ -341,3 +341,22 @@ def test_dgl_graphs_ids_reach_explain(tmp_path, data_root):
     assert again.ids == ds.ids
     from grprune.explain import parse_graph_ids, resolve_graph_ids
     assert resolve_graph_ids(ds, parse_graph_ids("id:1007,3,row:5")) == [7, 3, 5]
+
+
+def test_data_takes_a_file_and_picks_the_source_that_reads_it(bace_csv, tmp_path):
+    """``--data FILE`` is ``--data <source> -H data.path=FILE`` for the source whose file
+    endings match (the same configuration, hence the same run); anything else is refused
+    with the datasets and the endings."""
+    more = ["data.smiles_column=SMI", "data.label_column=active"]
+    short = resolve_config(data=str(bace_csv), overrides=more)
+    long = resolve_config(data="molecule-csv", overrides=[f"data.path={bace_csv}", *more])
+    assert short == long and short.data.name == "molecule-csv"
+    graphs = tmp_path / "mine.bin"
+    assert resolve_config(data=str(graphs)).data.name == "dgl-graphs"
+    # a -H data.path given as well wins, as a later value does
+    assert resolve_config(data=str(graphs), overrides=[f"data.path={tmp_path / 'b.bin'}"]
+                          ).data.params["path"] == str(tmp_path / "b.bin")
+    line = _one_error(_cli("run", "--data", tmp_path / "mols.txt", "--out", tmp_path / "a"))
+    assert "unknown dataset" in line and ".csv, .csv.gz (molecule-csv)" in line
+    line = _one_error(_cli("run", "--data", tmp_path / "nope.csv", "--out", tmp_path / "b"))
+    assert "not found" in line and "nope.csv" in line

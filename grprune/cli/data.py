@@ -15,12 +15,15 @@ from grprune.cli.options import _names, option
 def _load(name: str, split: str | None, shift: str | None, overrides: tuple[str, ...],
           root: str | None, download: bool):
     """Resolve dataset parameters (``--split``, ``--shift``, ``-H``) and load."""
-    from grprune.data.registry import DATASETS, load_dataset
+    from grprune.data.registry import DATASETS, file_dataset, load_dataset
     from grprune.errors import GrpruneError
     from grprune.record.settings import parse_override
 
-    source = DATASETS.get(name)
     params: dict[str, str] = {}
+    found = file_dataset(name)
+    if found is not None:  # grprune data info mols.csv
+        name, params["path"] = found
+    source = DATASETS.get(name)
     for text in overrides:
         key, value = parse_override(text if text.startswith("data.") else f"data.{text}")
         section, _, rest = key.partition(".")

@@ -126,7 +126,8 @@ SHARED: dict[str, SharedOption] = {
             f"--reg size,eps-align --reg none. Built in: {_names('reg')}"))),
     "data": _S(("--data",), dict(
         default=None,
-        help=lambda: f"dataset [default: ogbg-molbbbp]. Built in: {_names('data')}"),
+        help=lambda: f"dataset, or your file (.csv, .csv.gz: molecule-csv; .bin: dgl-graphs) "
+                     f"[default: ogbg-molbbbp]. Built in: {_names('data')}"),
         sweep=dict(metavar=AXIS)),
     "split": _S(("--split",), dict(
         default=None, help="dataset split, e.g. scaffold or size (see `grprune ls datasets`)"),

@@ -383,6 +383,7 @@ class DglGraphs(FileDatasetSource):
     """Your own graphs: a ``dgl.save_graphs`` file with a ``label`` tensor (module docstring)."""
 
     splits = ("random", "env", "file")
+    suffixes = (".bin",)
     params = {
         "path": Param("", "the dgl.save_graphs file; required"),
         "source_sha256": Param("", "sha256 of the data.path file: set when the configuration "

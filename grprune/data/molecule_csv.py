@@ -113,6 +113,7 @@ class MoleculeCsv(FileDatasetSource):
     or regression targets (module docstring)."""
 
     splits = ("scaffold", "size", "random")
+    suffixes = (".csv", ".csv.gz")
     params = {
         "path": Param("", "the CSV file (plain or .gz); required"),
         "source_sha256": Param("", "sha256 of the data.path file: set when the configuration "

@@ -204,6 +204,9 @@ class FileDatasetSource(DatasetSource):
     """
 
     selector_rules: ClassVar[dict[str, Any]] = {"train.select_warmup": False}
+    #: file name endings this source reads, lower case (``--data mols.csv`` picks the
+    #: source whose ending matches: :func:`file_dataset`)
+    suffixes: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def resolve_params(cls, params: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -215,6 +218,38 @@ class FileDatasetSource(DatasetSource):
             if path.is_file():
                 out["source_sha256"] = file_digest(path)
         return out
+
+
+def file_dataset(name: str) -> tuple[str, str] | None:
+    """``--data FILE``: the registered :class:`FileDatasetSource` whose
+    :attr:`~FileDatasetSource.suffixes` end ``name``, and the path, for a ``name`` that is
+    not a dataset's name or alias; None for a dataset's name.
+
+    >>> file_dataset("mols.csv.gz")
+    ('molecule-csv', 'mols.csv.gz')
+    >>> file_dataset("bbbp") is None
+    True
+
+    Raises
+    ------
+    GrpruneError
+        When ``name`` is neither a dataset nor a file ending that a source reads; the
+        message lists the datasets and the file endings.
+    """
+    if name in DATASETS:
+        return None
+    sources = {n: DATASETS.get(n) for n in DATASETS.names()}
+    readers = {n: c.suffixes for n, c in sources.items()
+               if isinstance(c, type) and issubclass(c, FileDatasetSource) and c.suffixes}
+    for dataset, endings in readers.items():
+        if str(name).lower().endswith(endings):
+            return dataset, str(name)
+    try:
+        DATASETS.canonical(name)
+    except GrpruneError as err:
+        files = "; ".join(f"{', '.join(e)} ({n})" for n, e in readers.items())
+        raise GrpruneError(f"{err}. Or a file: {files}") from None
+    return None
 
 
 def load_dataset(
