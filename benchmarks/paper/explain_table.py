@@ -19,6 +19,10 @@ dataset order; motif bonds blue, kept bonds solid, pruned ones dashed). Each run
 explanation stays in ``RUN_DIR/explain-<part>/``.
 
     python -m benchmarks.paper.explain_table runs/paper-explanations --out benchmarks/paper/explanations/explanations-cpu
+
+``--fidelity`` adds, per run and part, its own score (the metric at its selected epoch) and
+``fidelity.json``'s fidelity+, fidelity−, characterization and sparsity, as a table beside the
+edge ROC-AUC (``benchmarks/paper/molsub/``: the same on real molecules, ``mol-substructure``).
 """
 
 from __future__ import annotations
@@ -120,8 +124,10 @@ def metric_values(metrics: dict, subset: str) -> dict[str, float | None]:
 
 def explain_runs(dirs: Sequence[Path], parts: Sequence[str], pictures: int,
                  pictures_dir: Path | None, device: str,
-                 log: Callable[[str], None]) -> tuple[list[dict], list[str], list]:
-    """Explain every finished run with a selector under ``dirs``.
+                 log: Callable[[str], None], fidelity: bool = False
+                 ) -> tuple[list[dict], list[str], list]:
+    """Explain every finished run with a selector under ``dirs`` (``fidelity``: its
+    ``fidelity.json`` too, :func:`fidelity_values`).
 
     Returns
     -------
@@ -154,11 +160,10 @@ def explain_runs(dirs: Sequence[Path], parts: Sequence[str], pictures: int,
         try:
             run = load_run(r.path, device=device)
             for part in parts:
-                # fidelity=False: this table does not read fidelity.json, which costs two
-                # more passes of the model over the whole part
+                # fidelity.json costs two more passes of the model over the whole part
                 res = run.explain(part=part, out=r.path / f"explain-{part}",
                                   graphs=_graphs_to_draw(run, part, pictures if draw else 1),
-                                  fidelity=False)
+                                  fidelity=fidelity)
                 if res.metrics is None:
                     notes.append(f"{r.path} ({part}): {'; '.join(res.notes)}")
                     break
@@ -173,13 +178,32 @@ def explain_runs(dirs: Sequence[Path], parts: Sequence[str], pictures: int,
                                     "run_dir": str(r.path),
                                     "commit": (r.summary.environment or {}).get("commit"),
                                     "hardware": hardware(r.summary),
-                                    **metric_values(res.metrics, subset)})
+                                    **metric_values(res.metrics, subset),
+                                    **(fidelity_values(res.fidelity, r.summary, part)
+                                       if subset == "all" else {})})
             else:
                 explained.append(r)
         except GrpruneError as exc:
             notes.append(f"{r.path}: {exc}")
         log(f"explained {r.path}")
     return records, notes, explained
+
+
+#: fidelity.json's scores, in the order of the table (grprune/explain_fidelity.py)
+FIDELITY_KEYS = ("fid_plus", "fid_minus", "fid_plus_prob", "fid_minus_prob",
+                 "characterization", "sparsity")
+
+
+def fidelity_values(fid: dict | None, summary, part: str) -> dict[str, float | None]:
+    """The run's own score on ``part`` (``score``: its metric at the selected epoch, the
+    number Table 1 reports) and, with ``fid`` (``fidelity.json``), each score of
+    :data:`FIDELITY_KEYS` against the phenomenon (the true label) and the model (its own
+    prediction): ``phenomenon_fid_plus`` and so on."""
+    out: dict[str, float | None] = {"score": getattr(summary, part, None)}
+    for kind in ("phenomenon", "model"):
+        for key in FIDELITY_KEYS:
+            out[f"{kind}_{key}"] = (fid or {}).get(kind, {}).get(key)
+    return out
 
 
 # -- aggregating ------------------------------------------------------------------------
@@ -335,12 +359,32 @@ def rocauc_table(rows: Sequence[dict]) -> list[str]:
     return out
 
 
+def fidelity_table(rows: Sequence[dict]) -> list[str]:
+    """Markdown: per dataset, method and part, the run's own score, the explanation's edge
+    ROC-AUC and its fidelity against the phenomenon (all graphs); empty without fidelity."""
+    idx = _index(rows)
+    out = ["| dataset | method | part | score | edge ROC-AUC | fid+ (acc) | fid- (acc) | "
+           "fid+ (prob) | fid- (prob) | characterization | sparsity | n |",
+           "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for part in ("test", "valid"):
+        for col, method, setting in _groups(rows, part):
+            cells = [idx.get((col, method, setting, part, "all", m)) for m in
+                     ("score", "rocauc", *(f"phenomenon_{k}" for k in FIDELITY_KEYS))]
+            if all(c is None for c in cells[2:]):
+                continue
+            out.append(f"| {col} | {_name(method, setting)} | {PART_NAMES.get(part, part)} | "
+                       + " | ".join(_cell(c, 4) for c in cells) + f" | {_n(*cells)} |")
+    return out if len(out) > 2 else []
+
+
 def markdown(rows: Sequence[dict], runs: Sequence, notes: Sequence[str], argv: Sequence[str],
-             pictures_dir: Path | None) -> str:
+             pictures_dir: Path | None,
+             title: str = "Explanations of GOOD-Motif runs: Recall@K / Precision@K, Fig. 2, "
+                          "Fig. 4b") -> str:
     """The whole ``PREFIX.md``."""
     from grprune.provenance import cpu_model, git_commit
 
-    lines = ["# Explanations of GOOD-Motif runs: Recall@K / Precision@K, Fig. 2, Fig. 4b", "",
+    lines = [f"# {title}", "",
              f"Written by `python -m benchmarks.paper.explain_table {shlex.join(argv)}`; "
              f"explained at commit `{git_commit() or 'unknown'}` on {cpu_model()} "
              f"({len(os.sched_getaffinity(0))} cores).", "",
@@ -366,6 +410,16 @@ def markdown(rows: Sequence[dict], runs: Sequence, notes: Sequence[str], argv: S
              "The paper plots the ROC curves (validation and test, correctly predicted graphs) "
              "and gives no number; its text calls both splits' AUC high.", "",
              *rocauc_table(rows), ""]
+    fidelity = fidelity_table(rows)
+    if fidelity:
+        lines += ["## Fidelity, without ground truth (`--fidelity`)", "",
+                  "`score`: the run's own metric on the part at its selected epoch (accuracy "
+                  "or ROC-AUC, as Table 1). The explanation S is the bonds the evaluation "
+                  "mask keeps; fidelity+ is the change when S is removed, fidelity− when only "
+                  "S is kept, against the true label (GraphFramEx's phenomenon form; the "
+                  "accuracy forms and characterization as `torch_geometric.explain.metric`; "
+                  "docs/explain.md). The model form is in the CSV files.", "",
+                  *fidelity, ""]
     if pictures_dir is not None:
         lines += ["## Pictures (Figs. 4a, 6, 7)", "",
                   f"`{pictures_dir}/`: for the lowest seed of each dataset and method, the first "
@@ -399,6 +453,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pictures", type=int, default=8,
                     help="OOD-test graphs drawn per dataset and method (0: none) [default: 8]")
     ap.add_argument("--device", default="cpu", help="where the models score [default: cpu]")
+    ap.add_argument("--fidelity", action="store_true",
+                    help="also fidelity+/-, characterization and sparsity (two more passes of "
+                         "each model over each part) and the runs' own scores")
+    ap.add_argument("--title", default="Explanations of GOOD-Motif runs: Recall@K / "
+                    "Precision@K, Fig. 2, Fig. 4b", help="the Markdown's heading")
     args = ap.parse_args(argv)
     parts = [p.strip() for p in args.parts.split(",") if p.strip()]
     pictures_dir = args.out.with_name(args.out.name + "-pictures") if args.pictures else None
@@ -411,7 +470,7 @@ def main(argv: list[str] | None = None) -> int:
     from grprune.errors import GrpruneError
     try:
         records, notes, runs = explain_runs(args.dirs, parts, args.pictures, pictures_dir,
-                                            args.device, log)
+                                            args.device, log, fidelity=args.fidelity)
     except GrpruneError as exc:
         log(str(exc))
         return 2
@@ -424,7 +483,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     write_csv(args.out.with_name(args.out.name + ".csv"), rows)
     write_csv(args.out.with_name(args.out.name + ".runs.csv"), records)
-    md = markdown(rows, runs, notes, argv, pictures_dir)
+    md = markdown(rows, runs, notes, argv, pictures_dir, args.title)
     args.out.with_name(args.out.name + ".md").write_text(md, encoding="utf-8")
     print(md)
     return 0
