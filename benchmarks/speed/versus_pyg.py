@@ -12,6 +12,10 @@ runs it as ``-H selector.symmetrize=sum-input -H selector.sample_per=edge`` (the
 and sampling of the reference); ``prune-paper`` is grprune's default PrunE (mean of the
 MLP on both orders, one sample per bond) for comparison.
 
+``--paired METHOD`` instead times grprune's METHOD and PyG's model in one process, epoch
+by epoch alternating, one process a round: separate processes of the same code run up to
+20 % apart here, a pair in one process shares that state.
+
 Each measurement is one process (``--worker``): data and model built, ``--epochs`` + 1
 training passes, the first dropped, the median reported. Implementations and methods
 alternate inside every round, so drifts of the machine hit all alike. Threads:
@@ -41,6 +45,17 @@ MODEL = ["encoder.layers=4", "encoder.hidden=64", "encoder.virtual_node=false",
 
 
 def time_grprune(method: str, epochs: int) -> list[float]:
+    train = grprune_epochs(method)
+    out = []
+    for _ in range(epochs + 1):
+        t = time.perf_counter()
+        train()
+        out.append(time.perf_counter() - t)
+    return out
+
+
+def grprune_epochs(method: str):
+    """A callable that trains one grprune epoch per call (the model of ``MODEL``)."""
     from grprune.resolve import resolve_config
     from grprune.run import load_config_dataset
     from grprune.trainer import Trainer
@@ -49,15 +64,12 @@ def time_grprune(method: str, epochs: int) -> list[float]:
                          flags={"train.device": "cpu", "train.progress": "none"},
                          overrides=MODEL + extra)
     trainer = Trainer(cfg, load_config_dataset(cfg), Path("/nonexistent"))
-    out = []
-    for e in range(epochs + 1):
-        t = time.perf_counter()
-        trainer.train_epoch(e)
-        out.append(time.perf_counter() - t)
-    return out
+    epoch = iter(range(10**9))
+    return lambda: trainer.train_epoch(next(epoch))
 
 
-def time_pyg(method: str, epochs: int) -> list[float]:
+def pyg_epochs(method: str):
+    """A callable that trains one epoch of ``pyg_reference.py``'s model per call."""
     import torch
     from torch_geometric.loader import DataLoader
 
@@ -69,12 +81,33 @@ def time_pyg(method: str, epochs: int) -> list[float]:
     loader = DataLoader([data[i] for i in ds.splits["train"]], batch_size=64, shuffle=True)
     model = P.Model(prune=method != "erm")
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    return lambda: P.train_epoch(model, loader, optimizer)
+
+
+def time_pyg(method: str, epochs: int) -> list[float]:
+    train = pyg_epochs(method)
     out = []
     for _ in range(epochs + 1):
         t = time.perf_counter()
-        P.train_epoch(model, loader, optimizer)
+        train()
         out.append(time.perf_counter() - t)
     return out
+
+
+def time_paired(method: str, epochs: int) -> tuple[list[float], list[float]]:
+    """grprune's and PyG's epochs alternating in one process (``--paired``): each pair of
+    epochs shares the process's state (its threads, its memory), so their ratio does not
+    carry the ±6–20 % by which separate processes of the same code differ here
+    (benchmarks/speed/README.md, "Why the runs disagree")."""
+    ours, theirs = grprune_epochs(method), pyg_epochs("erm" if method == "erm" else "prune")
+    g: list[float] = []
+    p: list[float] = []
+    for _ in range(epochs + 1):
+        for train, out in ((ours, g), (theirs, p)):
+            t = time.perf_counter()
+            train()
+            out.append(time.perf_counter() - t)
+    return g, p
 
 
 def main() -> None:
@@ -84,6 +117,9 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=0,
                     help="intra-op threads of every process; 0: torch's default [0]")
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--paired", metavar="METHOD", choices=sorted(GRPRUNE_METHODS),
+                    help="one process a round, grprune's METHOD and PyG's alternating epoch by "
+                         "epoch in it; reports the ratio per round")
     ap.add_argument("--worker", nargs=2, metavar=("IMPL", "METHOD"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
@@ -91,13 +127,24 @@ def main() -> None:
         if args.threads:
             torch.set_num_threads(args.threads)
         impl, method = args.worker
-        times = (time_grprune if impl == "grprune" else time_pyg)(method, args.epochs)
         from grprune.provenance import cpu_model, git_commit
+        host = {"threads": torch.get_num_threads(), "torch": torch.__version__,
+                "cpu": cpu_model(), "cores": len(os.sched_getaffinity(0)),
+                "commit": git_commit()}
+        if impl == "paired":
+            g, p = time_paired(method, args.epochs)
+            print(json.dumps({"impl": "paired", "method": method, "grprune_epoch_s": g[1:],
+                              "pyg_epoch_s": p[1:], "grprune_median_s": statistics.median(g[1:]),
+                              "pyg_median_s": statistics.median(p[1:]),
+                              "ratio": statistics.median(g[1:]) / statistics.median(p[1:]),
+                              **host}))
+            return
+        times = (time_grprune if impl == "grprune" else time_pyg)(method, args.epochs)
         print(json.dumps({"impl": impl, "method": method, "epoch_s": times[1:],
-                          "median_s": statistics.median(times[1:]),
-                          "threads": torch.get_num_threads(), "torch": torch.__version__,
-                          "cpu": cpu_model(), "cores": len(os.sched_getaffinity(0)),
-                          "commit": git_commit()}))
+                          "median_s": statistics.median(times[1:]), **host}))
+        return
+    if args.paired:
+        paired(args)
         return
     jobs = [("grprune", m) for m in GRPRUNE_METHODS] + [("pyg", "erm"), ("pyg", "prune")]
     env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
@@ -126,6 +173,31 @@ def main() -> None:
         print(f"| {impl} {prune} | {e:.3f} | {p:.3f} | {p / e:.2f} |")
     print(f"\ngrprune PrunE / PyG PrunE: {med[('grprune', 'prune')] / med[('pyg', 'prune')]:.2f}; "
           f"grprune ERM / PyG ERM: {med[('grprune', 'erm')] / med[('pyg', 'erm')]:.2f}")
+
+
+def paired(args) -> None:
+    """``--paired METHOD``: ``--rounds`` processes, each timing grprune and PyG alternately
+    (:func:`time_paired`); the ratio's median and range over the rounds."""
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    if args.threads:
+        env["OMP_NUM_THREADS"] = str(args.threads)
+    ratios = []
+    for rnd in range(args.rounds):
+        cmd = [sys.executable, "-m", "benchmarks.speed.versus_pyg", "--worker", "paired",
+               args.paired, "--epochs", str(args.epochs), "--threads", str(args.threads),
+               "--out", os.devnull]
+        out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True,
+                             cwd=Path(__file__).resolve().parents[2])
+        rec = {**json.loads(out.stdout.strip().splitlines()[-1]), "round": rnd}
+        ratios.append(rec["ratio"])
+        with open(args.out, "a") as fh:
+            fh.write(json.dumps(rec) + "\n")
+        print(f"round {rnd}: grprune {rec['grprune_median_s']:.3f} s/epoch, PyG "
+              f"{rec['pyg_median_s']:.3f}, ratio {rec['ratio']:.3f} ({rec['threads']} "
+              f"thread(s))", flush=True)
+    print(f"\ngrprune {args.paired} / PyG, paired in one process: median "
+          f"{statistics.median(ratios):.3f} over {len(ratios)} rounds "
+          f"(range {min(ratios):.3f}-{max(ratios):.3f})")
 
 
 if __name__ == "__main__":
