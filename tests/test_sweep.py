@@ -533,3 +533,31 @@ def test_make_launcher_keeps_every_job_in_flight_on_a_cluster_without_workers():
     assert make_launcher("ray", None, None)[0].keywords["max_in_flight"] is None
     local, env = make_launcher("local", None)
     assert local.func is launch_local and local.keywords["workers"] == 1
+
+
+def test_reuse_links_a_finished_run_of_another_root_instead_of_training_it(tmp_path):
+    """``--reuse DIR``: a configuration finished under another sweep root (the same
+    relative run directory, named by its config hash) is linked in, not trained again;
+    ``collect`` reads it through the link; a directory already there is left alone."""
+    from grprune.collect import scan_runs
+    a, b = tmp_path / "a", tmp_path / "b"
+    first = sweep("--reg", "none", "--seeds", "0", *SMALL, "--out", a, "--progress", "plain")
+    assert first.exit_code == 0, first.output
+    [erm] = [p for p in a.glob("*/*") if p.is_dir()]
+    mtime = (erm / SUMMARY).stat().st_mtime_ns
+    second = sweep("--reg", "none", "--reg", "size,eps-align", "--seeds", "0", *SMALL,
+                   "--out", b, "--reuse", a, "--progress", "plain")
+    assert second.exit_code == 0, second.output
+    assert "1 finished run(s) linked from" in second.output
+    assert "1 done, 1 skipped (already finished), 0 failed" in second.output
+    linked = b / erm.relative_to(a)
+    assert linked.is_symlink() and linked.resolve() == erm.resolve()
+    assert (erm / SUMMARY).stat().st_mtime_ns == mtime  # not trained again
+    assert sorted(r.path.name for r in scan_runs(b).runs) == sorted(
+        p.name for p in b.glob("*/*"))
+    assert " --reuse " in json.loads((b / PLAN).read_text())["command"]
+    again = sweep("--reg", "none", "--seeds", "0", *SMALL, "--out", b, "--reuse", a,
+                  "--progress", "plain")
+    assert "linked" not in again.output and "1 skipped" in again.output
+    assert sweep("--reg", "none", "--seeds", "0", *SMALL, "--out", b, "--reuse",
+                 tmp_path / "nope").exit_code == 2

@@ -147,6 +147,8 @@ def _command(params: dict, plugins: Sequence[str] = ()) -> list[str]:
     if params["config_file"] is not None:
         args += ["--config", str(params["config_file"])]
     args += ["--out", str(params["out"])]
+    for src in params["reuse"]:
+        args += ["--reuse", str(src)]
     if params["workers"] is not None:
         args += ["--workers", str(params["workers"])]
     if params["launcher"] != "local":
@@ -276,6 +278,10 @@ def _summary(outcome, root: Path, n: int) -> None:
         help="sweep root: sweep.json and one run directory per configuration, "
              "<out>/<dataset>/<method>-seed<seed>-<hash>. With --launcher ray it must be "
              "on a file system every Ray worker sees at the same path")
+@option("--reuse", "reuse", multiple=True, type=click.Path(path_type=Path), metavar="DIR",
+        help="another sweep root (repeatable): a configuration finished there (the same "
+             "<dataset>/<method>-seed<seed>-<hash>) is linked into --out instead of trained "
+             "again")
 @option("--workers", type=click.IntRange(min=1), default=None,
         help="runs at once [default: 1]: local child processes, or the CPUs of the local "
              "Ray instance (with --cpus-per-run); with --address, tasks in flight "
@@ -316,7 +322,7 @@ def sweep(ctx, **params) -> None:
       grprune --plugin my_regs sweep --reg size,eps-align,edge-entropy --seeds 0-3
     """
     from grprune.sweep.expansion import expand
-    from grprune.sweep.plan import run_sweep, write_plan
+    from grprune.sweep.plan import reuse_runs, run_sweep, write_plan
     from grprune.sweep.plan import Outcome
 
     from grprune.trackers import for_children, log_args, parse_logs
@@ -332,6 +338,10 @@ def sweep(ctx, **params) -> None:
         raise GrpruneError(f"--out {params['out']} exists and is not a directory")
     plugins = loaded_plugins(ctx)
     write_plan(root, expansion, _command(params, plugins))
+    linked = reuse_runs(expansion, root, params["reuse"])
+    if linked:
+        click.echo(f"sweep: {len(linked)} finished run(s) linked from "
+                   f"{', '.join(map(str, params['reuse']))} (--reuse), not trained again")
     extra_args = log_args(for_children(specs, root))
     todo = _announce(expansion, root, params)
     launch, env = _launcher(params, plugins)

@@ -209,7 +209,9 @@ def scan_runs(paths: str | Path | Sequence[str | Path]) -> Scan:
             raise GrpruneError(f"no such directory: {root}")
         if not root.is_dir():
             raise GrpruneError(f"not a directory: {root}")
-        for dirpath, dirnames, filenames in os.walk(root):
+        # followlinks: a sweep's --reuse links runs of another root in; `seen` (resolved
+        # paths) reads each once and stops a link loop
+        for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
             here = Path(dirpath)
             dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
             if here.resolve() in seen:

@@ -378,6 +378,55 @@ class Outcome:
 Launch = Callable[..., None]
 
 
+def reuse_runs(expansion: Expansion, root: Path, sources: Sequence[Path]) -> list[Path]:
+    """Link finished runs of other sweep roots into ``root`` instead of training them again.
+
+    A configuration's run directory is ``<root>/<dataset>/<method>-seed<seed>-<hash>``
+    (:func:`rel_dir`), named by its config hash, so the same relative path under another
+    root is the same configuration. For each configuration with no directory under ``root``
+    yet, the first of ``sources`` that holds it finished becomes its directory, as a
+    symbolic link to the absolute path (readers follow it: :func:`run_status`,
+    ``grprune collect``, ``explain``, ``predict``). A directory already under ``root``, in
+    any state, is left alone.
+
+    Parameters
+    ----------
+    expansion : Expansion
+    root : Path
+        The sweep root (absolute).
+    sources : sequence of Path
+        Other sweep roots (``grprune sweep --reuse DIR``).
+
+    Returns
+    -------
+    list of Path
+        The run directories linked, under ``root``.
+
+    Raises
+    ------
+    GrpruneError
+        When a source is not a directory.
+    """
+    for src in sources:
+        if not Path(src).is_dir():
+            raise GrpruneError(f"--reuse {src}: not a directory")
+    linked = []
+    for conf in expansion.configs:
+        run_dir = run_dir_of(conf, root)
+        if run_dir.exists() or run_dir.is_symlink():
+            continue
+        for src in sources:
+            there = Path(src).absolute() / rel_dir(conf, root)
+            if there.resolve() == run_dir.resolve():
+                continue
+            if run_status(conf.cfg, there)[0] == "finished":
+                run_dir.parent.mkdir(parents=True, exist_ok=True)
+                run_dir.symlink_to(there.resolve(), target_is_directory=True)
+                linked.append(run_dir)
+                break
+    return linked
+
+
 def run_sweep(expansion: Expansion, root: Path, launch: Launch, *, env: dict[str, str],
               on_start: Callable[[Job], None] | None = None,
               on_done: Callable[[Job, bool, str], None] | None = None,
