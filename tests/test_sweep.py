@@ -561,3 +561,9 @@ def test_reuse_links_a_finished_run_of_another_root_instead_of_training_it(tmp_p
     assert "linked" not in again.output and "1 skipped" in again.output
     assert sweep("--reg", "none", "--seeds", "0", *SMALL, "--out", b, "--reuse",
                  tmp_path / "nope").exit_code == 2
+    # a glob takes every root it matches (--out itself left out), and may match none
+    c = tmp_path / "c"
+    third = sweep("--reg", "none", "--seeds", "0", *SMALL, "--out", c, "--reuse",
+                  tmp_path / "[ab]", "--reuse", tmp_path / "z*", "--progress", "plain")
+    assert third.exit_code == 0 and "1 finished run(s) linked from" in third.output
+    assert (c / erm.relative_to(a)).resolve() == erm.resolve()

@@ -121,6 +121,20 @@ class SweepDisplay:
             self.progress = None
 
 
+def reuse_roots(given: Sequence[Path], root: Path) -> list[Path]:
+    """``--reuse`` values as directories: a glob pattern (``'runs/paper-*'``) gives the
+    directories it matches, none if it matches none; a plain path is kept (refused later if
+    it is not a directory). ``root`` itself is left out."""
+    import glob
+    out: list[Path] = []
+    for item in given:
+        text = str(item)
+        found = ([Path(p) for p in sorted(glob.glob(text)) if Path(p).is_dir()]
+                 if glob.has_magic(text) else [Path(text)])
+        out += [p for p in found if p.absolute() != root and p not in out]
+    return out
+
+
 def _command(params: dict, plugins: Sequence[str] = ()) -> list[str]:
     """The sweep's command line, rebuilt from its options (environment variables
     included) and its plugins, for ``sweep.json``."""
@@ -279,7 +293,8 @@ def _summary(outcome, root: Path, n: int) -> None:
              "<out>/<dataset>/<method>-seed<seed>-<hash>. With --launcher ray it must be "
              "on a file system every Ray worker sees at the same path")
 @option("--reuse", "reuse", multiple=True, type=click.Path(path_type=Path), metavar="DIR",
-        help="another sweep root (repeatable): a configuration finished there (the same "
+        help="another sweep root (repeatable; a quoted glob such as 'runs/paper-*' takes "
+             "every directory it matches, if any): a configuration finished there (the same "
              "<dataset>/<method>-seed<seed>-<hash>) is linked into --out instead of trained "
              "again")
 @option("--workers", type=click.IntRange(min=1), default=None,
@@ -338,7 +353,7 @@ def sweep(ctx, **params) -> None:
         raise GrpruneError(f"--out {params['out']} exists and is not a directory")
     plugins = loaded_plugins(ctx)
     write_plan(root, expansion, _command(params, plugins))
-    linked = reuse_runs(expansion, root, params["reuse"])
+    linked = reuse_runs(expansion, root, reuse_roots(params["reuse"], root))
     if linked:
         click.echo(f"sweep: {len(linked)} finished run(s) linked from "
                    f"{', '.join(map(str, params['reuse']))} (--reuse), not trained again")
