@@ -567,3 +567,9 @@ def test_reuse_links_a_finished_run_of_another_root_instead_of_training_it(tmp_p
                   tmp_path / "[ab]", "--reuse", tmp_path / "z*", "--progress", "plain")
     assert third.exit_code == 0 and "1 finished run(s) linked from" in third.output
     assert (c / erm.relative_to(a)).resolve() == erm.resolve()
+    # the run linked to is gone: the dangling link is dropped and the run trains in c
+    import shutil
+    shutil.rmtree(a)
+    fourth = sweep("--reg", "none", "--seeds", "0", *SMALL, "--out", c, "--progress", "plain")
+    assert fourth.exit_code == 0 and "1 done" in fourth.output, fourth.output
+    assert not (c / erm.relative_to(a)).is_symlink()

@@ -387,7 +387,8 @@ def reuse_runs(expansion: Expansion, root: Path, sources: Sequence[Path]) -> lis
     yet, the first of ``sources`` that holds it finished becomes its directory, as a
     symbolic link to the absolute path (readers follow it: :func:`run_status`,
     ``grprune collect``, ``explain``, ``predict``). A directory already under ``root``, in
-    any state, is left alone.
+    any state, is left alone; a link whose target is gone is removed first (then linked
+    again from a source that has the run, or trained).
 
     Parameters
     ----------
@@ -413,7 +414,9 @@ def reuse_runs(expansion: Expansion, root: Path, sources: Sequence[Path]) -> lis
     linked = []
     for conf in expansion.configs:
         run_dir = run_dir_of(conf, root)
-        if run_dir.exists() or run_dir.is_symlink():
+        if run_dir.is_symlink() and not run_dir.exists():
+            run_dir.unlink()  # a link whose run is gone holds nothing: link again or train
+        if run_dir.exists():
             continue
         for src in sources:
             there = Path(src).absolute() / rel_dir(conf, root)
