@@ -119,6 +119,11 @@ def apply(device: torch.device, deterministic: bool, threads: int = 0) -> dict[s
 PROBE_FLOATS = 1 << 17
 #: parallel regions the probe times at each thread count (about 1.3 ms on one idle core)
 PROBE_REGIONS = 8
+#: seconds the probe sleeps before each timed region, so that the pool's threads have
+#: stopped spinning and sleep, as they do between a training step's parallel regions: back
+#: to back, the regions kept them awake and 2 threads looked fast (0.55x one) beside busy
+#: processes where 2-thread epochs took 19x one's (benchmarks/speed/README.md)
+PROBE_GAP_S = 0.001
 
 
 def faster_thread_count(most: int, regions: int = PROBE_REGIONS) -> int:
@@ -131,8 +136,10 @@ def faster_thread_count(most: int, regions: int = PROBE_REGIONS) -> int:
     25 s an epoch on 2 threads beside two busy processes and 0.5 s on one, while on idle
     cores 2 threads took 0.74x one's time (``benchmarks/speed/README.md``, "Threads on a busy
     machine"). The count does not change the numbers (:func:`one_thread`, :func:`serial`).
-    The timing of ``most`` threads stops once it is 4x one thread's, so a busy machine costs
-    the probe a few scheduler ticks, an idle one about 2 ms.
+    Each region is timed after a :data:`PROBE_GAP_S` sleep, so the time includes waking
+    the pool's threads, which is what a busy machine makes slow. The timing of ``most``
+    threads stops once it is 4x one thread's, so the probe costs about 12 ms an epoch on
+    2 idle cores (mostly the sleeps) and about 30 ms on busy ones.
 
     >>> faster_thread_count(1)
     1
@@ -144,13 +151,17 @@ def faster_thread_count(most: int, regions: int = PROBE_REGIONS) -> int:
 
     def seconds(threads: int, limit: float) -> float:
         torch.set_num_threads(threads)
-        x.sin_()  # the pool's threads started and woken before the clock
-        start = time.perf_counter()
+        x.sin_()  # the pool's threads started before the clock
+        total = 0.0
         for _ in range(regions):
+            if threads > 1:  # they stop spinning, as between a step's regions
+                time.sleep(PROBE_GAP_S)
+            start = time.perf_counter()
             x.sin_()
-            if time.perf_counter() - start > limit:
+            total += time.perf_counter() - start
+            if total > limit:
                 break
-        return time.perf_counter() - start
+        return total
 
     one = seconds(1, math.inf)
     chosen = most if seconds(most, 4 * one) < one else 1
