@@ -44,14 +44,18 @@ MODEL = ["encoder.layers=4", "encoder.hidden=64", "encoder.virtual_node=false",
          "train.batch_size=64"]
 
 
-def time_grprune(method: str, epochs: int) -> list[float]:
-    train = grprune_epochs(method)
+def timed(train, epochs: int) -> list[float]:
+    """Seconds of ``epochs`` + 1 calls of ``train`` (one epoch each)."""
     out = []
     for _ in range(epochs + 1):
         t = time.perf_counter()
         train()
         out.append(time.perf_counter() - t)
     return out
+
+
+def time_grprune(method: str, epochs: int) -> list[float]:
+    return timed(grprune_epochs(method), epochs)
 
 
 def grprune_epochs(method: str):
@@ -85,13 +89,7 @@ def pyg_epochs(method: str):
 
 
 def time_pyg(method: str, epochs: int) -> list[float]:
-    train = pyg_epochs(method)
-    out = []
-    for _ in range(epochs + 1):
-        t = time.perf_counter()
-        train()
-        out.append(time.perf_counter() - t)
-    return out
+    return timed(pyg_epochs(method), epochs)
 
 
 def time_paired(method: str, epochs: int) -> tuple[list[float], list[float]]:
