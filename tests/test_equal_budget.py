@@ -20,7 +20,7 @@ def test_equal_budget_stages_commit_their_results_and_a_rerun_skips_them(tmp_pat
     (tmp_path / "space.yaml").write_text("train.lr: [0.001, 0.01]\n")
     spec = tmp_path / "eb.yaml"
     spec.write_text("data: ogbg-molbbbp\nsplits: [scaffold]\ntrials: 2\nsampler: random\n"
-                    "pruner: none\nworkers: 2\nseeds: 0-1\nepochs: 2\n"
+                    "pruner: none\nworkers: 2\nseeds: 0-1\nepochs: 2\npreset: official\n"
                     "hparams: {data.limit: 48}\n"
                     "methods:\n  ERM: {reg: none, space: space.yaml}\n"
                     "  GSAT: {reg: gsat}\n")
@@ -40,6 +40,8 @@ def test_equal_budget_stages_commit_their_results_and_a_rerun_skips_them(tmp_pat
     assert kinds == [("ERM", "tuned"), ("GSAT", "default"), ("GSAT", "tuned")]
     assert all(sorted(int(r["seed"]) for r in rows if (r["method"], r["kind"]) == k)
                == [0, 1] for k in kinds)
+    assert all(r["selected_phase"] in ("warmup", "train") for r in rows)
+    assert all(r["config_hash"] for r in rows)
     md = (tmp_path / "eb.md").read_text()
     assert "| ERM |" in md and "| GSAT |" in md and "(n=2)" in md and "(n=10)" in md
     # everything committed: a re-run trains nothing

@@ -75,6 +75,64 @@ def test_a_missing_optuna_exits_2_naming_the_extra(tmp_path, monkeypatch):
         "grprune: error: grprune tune needs the optuna package: pip install 'grprune[tune]'"]
 
 
+def _spec(out: Path, **options):
+    """A TuneSpec of molbbbp ERM (``options`` as ``grprune run`` takes them), its space a
+    log-uniform learning rate: a repeated value can only be a repeated random stream."""
+    from grprune.tune.setup import base_and_space
+    from grprune.tune.study import TuneSpec
+    (out / "space.yaml").parent.mkdir(parents=True, exist_ok=True)
+    (out / "space.yaml").write_text("train.lr: {low: 0.0001, high: 0.01, log: true}\n")
+    base, space = base_and_space({"data": "ogbg-molbbbp", "reg": "none", **options},
+                                 out / "space.yaml")
+    return TuneSpec(base=base, space=space, root=out, trials=4)
+
+
+@pytest.mark.parametrize("sampler", ["tpe", "random"])
+def test_a_resumed_study_does_not_propose_the_first_process_values_again(tmp_path, sampler):
+    """A seeded sampler starts its stream again in a new process: the study's second
+    Tuner must not ask the first one's values (at 634a799 trials 7-9 of a resumed
+    equal-budget study repeated trials 0-2), while a fresh study's first values stay."""
+    from grprune.tune.study import Tuner
+
+    def asked(n: int) -> list[float]:
+        spec = _spec(tmp_path / "tune")
+        spec.sampler = sampler
+        study = Tuner(spec).study
+        values = []
+        for _ in range(n):
+            trial = study.ask()
+            values.append(spec.space.suggest(trial)["train.lr"])
+            study.tell(trial, 0.5)
+        return values
+
+    first, second = asked(2), asked(2)
+    assert not set(first) & set(second), (first, second)
+    again = tmp_path / "fresh"
+    spec = _spec(again)
+    spec.sampler = sampler
+    assert spec.space.suggest(Tuner(spec).study.ask())["train.lr"] == first[0]
+
+
+def test_a_study_refuses_a_command_with_another_base_configuration(tmp_path):
+    """Trials of one study share everything but the searched keys: resuming it with another
+    preset (or fixed value) is refused with exit 2, naming what differs."""
+    from grprune.errors import GrpruneError
+    from grprune.tune.study import Tuner
+    out = tmp_path / "tune"
+    Tuner(_spec(out, preset="paper"))
+    Tuner(_spec(out, preset="paper"))  # the same command goes on
+    with pytest.raises(GrpruneError, match="another configuration: .*encoder.hidden"):
+        Tuner(_spec(out, preset="paper", overrides=["encoder.hidden=32"]))
+    with pytest.raises(GrpruneError, match="another configuration"):
+        Tuner(_spec(out, preset="official"))
+    result = CliRunner().invoke(main, ["tune", "--data", "ogbg-molbbbp", "--reg", "none",
+                                       "--space", str(out / "space.yaml"), "--preset",
+                                       "official", "--trials", "1", "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    assert "another configuration" in result.output
+    assert "Traceback" not in result.output
+
+
 def test_a_pruned_run_directory_is_pruned_not_failed_and_resumes(tmp_path):
     run_dir = tmp_path / "run"
     result = CliRunner().invoke(main, ["run", *TINY, "--epochs", "1", "--out", str(run_dir),

@@ -44,16 +44,21 @@ PAPER = {("ogbg-molbbbp", "scaffold"): {"ERM": (68.10, 1.68), "PrunE": (70.32, 1
          ("ogbg-molbbbp", "size"): {"ERM": (78.29, 3.76), "PrunE": (81.59, 5.35),
                                     "GSAT": (75.63, 3.83), "CIGA": (65.98, 3.31)}}
 FIELDS = ["dataset", "split", "method", "kind", "seed", "valid", "test", "best_epoch",
-          "config_hash", "commit", "hardware"]
+          "selected_phase", "config_hash", "commit", "hardware"]
 
 
 def load_spec(path: Path) -> dict:
-    """The spec (``equal-budget.yaml``'s keys; ``epochs`` and ``hparams``, a mapping of
-    ``-H`` values for every run, are optional), with ``dir``: where results are committed."""
+    """The spec (``equal-budget.yaml``'s keys; ``preset``, ``epochs`` and ``hparams``, a
+    mapping of ``-H`` values for every run, are optional), with ``dir``: where results are
+    committed. ``preset`` is written into every command, so that a later change of
+    ``--preset auto``'s choice does not change a study half-way (``grprune tune`` refuses
+    to go on with a study whose configuration changed)."""
     spec = yaml.safe_load(path.read_text())
     spec["dir"] = path.parent / path.stem
     spec["fixed"] = [a for k, v in (spec.get("hparams") or {}).items()
                      for a in ("-H", f"{k}={v}")]
+    if spec.get("preset"):
+        spec["fixed"] += ["--preset", str(spec["preset"])]
     if spec.get("epochs"):
         spec["fixed"] += ["--epochs", str(spec["epochs"])]
     return spec
@@ -120,7 +125,8 @@ def seed_stage(spec: dict, split: str, method: str, kind: str, runs: Path,
         s, env = run.summary, run.summary.environment or {}
         rows.append({"dataset": run.dataset, "split": run.split, "method": method,
                      "kind": kind, "seed": run.seed, "valid": s.valid, "test": s.test,
-                     "best_epoch": s.best_epoch, "config_hash": s.config_hash,
+                     "best_epoch": s.best_epoch, "selected_phase": s.selected_phase,
+                     "config_hash": s.config_hash,
                      "commit": env.get("commit", ""), "hardware": hardware_of(env)})
     rows.sort(key=lambda r: (r["split"], r["method"], r["kind"], int(r["seed"])))
     table.parent.mkdir(parents=True, exist_ok=True)
@@ -155,10 +161,10 @@ def cell(rows: list[dict]) -> dict | None:
 
 
 def default_rows(spec: dict, split: str, method: str) -> list[dict]:
-    """The committed default runs: molbbbp-n10 for ERM and PrunE (the split's default
-    preset), else the spec's own ``default`` rows."""
+    """The committed default runs: molbbbp-n10 for ERM and PrunE (the spec's preset, else
+    the split's default one), else the spec's own ``default`` rows."""
     from grprune.presets import default_for
-    preset = default_for(spec["data"], split)
+    preset = spec.get("preset") or default_for(spec["data"], split)
     rows = [r for r in read_rows(DEFAULTS) if (r["dataset"], r["split"], r["method"],
                                                 r["preset"]) == (spec["data"], split,
                                                                  method, preset)]
@@ -183,12 +189,14 @@ def table(spec: dict) -> str:
              f"Test ROC-AUC, mean ± sd. Commits {', '.join(commits)}; "
              f"{'; '.join(hardware)}. Made by `python -m benchmarks.tune.equal_budget`.", ""]
     for split in spec["splits"]:
-        lines += [f"## {split}", "", "| method | tuned | default | paper | chosen (valid) |",
-                  "|---|---|---|---|---|"]
+        lines += [f"## {split}", "", "| method | tuned | default | paper | chosen (valid) "
+                  "| tuned runs that selected an ERM warm-up epoch |", "|---|---|---|---|---|---|"]
         cells = {}
         for method in spec["methods"]:
-            tuned = cell([r for r in runs if (r["split"], r["method"], r["kind"])
-                          == (split, method, "tuned")])
+            tuned_rows = [r for r in runs if (r["split"], r["method"], r["kind"])
+                          == (split, method, "tuned")]
+            tuned = cell(tuned_rows)
+            warm = sum(r.get("selected_phase") == "warmup" for r in tuned_rows)
             default = cell(default_rows(spec, split, method))
             cells[method] = (tuned, default)
             paper = PAPER.get((spec["data"], split), {}).get(method)
@@ -198,7 +206,8 @@ def table(spec: dict) -> str:
                          default=None)
             lines.append(f"| {method} | {fmt(tuned)} | {fmt(default)} | "
                          f"{'-' if paper is None else f'{paper[0]:.2f} ± {paper[1]:.2f}'} | "
-                         f"{'-' if chosen is None else f'{100 * chosen:.2f}'} |")
+                         f"{'-' if chosen is None else f'{100 * chosen:.2f}'} | "
+                         f"{f'{warm} of {len(tuned_rows)}' if tuned_rows else '-'} |")
         lines.append("")
         for i, kind in enumerate(("tuned", "default")):
             p, e = cells.get("PrunE", (None, None))[i], cells.get("ERM", (None, None))[i]

@@ -230,18 +230,23 @@ def _later_default(section: Mapping[str, Any], name: str, key: str, value: Any) 
     return later is not None and section.get("name") in later[0] and value == later[1]
 
 
-def config_hash(cfg: Mapping[str, Any]) -> str:
-    """12-hex-digit hash of the result-relevant part of a resolved config.
-
-    It is computed on the version-1 layout (the ``model`` section's keys inside
-    ``encoder``), so runs made before the ``model`` section keep their identity.
-    """
+def stable_config(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """The result-relevant part of a resolved config, what :func:`config_hash` hashes:
+    the :data:`SECTIONS` without :data:`VOLATILE_KEYS` and later keys at their defaults,
+    in the version-1 layout (the ``model`` section's keys inside ``encoder``)."""
     stable = {s: ({k: v for k, v in cfg[s].items() if (s, k) not in VOLATILE_KEYS
                    and not _later_default(cfg[s], s, k, v)}
                   if s != "reg" else cfg[s]) for s in SECTIONS if s in cfg and s != "model"}
     if isinstance(cfg.get("model"), Mapping) and "encoder" in stable:
         stable["encoder"] = {**stable["encoder"], **cfg["model"]}
-    text = json.dumps(plain(stable), sort_keys=True, separators=(",", ":"))
+    return plain(stable)
+
+
+def config_hash(cfg: Mapping[str, Any]) -> str:
+    """12-hex-digit hash of the result-relevant part of a resolved config
+    (:func:`stable_config`), so runs made before the ``model`` section, or before a later
+    key with its default, keep their identity."""
+    text = json.dumps(stable_config(cfg), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 

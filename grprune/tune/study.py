@@ -23,6 +23,14 @@ Killed at any moment, nothing is lost; the same command continues the study:
   hash and resumes from the run directory's ``state.pt``;
 * a trial whose values name a run directory that is already finished (or pruned) is told
   that result without training;
+* a seeded sampler starts its random stream again in every process, so a resumed study's
+  sampler is seeded with ``--seed`` plus the number of trials the study already has: the
+  second process does not propose the first one's values again (a fresh study's first
+  trials are the same as before);
+* the study keeps the configuration its first trial point resolves to, without the
+  searched keys (``grprune.base``: the part the config hash covers, flattened): a command
+  whose preset, fixed values or defaults resolve to another one is refused (exit 2, the differing keys named),
+  since its trials would not be comparable with the study's;
 * trials are started while COMPLETE + PRUNED + RUNNING trials number fewer than
   ``--trials``; FAIL trials (a run that crashed, a stale trial) do not count, so the study
   ends with exactly ``--trials`` finished or pruned trials. (Several machines on one
@@ -43,6 +51,7 @@ from grprune.errors import GrpruneError
 from grprune.record.marks import read_pruned
 from grprune.record.metricinfo import higher_is_better
 from grprune.record.rundir import RunDir
+from grprune.record.settings import stable_config
 from grprune.record.status import RUNNING_ELSEWHERE
 from grprune.sweep.expansion import Configuration, expand
 from grprune.sweep.grid import Grid
@@ -176,16 +185,7 @@ def make_study(spec: TuneSpec, direction: str, epochs: int, after: int = 0) -> A
     """
     import optuna
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    if spec.sampler == "grid":
-        grid = spec.space.grid()
-        if grid is None:
-            raise GrpruneError("--sampler grid needs choices or integer ranges; the space "
-                               "has a float range")
-        sampler: Any = optuna.samplers.GridSampler(grid, seed=spec.seed)
-    elif spec.sampler == "random":
-        sampler = optuna.samplers.RandomSampler(seed=spec.seed)
-    else:
-        sampler = optuna.samplers.TPESampler(seed=spec.seed)
+    sampler = make_sampler(spec, spec.seed)
     pruner = make_pruner(spec.pruner, epochs, after)
     spec.root.mkdir(parents=True, exist_ok=True)  # the default storage's and the runs' home
     try:
@@ -201,7 +201,74 @@ def make_study(spec: TuneSpec, direction: str, epochs: int, after: int = 0) -> A
         raise GrpruneError(f"study {spec.study!r} in {spec.storage_url} is to "
                            f"{study.direction.name.lower()}, but this metric is to "
                            f"{direction}; choose another --study")
+    if had := len(study.get_trials(deepcopy=False)):  # resumed: a fresh random stream
+        study.sampler = make_sampler(spec, spec.seed + had)
     return study
+
+
+def make_sampler(spec: TuneSpec, seed: int) -> Any:
+    """The Optuna sampler of ``--sampler`` (``GridSampler`` over the space's grid,
+    ``RandomSampler`` or ``TPESampler``), seeded with ``seed``.
+
+    Raises
+    ------
+    GrpruneError
+        For ``grid`` when the space has a float range.
+    """
+    import optuna
+    if spec.sampler == "grid":
+        grid = spec.space.grid()
+        if grid is None:
+            raise GrpruneError("--sampler grid needs choices or integer ranges; the space "
+                               "has a float range")
+        return optuna.samplers.GridSampler(grid, seed=seed)
+    if spec.sampler == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    return optuna.samplers.TPESampler(seed=seed)
+
+
+def flat_config(conf: Configuration, skip: set[str]) -> dict[str, Any]:
+    """The result-relevant part of ``conf``'s configuration
+    (:func:`grprune.record.settings.stable_config`) as ``{dotted key: JSON value}``,
+    without the keys in ``skip`` (the searched ones)."""
+    out: dict[str, Any] = {}
+
+    def walk(prefix: str, value: Any) -> None:
+        if isinstance(value, dict) and value:
+            for k, v in value.items():
+                walk(f"{prefix}.{k}" if prefix else str(k), v)
+        elif prefix not in skip:
+            out[prefix] = value
+
+    walk("", json.loads(json.dumps(stable_config(conf.cfg.to_dict()), default=str)))
+    return out
+
+
+def check_base(study: Any, spec: TuneSpec, first: Configuration) -> None:
+    """Record the study's base configuration (``grprune.base``: :func:`flat_config` of the
+    first trial point's, without the searched keys), or refuse a command whose base
+    differs from the recorded one.
+
+    Raises
+    ------
+    GrpruneError
+        Naming up to 5 differing keys with both values.
+    """
+    base = flat_config(first, set(spec.space.axes))
+    had = study.user_attrs.get("grprune.base")
+    if had is None:
+        study.set_user_attr("grprune.base", base)
+        return
+    diff = sorted(k for k in set(had) | set(base) if had.get(k) != base.get(k))
+    if not diff:
+        return
+    shown = "; ".join(f"{k}: study {had.get(k, '(absent)')!r}, now {base.get(k, '(absent)')!r}"
+                      for k in diff[:5])
+    more = f" (and {len(diff) - 5} more)" if len(diff) > 5 else ""
+    raise GrpruneError(f"study {spec.study!r} in {spec.storage_url} was made with another "
+                       f"configuration: {shown}{more}; its trials would not compare with "
+                       f"this command's: run it as it was, or choose another --study or "
+                       f"--out")
 
 
 @dataclass
@@ -249,6 +316,7 @@ class Tuner:
                                    "grid's size)")
             spec.trials = size
         self.study = make_study(spec, self.direction, self.epochs, self.prune_after)
+        check_base(self.study, spec, first)
         self.study.set_user_attr("grprune.metric", self.metric)
         self.running: dict[int, Running] = {}
         self.waiting: list[tuple[float, Running]] = []
