@@ -634,13 +634,18 @@ def evalnoise_lines(rows: list[dict], root: Path = HERE) -> list[str]:
             # fewer seeds re-scored than the cell holds: the cell's variance is the better
             # estimate of the across-seed variance
             share = s["noise_sd"] ** 2 / float(cell["test_std"]) ** 2
-            of = (f"the cell's across-seed variance, n = {cell['n']}; {s['share']:.0%} of "
-                  f"these {s['n']} seeds'")
-        out.append(f"- {dataset} {split}{beside}: the same {s['n']} trainings report "
-                   f"{fmt(*s['reported'], s['n'])} under their own keys; the noise key alone "
-                   f"moves one seed's number by sd {s['noise_sd']:.2f} ({share:.0%} of "
-                   f"{of}); scored with {s['draws']} averaged draws "
-                   f"they give {fmt(*s['rescored'], s['n'])}.")
+            of = f"the cell's across-seed variance, n = {cell['n']}" + (
+                f"; {s['share']:.0%} of these {s['n']} seeds'" if s["n"] > 1 else
+                "; one seed re-scored, as the plan in prune/evalnoise/README.md stops")
+        many = s["n"] > 1
+        own = (f"the same {s['n']} trainings report {fmt(*s['reported'], s['n'])} under "
+               f"their own keys" if many else f"the seed-0 training reports "
+               f"{s['reported'][0]:.2f} under its own key")
+        out.append(f"- {dataset} {split}{beside}: {own}; the noise key alone "
+                   f"moves one seed's number by sd {s['noise_sd']:.2f} "
+                   f"({share:.{0 if share >= 0.01 else 1}%} of {of}); scored with "
+                   f"{s['draws']} averaged draws {'they give' if many else 'it gives'} "
+                   f"{fmt(*s['rescored'], s['n']) if many else format(s['rescored'][0], '.2f')}.")
     return out
 
 
