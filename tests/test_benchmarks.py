@@ -263,6 +263,30 @@ def test_table1_per_run_and_per_epoch_rows_derive_every_mark(tmp_path, capsys):
     assert math.isnan(table1.difference({**prune, "n": 1}, erm)[1])  # no interval at n = 1
 
 
+def test_table1_gains_the_tuned_column_where_the_equal_budget_rows_exist(tmp_path):
+    """table1.md's tuned column (issue 62) reads the equal-budget comparison's ``tuned``
+    rows, marks warm-up selections, and prints PrunE - ERM after tuning with its interval;
+    without the file the column is empty and the README's table has no such column."""
+    import pandas as pd
+
+    table1 = load_script("benchmarks/accuracy/table1.py")
+    rows = table1.build()
+    missing = table1.markdown(rows, tuned_runs=tmp_path / "none.csv")
+    assert "tuned, equal budget: ERM / PrunE" in missing and "empty until" in missing
+    assert "tuned, equal budget" not in table1.readme_table(rows)
+    runs = [{"dataset": "ogbg-molbbbp", "split": "scaffold", "method": m, "kind": kind,
+             "seed": seed, "valid": 0.9, "test": t + 0.01 * seed,
+             "selected_phase": "warmup" if (m, seed) == ("PrunE", 0) else "train"}
+            for m, t in (("ERM", 0.60), ("PrunE", 0.70)) for seed in range(3)
+            for kind in ("tuned", "default")]
+    pd.DataFrame(runs).to_csv(tmp_path / "runs.csv", index=False)
+    text = table1.markdown(rows, tuned_runs=tmp_path / "runs.csv")
+    line = next(x for x in text.splitlines() if x.startswith("| ogbg-molbbbp scaffold"))
+    assert line.endswith("| 61.00 ± 1.00 (n=3) / 71.00 ± 1.00 (n=3) (warm-up 1/3) |")
+    assert "- ogbg-molbbbp scaffold, both tuned at an equal budget: +10.00 " in text
+    assert "PrunE above ERM" in text
+
+
 def test_evalnoise_reselects_per_key_and_reports_the_noise_share():
     """``evalnoise.py``'s summary: each noise key selects its own best-valid epoch (warm-up
     epochs too, as ``official`` selects), so a key whose tie breaks the other way reports

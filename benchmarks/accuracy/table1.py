@@ -500,11 +500,35 @@ LEGEND = ("`official schedule`: all graphs and the `official` preset's schedule,
           "release.")
 
 
-def readme_table(rows: list[dict]) -> str:
+#: the equal-budget comparison's per-run rows (``benchmarks/tune/equal_budget.py``, issue
+#: 62): each method's chosen configuration after the same number of tune trials, at fresh
+#: seeds (kind ``tuned``)
+TUNED = HERE.parent / "tune/equal-budget/runs.csv"
+
+
+def tuned_cells(path: Path = TUNED) -> dict[tuple[str, str, str], dict]:
+    """``{(dataset, split, method): cell}`` of the equal-budget rows of kind ``tuned``
+    (:func:`_cell`, ``warmup_selected`` from ``selected_phase``); empty without the file."""
+    if not path.is_file():
+        return {}
+    df = _read_csv(path)
+    out = {}
+    for (dataset, split, method), g in df[df["kind"] == "tuned"].groupby(
+            ["dataset", "split", "method"], sort=True):
+        cell = _cell(g["test"], dataset=dataset, split=split, method=method)
+        cell["warmup_selected"] = _warmup_count(g)
+        out[(dataset, split, method)] = cell
+    return out
+
+
+def readme_table(rows: list[dict], tuned: dict | None = None) -> str:
     """The README's results table: one line per column (and per GOOD-protocol ERM row),
-    with the official code's score beside grprune's, and the legend of its marks."""
+    with the official code's score beside grprune's, and the legend of its marks. With
+    ``tuned`` (:func:`tuned_cells`; table1.md's version), a column of ERM's and PrunE's
+    scores after an equal tuning budget, where that comparison has run."""
     lines = header(["column", "preset", "protocol", "ERM", "PrunE", OFFICIAL_CODE,
-                    "paper: ERM", "paper: PrunE"])
+                    "paper: ERM", "paper: PrunE"]
+                   + (["tuned, equal budget: ERM / PrunE"] if tuned is not None else []))
     for dataset, split, name in COLUMNS:
         got = {r["method"]: r for r in rows if (r["dataset"], r["split"]) == (dataset, split)
                and r["protocol"] != "good"}
@@ -512,21 +536,29 @@ def readme_table(rows: list[dict]) -> str:
         ours = {m: cell_text(r) if (r := got.get(m)) else "not run"
                 for m in ("ERM", "PrunE", OFFICIAL_CODE)}
         first = got.get("PrunE") or got.get("ERM") or {}
+        extra = []
+        if tuned is not None:
+            t = [tuned.get((dataset, split, m)) for m in ("ERM", "PrunE")]
+            extra = [" / ".join(cell_text(c) if c else "not run" for c in t)
+                     if any(t) else ""]
         lines.append(row([name, f"`{first.get('preset', '–')}`", first.get("protocol", "–"),
                           ours["ERM"], ours["PrunE"], ours[OFFICIAL_CODE],
-                          fmt(*paper["ERM"]), fmt(*paper["PrunE"])]))
+                          fmt(*paper["ERM"]), fmt(*paper["PrunE"]), *extra]))
         for r in rows:
             if r["protocol"] == "good" and (r["dataset"], r["split"]) == (dataset, split):
                 lines.append(row([name, "`good`", "good",
                                   fmt(r["test_mean"], r["test_std"], r["n"]), "", "",
-                                  fmt(*paper["ERM"]), ""]))
+                                  fmt(*paper["ERM"]), "", *([""] if extra else [])]))
     return "\n".join(lines) + "\n\n" + LEGEND + "\n"
 
 
 def markdown(rows: list[dict],
-             good: Path = HERE / "prune/motif-good-erm/motif-good-erm.runs.csv") -> str:
-    """table1.md: the README's table, every row with its commit and hardware, and notes
-    (among them :func:`good_pending` of ``good``, ``prune/good_erm.py``'s table)."""
+             good: Path = HERE / "prune/motif-good-erm/motif-good-erm.runs.csv",
+             tuned_runs: Path = TUNED) -> str:
+    """table1.md: the README's table (with the tuned column of ``tuned_runs``), every row
+    with its commit and hardware, and notes (among them :func:`good_pending` of ``good``,
+    ``prune/good_erm.py``'s table, and PrunE - ERM after equal tuning)."""
+    tuned = tuned_cells(tuned_runs)
     out = ["# Table 1, reproduced", "",
            "Written by `python -m benchmarks.accuracy.table1 build` from the committed run "
            "tables it names (`SOURCES`); do not edit. Test score ×100 (accuracy on GOOD-Motif, "
@@ -538,7 +570,12 @@ def markdown(rows: list[dict],
            "`shortened` fewer graphs or epochs, `good` GOOD's ERM protocol "
            "(`--preset good`). Method `official code` is the official PrunE code run by "
            "`official/runs.py` on grprune's exported data and split (`official/README.md`).",
-           "", readme_table(rows).rstrip("\n"), "",
+           "", readme_table(rows, tuned).rstrip("\n"), "",
+           "Tuned, equal budget: each method's configuration chosen on validation by "
+           "`grprune tune` (the same sampler and number of trials for every method, issue 62; "
+           "`../tune/equal-budget.md`), re-run at fresh seeds: "
+           + ("empty until that comparison has run (`python -m benchmarks.tune.equal_budget "
+              "run`)." if not tuned else "the cells where it has run."), "",
            *header(["dataset", "split", "method", "preset", "protocol", "n", "test", "valid",
                     "paper", "HEAD reproduces", "commit", "hardware"])]
     for r in rows:
@@ -548,6 +585,7 @@ def markdown(rows: list[dict],
                         r["hardware"]]))
     out += remake_lines(rows)
     out += differences(rows)
+    out += tuned_differences(tuned)
     out += evalnoise_lines(rows)
     out += ["", "Where PrunE stays under the paper:", ""]
     for r in rows:
@@ -699,6 +737,22 @@ def differences(rows: list[dict]) -> list[str]:
         out.append(f"- {dataset} {split}: {d:+.2f} [{lo:+.2f}, {hi:+.2f}] "
                    f"(n = {p['n']}, {e['n']}): {verdict}.{stale}")
     return out
+
+
+def tuned_differences(tuned: dict[tuple[str, str, str], dict]) -> list[str]:
+    """table1.md's lines on PrunE - ERM after an equal tuning budget (:func:`tuned_cells`),
+    with the 95 % interval and :data:`MARGIN`'s verdict, where both are tuned."""
+    out = []
+    for dataset, split, _ in COLUMNS:
+        p, e = tuned.get((dataset, split, "PrunE")), tuned.get((dataset, split, "ERM"))
+        if not (p and e and p["n"] > 1 and e["n"] > 1):
+            continue
+        d, lo, hi = difference(p, e)
+        verdict = ("PrunE above ERM" if lo > 0 else "PrunE below ERM" if hi < 0 else
+                   "no difference that matters" if -MARGIN <= lo and hi <= MARGIN else "open")
+        out.append(f"- {dataset} {split}, both tuned at an equal budget: {d:+.2f} "
+                   f"[{lo:+.2f}, {hi:+.2f}] (n = {p['n']}, {e['n']}): {verdict}.")
+    return ([""] + out) if out else out
 
 
 def official_verdicts(rows: list[dict], results: Path | None = None) -> list[str]:
