@@ -352,11 +352,18 @@ def test_data_takes_a_file_and_picks_the_source_that_reads_it(bace_csv, tmp_path
     long = resolve_config(data="molecule-csv", overrides=[f"data.path={bace_csv}", *more])
     assert short == long and short.data.name == "molecule-csv"
     graphs = tmp_path / "mine.bin"
+    graphs.write_bytes(b"")
     assert resolve_config(data=str(graphs)).data.name == "dgl-graphs"
     # a -H data.path given as well wins, as a later value does
     assert resolve_config(data=str(graphs), overrides=[f"data.path={tmp_path / 'b.bin'}"]
                           ).data.params["path"] == str(tmp_path / "b.bin")
     line = _one_error(_cli("run", "--data", tmp_path / "mols.txt", "--out", tmp_path / "a"))
     assert "unknown dataset" in line and ".csv, .csv.gz (molecule-csv)" in line
-    line = _one_error(_cli("run", "--data", tmp_path / "nope.csv", "--out", tmp_path / "b"))
-    assert "not found" in line and "nope.csv" in line
+    # a missing file is refused before anything is planned: no run directory, no trial
+    for command in ("run", "sweep", "tune"):
+        out = tmp_path / command
+        res = _cli(command, "--data", tmp_path / "nope.csv", "--out", out)
+        _one_error(res)  # (sweep: its line heads the grid point's reason)
+        assert "--data" in res.output and "nope.csv: no such file" in res.output
+        assert "molecule-csv" in res.output
+        assert not out.exists() or not any(out.rglob("config.json")), command

@@ -225,16 +225,20 @@ def file_dataset(name: str) -> tuple[str, str] | None:
     :attr:`~FileDatasetSource.suffixes` end ``name``, and the path, for a ``name`` that is
     not a dataset's name or alias; None for a dataset's name.
 
-    >>> file_dataset("mols.csv.gz")
-    ('molecule-csv', 'mols.csv.gz')
+    >>> import tempfile
+    >>> mols = Path(tempfile.mkdtemp()) / "mols.csv.gz"
+    >>> _ = mols.write_bytes(b"")
+    >>> file_dataset(str(mols))[0]
+    'molecule-csv'
     >>> file_dataset("bbbp") is None
     True
 
     Raises
     ------
     GrpruneError
-        When ``name`` is neither a dataset nor a file ending that a source reads; the
-        message lists the datasets and the file endings.
+        When ``name`` is neither a dataset nor a file ending that a source reads (the
+        message lists the datasets and the file endings), or names such a file that does
+        not exist.
     """
     if name in DATASETS:
         return None
@@ -243,6 +247,9 @@ def file_dataset(name: str) -> tuple[str, str] | None:
                if isinstance(c, type) and issubclass(c, FileDatasetSource) and c.suffixes}
     for dataset, endings in readers.items():
         if str(name).lower().endswith(endings):
+            if not Path(name).expanduser().is_file():  # before any run or trial is planned
+                raise GrpruneError(f"--data {name}: no such file (a file ending in "
+                                   f"{', '.join(endings)} is read as {dataset})")
             return dataset, str(name)
     try:
         DATASETS.canonical(name)
