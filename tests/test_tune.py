@@ -61,7 +61,8 @@ def test_bad_tune_input_is_one_line_and_exit_2(tmp_path):
             (["--trials", "2", "--data", "ogbg-molbbbp,good-motif"], "one value"),
             (["--trials", "2", "--reg", "none"], "nothing to search"),
             (["--reg", "size"], "--trials is needed"),
-            (["--trials", "2", "--reg", "size", "--storage", "nosuch://x"], "--storage")):
+            (["--trials", "2", "--reg", "size", "--storage", "nosuch://x"], "--storage"),
+            (["--trials", "2", "--reg", "size", "--study", " "], "--study is empty")):
         result = runner.invoke(main, ["tune", *args, "--out", str(tmp_path / "o")])
         assert result.exit_code == 2, result.output
         assert message in result.output and "Traceback" not in result.output, result.output

@@ -127,6 +127,8 @@ def tune(ctx, **params) -> None:
     root = Path(params["out"]).absolute()
     if root.exists() and not root.is_dir():
         raise GrpruneError(f"--out {params['out']} exists and is not a directory")
+    if not str(params["study"]).strip():
+        raise GrpruneError("--study is empty: give the study a name")
     base, space = base_and_space(params, params["space_file"])
     spec = TuneSpec(base=base, space=space, root=root, trials=params["trials"],
                     sampler=params["sampler"], pruner=params["pruner"],

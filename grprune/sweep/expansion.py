@@ -277,7 +277,7 @@ def _raise_unresolved(todo: Sequence[tuple], resolved: Sequence[tuple],
         for message, where in errors.items():
             more = f" (and {len(where) - 1} more grid points)" if len(where) > 1 else ""
             lines.append(f"grid point {where[0]}{more}: {message}")
-        raise GrpruneError("cannot resolve the sweep's configurations:\n  "
+        raise GrpruneError("cannot resolve the configurations:\n  "
                            + "\n  ".join(lines))
 
 
