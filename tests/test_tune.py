@@ -114,6 +114,33 @@ def test_a_resumed_study_does_not_propose_the_first_process_values_again(tmp_pat
     assert spec.space.suggest(Tuner(spec).study.ask())["train.lr"] == first[0]
 
 
+@pytest.mark.slow
+def test_a_configuration_asked_twice_at_once_trains_once(tmp_path):
+    """Two trials with the same values in flight at once (the sampler asked again for a
+    configuration in training; here enqueued): the second waits for the first's run and is
+    told its result; the run directory trains once (at 634a799 the second resumed the
+    first's pruned run to its end, one run directory behind two trials)."""
+    from grprune.tune.study import Tuner
+    out = tmp_path / "tune"
+    spec = _spec(out, epochs=2, overrides=["data.limit=60"])
+    spec.workers, spec.trials, spec.pruner = 2, 2, "none"
+    spec.env = {"OMP_NUM_THREADS": "1"}
+    ended: list[tuple[int, str, str]] = []
+    tuner = Tuner(spec, on_end=lambda n, state, value, detail, secs:
+                  ended.append((n, state, detail)))
+    for _ in range(2):
+        tuner.study.enqueue_trial({"train.lr": 0.003})
+    tuner.run()
+    trials = tuner.study.get_trials()
+    assert [t.state.name for t in trials] == ["COMPLETE", "COMPLETE"], ended
+    assert trials[0].value == trials[1].value
+    dirs = {t.user_attrs["grprune.run_dir"] for t in trials}
+    assert len(dirs) == 1
+    log = (out / dirs.pop() / "sweep.log").read_text()
+    assert log.count("=== grprune sweep") == 1, log  # one child trained it
+    assert any(detail == "already in its run directory" for _, _, detail in ended)
+
+
 def test_a_study_refuses_a_command_with_another_base_configuration(tmp_path):
     """Trials of one study share everything but the searched keys: resuming it with another
     preset (or fixed value) is refused with exit 2, naming what differs."""

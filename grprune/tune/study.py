@@ -22,7 +22,8 @@ Killed at any moment, nothing is lost; the same command continues the study:
   re-asking as ``RetryFailedTrialCallback``), so the next trial has the same config
   hash and resumes from the run directory's ``state.pt``;
 * a trial whose values name a run directory that is already finished (or pruned) is told
-  that result without training;
+  that result without training; one whose run directory another trial of this process is
+  training waits for that run and is told its result;
 * a seeded sampler starts its random stream again in every process, so a resumed study's
   sampler is seeded with ``--seed`` plus the number of trials the study already has: the
   second process does not propose the first one's values again (a fresh study's first
@@ -416,7 +417,18 @@ class Tuner:
             ready = [w for w in self.waiting if w[0] <= now]
             if ready:
                 self.waiting.remove(ready[0])
-                yield self._job(ready[0][1])
+                item = ready[0][1]
+                if self._training(item):
+                    self.waiting.append((now + 2.0, item))
+                    yield None
+                    continue
+                state = self._settle(item.trial.number, item.run_dir)
+                if state is not None:  # the run it waited for ended: that is its result
+                    self.on_start(item.trial.number, item.run_dir, item.params)
+                    self.on_end(item.trial.number, state, _value(item.run_dir),
+                                "already in its run directory", 0.0)
+                    continue
+                yield self._job(item)
                 continue
             if self.failures >= max(1, self.spec.trials or 1) or (
                     self.counted() >= (self.spec.trials or 0)):
@@ -424,9 +436,19 @@ class Tuner:
                     return
                 yield None
                 continue
-            item = self._ask()
-            if item is not None:
-                yield self._job(item)
+            asked = self._ask()
+            if asked is None:
+                continue
+            if self._training(asked):  # the sampler asked again for a configuration in training
+                self.waiting.append((now + 2.0, asked))
+                continue
+            yield self._job(asked)
+
+    def _training(self, item: Running) -> bool:
+        """Whether another trial of this process trains ``item``'s run directory now (the
+        sampler asked for the same configuration again): ``item`` waits for that run's
+        result instead of resuming it, pruned or not, as a second run."""
+        return any(r.run_dir == item.run_dir for r in self.running.values())
 
     # -- ending trials -----------------------------------------------------------------------
     def started(self, job: Job) -> None:
