@@ -33,8 +33,9 @@ def _study(out: Path):
 
 
 def _counted(study) -> list:
+    """The finished or pruned trials that trained a configuration (not repeats)."""
     return [t for t in study.get_trials(deepcopy=False)
-            if t.state.name in ("COMPLETE", "PRUNED")]
+            if t.state.name in ("COMPLETE", "PRUNED") and "grprune.repeat_of" not in t.user_attrs]
 
 
 def test_a_space_file_reads_ranges_and_choices_and_refuses_bad_ones(tmp_path):
@@ -131,14 +132,45 @@ def test_a_configuration_asked_twice_at_once_trains_once(tmp_path):
     for _ in range(2):
         tuner.study.enqueue_trial({"train.lr": 0.003})
     tuner.run()
-    trials = tuner.study.get_trials()
-    assert [t.state.name for t in trials] == ["COMPLETE", "COMPLETE"], ended
+    trials = tuner.study.get_trials()  # the repeat is not counted: a third trial trains
+    assert [t.state.name for t in trials] == ["COMPLETE"] * 3, ended
     assert trials[0].value == trials[1].value
-    dirs = {t.user_attrs["grprune.run_dir"] for t in trials}
+    assert trials[1].user_attrs["grprune.repeat_of"] == 0
+    dirs = {t.user_attrs["grprune.run_dir"] for t in trials[:2]}
     assert len(dirs) == 1
     log = (out / dirs.pop() / "sweep.log").read_text()
     assert log.count("=== grprune sweep") == 1, log  # one child trained it
     assert any(detail == "already in its run directory" for _, _, detail in ended)
+
+
+def test_a_repeated_configuration_is_told_its_result_and_not_counted(tmp_path):
+    """The budget counts trainings: a trial whose values repeat a finished trial's is told
+    that result (``grprune.repeat_of``) and the study asks on; a space with fewer
+    configurations than --trials ends short, saying so."""
+    from grprune.tune.study import Tuner
+    out = tmp_path / "tune"
+    spec = _spec(out, epochs=1, overrides=["data.limit=40"])
+    (out / "space.yaml").write_text("train.lr: [0.001, 0.003]\n")
+    from grprune.tune.space import Space
+    spec.space = Space.from_file(out / "space.yaml")
+    spec.trials, spec.pruner, spec.sampler = 3, "none", "random"
+    spec.env = {"OMP_NUM_THREADS": "1"}
+    tuner = Tuner(spec)
+    for lr in ("0.001", "0.001", "0.003"):
+        tuner.study.enqueue_trial({"train.lr": lr})
+    tuner.run()
+    trials = tuner.study.get_trials()
+    assert tuner.counted() == 2 and len({t.user_attrs["grprune.run_dir"] for t in trials}) == 2
+    assert trials[1].user_attrs["grprune.repeat_of"] == 0
+    assert trials[1].value == trials[0].value and trials[2].state.name == "COMPLETE"
+    assert tuner.note == "the space has 2 configurations, all tried"
+    assert tuner.repeated >= 1
+    from grprune.tune.report import trial_rows, write_trials_csv
+    rows = trial_rows(tuner.study, out)
+    assert [(r.repeat_of, r.epochs) for r in rows] == [(None, 1), (0, 0), (None, 1)]
+    import csv
+    table = list(csv.DictReader(open(write_trials_csv(out, rows))))
+    assert [r["repeat_of"] for r in table] == ["", "0", ""]
 
 
 def test_a_study_refuses_a_command_with_another_base_configuration(tmp_path):

@@ -66,7 +66,7 @@ def seed_sd() -> float:
 
 
 def _params(row: dict) -> dict:
-    skip = {"trial", "state", "value", "epochs", "run_dir"}
+    skip = {"trial", "state", "value", "epochs", "run_dir", "repeat_of"}
     return {k: v for k, v in row.items() if k not in skip}
 
 

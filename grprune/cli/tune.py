@@ -60,8 +60,9 @@ def print_table(rows, best, metric: str) -> None:
 @model_options("tune")
 @training_options("tune")
 @option("--trials", type=click.IntRange(min=1), default=None,
-        help="end with this many finished or pruned trials in the study (failed ones do "
-             "not count) [default with --sampler grid: the grid's size]")
+        help="end with this many configurations trained in the study, finished or pruned "
+             "(failed trials and repeated configurations do not count) [default with "
+             "--sampler grid: the grid's size]")
 @option("--sampler", type=click.Choice(["tpe", "random", "grid"]), default="tpe",
         show_default=True, help="Optuna sampler; grid: the space's grid exhaustively")
 @option("--sampler-seed", type=int, default=0, show_default=True,
@@ -98,7 +99,8 @@ def tune(ctx, **params) -> None:
     The objective is the validation metric at the run's own selection epoch (summary.json
     valid), never test, maximized or minimized as the metric says. Trials are pruned
     on the validation metric of each epoch. Killed at any moment, the same command
-    continues the study; it ends with exactly --trials finished or pruned trials. Exit
+    continues the study; it ends with exactly --trials configurations trained, finished or
+    pruned (a trial that repeats a configuration is told its result, not counted). Exit
     code 1 when a trial failed, 2 on bad input, 130 on Ctrl-C.
 
     \b
@@ -162,8 +164,13 @@ def tune(ctx, **params) -> None:
     for note in write_plots(tuner.study, root):
         click.echo(f"tune: {note}", err=True)
     counts = {s: sum(r.state == s for r in rows) for s in ("COMPLETE", "PRUNED", "FAIL")}
+    repeats = (f" ({tuner.repeated} of them repeated a configuration and were told its "
+               f"result)" if tuner.repeated else "")
     click.echo(f"tune: {counts['COMPLETE']} finished, {counts['PRUNED']} pruned, "
-               f"{counts['FAIL']} failed trials in {root}")
+               f"{counts['FAIL']} failed trials in {root}{repeats}")
+    if tuner.note:
+        click.echo(f"tune: ended with {tuner.counted()} of {spec.trials} configurations: "
+                   f"{tuner.note}", err=True)
     if best is not None:
         path = write_best_yaml(root, best)
         click.echo(f"best: trial {best.number}, valid {tuner.metric} {best.value:.4f}, "

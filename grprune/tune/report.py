@@ -29,7 +29,8 @@ from grprune.record.rundir import RunDir
 @dataclass(frozen=True)
 class TrialRow:
     """One trial as reported: ``value`` is the validation metric (None unless COMPLETE),
-    ``epochs`` the epochs its run trained, ``run_dir`` relative to ``--out``."""
+    ``epochs`` the epochs its run trained (0 for a trial that repeated an earlier trial's
+    configuration, ``repeat_of`` that trial's number), ``run_dir`` relative to ``--out``."""
 
     number: int
     state: str
@@ -37,6 +38,7 @@ class TrialRow:
     run_dir: str
     epochs: int
     params: dict[str, Any] = field(default_factory=dict)
+    repeat_of: int | None = None
 
 
 def trial_rows(study: Any, root: Path) -> list[TrialRow]:
@@ -50,7 +52,10 @@ def trial_rows(study: Any, root: Path) -> list[TrialRow]:
         pruned = read_pruned(root / rel) if rel else None
         if t.state.name == "PRUNED" and pruned is not None:
             epochs = min(epochs, pruned.epoch + 1) if epochs else pruned.epoch + 1
-        rows.append(TrialRow(t.number, t.state.name, t.value, rel, epochs, dict(t.params)))
+        repeat = t.user_attrs.get("grprune.repeat_of")
+        rows.append(TrialRow(t.number, t.state.name, t.value, rel,
+                             0 if repeat is not None else epochs, dict(t.params),
+                             None if repeat is None else int(repeat)))
     return rows
 
 
@@ -77,15 +82,17 @@ def write_best_yaml(root: Path, best: TrialRow) -> Path:
 
 
 def write_trials_csv(root: Path, rows: list[TrialRow]) -> Path:
-    """``<root>/trials.csv``: one row per trial."""
+    """``<root>/trials.csv``: one row per trial (``repeat_of``: the trial whose
+    configuration it repeated, whose result it was told; empty for a trial that trained)."""
     keys = sorted({k for r in rows for k in r.params})
     path = root / "trials.csv"
     with open(path, "w", newline="") as fh:
         w = csv.writer(fh)
-        w.writerow(["trial", "state", "value", "epochs", "run_dir", *keys])
+        w.writerow(["trial", "state", "value", "epochs", "run_dir", "repeat_of", *keys])
         for r in rows:
             w.writerow([r.number, r.state, "" if r.value is None else r.value, r.epochs,
-                        r.run_dir, *[r.params.get(k, "") for k in keys]])
+                        r.run_dir, "" if r.repeat_of is None else r.repeat_of,
+                        *[r.params.get(k, "") for k in keys]])
     return path
 
 

@@ -32,9 +32,13 @@ Killed at any moment, nothing is lost; the same command continues the study:
   searched keys (``grprune.base``: the part the config hash covers, flattened): a command
   whose preset, fixed values or defaults resolve to another one is refused (exit 2, the differing keys named),
   since its trials would not be comparable with the study's;
-* trials are started while COMPLETE + PRUNED + RUNNING trials number fewer than
-  ``--trials``; FAIL trials (a run that crashed, a stale trial) do not count, so the study
-  ends with exactly ``--trials`` finished or pruned trials. (Several machines on one
+* trials are started while the distinct configurations of the COMPLETE + PRUNED + RUNNING
+  trials number fewer than ``--trials``; FAIL trials (a run that crashed, a stale trial)
+  do not count, and neither does a trial whose values repeat an earlier trial's
+  configuration (TPE on a space of choices asks again; the trial is told that result,
+  user attribute ``grprune.repeat_of``), so the study ends with exactly ``--trials``
+  distinct configurations trained, finished or pruned, unless the space has fewer or the
+  sampler asks :data:`MAX_REPEATS` times in a row for ones it has (:attr:`Tuner.note`). (Several machines on one
   database may overshoot by at most one trial each when they ask at the same moment.)
 """
 
@@ -61,6 +65,8 @@ from grprune.tune.space import Space
 from grprune.tune.trial import PRUNERS, TRIAL_ENV, make_pruner, prune_after_default
 
 SAMPLERS = ("tpe", "random", "grid")
+#: asks in a row that repeat a configuration of the study before the study ends short
+MAX_REPEATS = 100
 __all__ = ["PRUNERS", "SAMPLERS", "TuneSpec", "Tuner"]
 #: the study's default name and the storage file in ``--out``
 DEFAULT_STUDY, STORAGE_FILE = "tune", "study.db"
@@ -322,13 +328,42 @@ class Tuner:
         self.running: dict[int, Running] = {}
         self.waiting: list[tuple[float, Running]] = []
         self.failures = 0
+        #: asks of this process that repeated a configuration of the study: all, in a row
+        self.repeated = self.repeats = 0
+        #: why the study ended short of ``--trials`` distinct configurations ("" if not)
+        self.note = ""
 
     # -- counting and settling -------------------------------------------------------------
-    def counted(self) -> int:
-        """COMPLETE + PRUNED + RUNNING trials of the study (all machines)."""
+    def _counted_dirs(self, but: int | None = None) -> dict[str, int]:
+        """``{run directory: first trial number}`` of the COMPLETE, PRUNED and RUNNING
+        trials of the study (all machines), trial ``but`` left out; a trial not yet given
+        its run directory stands for itself."""
         from optuna.trial import TrialState
         states = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING)
-        return len(self.study.get_trials(deepcopy=False, states=states))
+        dirs: dict[str, int] = {}
+        for t in self.study.get_trials(deepcopy=False, states=states):
+            if t.number != but:
+                dirs.setdefault(str(t.user_attrs.get("grprune.run_dir", f"#{t.number}")),
+                                t.number)
+        return dirs
+
+    def counted(self) -> int:
+        """The distinct configurations (run directories) among the COMPLETE, PRUNED and
+        RUNNING trials: a trial that repeats an earlier one's configuration is told that
+        result, but the budget counts trainings, not asks."""
+        return len(self._counted_dirs())
+
+    def exhausted(self) -> bool:
+        """Whether the study cannot reach ``--trials`` distinct configurations: the space
+        has fewer, or the sampler asked :data:`MAX_REPEATS` times in a row for
+        configurations the study already has (:attr:`note` says which)."""
+        size = self.spec.space.size()
+        if size is not None and self.counted() >= size:
+            self.note = f"the space has {size} configurations, all tried"
+        elif self.repeats >= MAX_REPEATS:
+            self.note = (f"the sampler asked {self.repeats} times in a row for "
+                         f"configurations the study has")
+        return bool(self.note)
 
     def _settle(self, number: int, run_dir: Path) -> str | None:
         """Tell a trial the result its run directory already holds: the state told, or
@@ -380,7 +415,14 @@ class Tuner:
             self.on_end(trial.number, "FAIL", None, str(exc), 0.0)
             return None
         run_dir = run_dir_of(conf, self.spec.root)
-        trial.set_user_attr("grprune.run_dir", run_dir.relative_to(self.spec.root).as_posix())
+        rel = run_dir.relative_to(self.spec.root).as_posix()
+        first = self._counted_dirs(but=trial.number).get(rel)
+        if first is not None:  # asked again: told that configuration's result, not counted
+            trial.set_user_attr("grprune.repeat_of", first)
+            self.repeated, self.repeats = self.repeated + 1, self.repeats + 1
+        else:
+            self.repeats = 0
+        trial.set_user_attr("grprune.run_dir", rel)
         trial.set_user_attr("grprune.hash", conf.hash)
         trial.set_user_attr("grprune.owner", owner())
         write_plan(self.spec.root, expand_one(conf), self.spec.command)
@@ -431,7 +473,7 @@ class Tuner:
                 yield self._job(item)
                 continue
             if self.failures >= max(1, self.spec.trials or 1) or (
-                    self.counted() >= (self.spec.trials or 0)):
+                    self.counted() >= (self.spec.trials or 0)) or self.exhausted():
                 if not self.running and not self.waiting:
                     return
                 yield None
