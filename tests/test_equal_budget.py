@@ -23,7 +23,7 @@ def test_equal_budget_stages_commit_their_results_and_a_rerun_skips_them(tmp_pat
                     "pruner: none\nworkers: 2\nseeds: 0-1\nepochs: 2\npreset: official\n"
                     "hparams: {data.limit: 48}\n"
                     "methods:\n  ERM: {reg: none, space: space.yaml}\n"
-                    "  GSAT: {reg: gsat}\n")
+                    "  GSAT: {reg: gsat, hparams: {train.select_warmup: false}}\n")
     cmd = [sys.executable, "-m", "benchmarks.tune.equal_budget", "run", "--spec", str(spec),
            "--runs", str(tmp_path / "runs")]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -41,6 +41,13 @@ def test_equal_budget_stages_commit_their_results_and_a_rerun_skips_them(tmp_pat
     assert all(sorted(int(r["seed"]) for r in rows if (r["method"], r["kind"]) == k)
                == [0, 1] for k in kinds)
     assert all(r["selected_phase"] in ("warmup", "train") for r in rows)
+    # a method's own hparams hold in its study and tuned runs, not in its default runs
+    import json
+    chosen = {kind: {json.loads(c.read_text())["train"]["select_warmup"]
+                     for c in (tmp_path / "runs" / kind / "scaffold-GSAT").rglob("config.json")}
+              for kind in ("tuned", "default")}
+    assert chosen == {"tuned": {False}, "default": {True}}
+    assert "select_warmup: false" in (out / "scaffold-GSAT.best.yaml").read_text()
     assert all(r["config_hash"] for r in rows)
     md = (tmp_path / "eb.md").read_text()
     assert "| ERM |" in md and "| GSAT |" in md and "(n=2)" in md and "(n=10)" in md

@@ -49,8 +49,9 @@ FIELDS = ["dataset", "split", "method", "kind", "seed", "valid", "test", "best_e
 
 def load_spec(path: Path) -> dict:
     """The spec (``equal-budget.yaml``'s keys; ``preset``, ``epochs`` and ``hparams``, a
-    mapping of ``-H`` values for every run, are optional), with ``dir``: where results are
-    committed. ``preset`` is written into every command, so that a later change of
+    mapping of ``-H`` values for every run, are optional, and so is a method's own
+    ``hparams``, fixed in its study and so in its tuned runs, not in its default runs),
+    with ``dir``: where results are committed. ``preset`` is written into every command, so that a later change of
     ``--preset auto``'s choice does not change a study half-way (``grprune tune`` refuses
     to go on with a study whose configuration changed)."""
     spec = yaml.safe_load(path.read_text())
@@ -79,6 +80,7 @@ def tune_stage(spec: dict, split: str, method: str, runs: Path) -> Path:
         return best
     m, where = spec["methods"][method], runs / "tune" / stem
     extra = ["--space", str(args_path(spec, m["space"]))] if m.get("space") else []
+    extra += [a for k, v in (m.get("hparams") or {}).items() for a in ("-H", f"{k}={v}")]
     grprune("tune", "--data", spec["data"], "--split", split, "--reg", m["reg"], *extra,
             "--trials", str(spec["trials"]), "--sampler", spec["sampler"],
             "--pruner", spec["pruner"], "--workers", str(spec["workers"]),
