@@ -193,6 +193,26 @@ def test_a_study_refuses_a_command_with_another_base_configuration(tmp_path):
     assert "Traceback" not in result.output
 
 
+def test_the_end_warns_when_trials_selected_an_erm_warmup_epoch(tmp_path):
+    """A PrunE trial that selected an ERM warm-up epoch reports the warm-up model: the
+    study cannot tell its values apart, and the end of tune says so (16 of 20 PrunE trials
+    of the equal-budget study on molbbbp scaffold did, under the official preset)."""
+    from grprune.record.summary import RunSummary
+    from grprune.tune.report import TrialRow, warmup_note
+    run_dir = tmp_path / "run"
+    result = CliRunner().invoke(main, ["run", *TINY, "--epochs", "1", "--preset", "official",
+                                       "--out", str(run_dir), "--progress", "none"])
+    assert result.exit_code == 0, result.output
+    summary = RunDir(run_dir).status().summary
+    assert isinstance(summary, RunSummary) and summary.selected_phase == "warmup"
+    row = TrialRow(0, "COMPLETE", summary.valid, "run", 1)
+    note = warmup_note([row, TrialRow(1, "COMPLETE", summary.valid, "run", 0, repeat_of=0)],
+                       tmp_path)
+    assert note is not None and note.startswith("1 of 1 finished trials selected an ERM")
+    assert "train.select_warmup=false" in note
+    assert warmup_note([TrialRow(0, "PRUNED", None, "run", 1)], tmp_path) is None
+
+
 def test_a_pruned_run_directory_is_pruned_not_failed_and_resumes(tmp_path):
     run_dir = tmp_path / "run"
     result = CliRunner().invoke(main, ["run", *TINY, "--epochs", "1", "--out", str(run_dir),

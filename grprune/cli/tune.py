@@ -113,8 +113,8 @@ def tune(ctx, **params) -> None:
       grprune tune ... --launcher ray --address auto --storage postgresql://db/grprune
     """
     from grprune.trackers import parse_logs
-    from grprune.tune.report import (best_row, trial_rows, write_best_yaml, write_plots,
-                                     write_trials_csv)
+    from grprune.tune.report import (best_row, trial_rows, warmup_note, write_best_yaml,
+                                     write_plots, write_trials_csv)
     from grprune.tune.setup import base_and_space, end_tracking, track
     from grprune.tune.study import TuneSpec, Tuner
 
@@ -163,6 +163,8 @@ def tune(ctx, **params) -> None:
     write_trials_csv(root, rows)
     for note in write_plots(tuner.study, root):
         click.echo(f"tune: {note}", err=True)
+    if (warm := warmup_note(rows, root)) is not None:
+        click.echo(f"tune: warning: {warm}", err=True)
     counts = {s: sum(r.state == s for r in rows) for s in ("COMPLETE", "PRUNED", "FAIL")}
     repeats = (f" ({tuner.repeated} of them repeated a configuration and were told its "
                f"result)" if tuner.repeated else "")

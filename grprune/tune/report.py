@@ -59,6 +59,26 @@ def trial_rows(study: Any, root: Path) -> list[TrialRow]:
     return rows
 
 
+def warmup_note(rows: list[TrialRow], root: Path) -> str | None:
+    """A warning when finished trials selected an ERM warm-up epoch
+    (``summary.json``'s ``selected_phase``, the preset's ``train.select_warmup``): such a
+    trial's value is the warm-up model's, the same whatever the searched keys of the
+    regularizers and the selector, so the study cannot tell them apart. None when none
+    did, or the runs have no warm-up."""
+    done = [r for r in rows if r.state == "COMPLETE" and r.repeat_of is None and r.run_dir]
+    warm = 0
+    for r in done:
+        summary = RunDir(root / r.run_dir).status().summary
+        if summary is not None and summary.selected_phase == "warmup" and (
+                summary.selector != "none" or summary.reg):  # ERM's warm-up is ERM
+            warm += 1
+    if not warm:
+        return None
+    return (f"{warm} of {len(done)} finished trials selected an ERM warm-up epoch: their "
+            f"value is the warm-up model's, whatever the searched values; "
+            f"-H train.select_warmup=false chooses among the epochs after the warm-up")
+
+
 def best_row(study: Any, rows: list[TrialRow]) -> TrialRow | None:
     """The best COMPLETE trial's row (None when none completed)."""
     done = [r for r in rows if r.state == "COMPLETE" and r.value is not None]
