@@ -81,7 +81,7 @@ def _spec(out: Path, **options):
     """A TuneSpec of molbbbp ERM (``options`` as ``grprune run`` takes them), its space a
     log-uniform learning rate: a repeated value can only be a repeated random stream."""
     from grprune.tune.setup import base_and_space
-    from grprune.tune.study import TuneSpec
+    from grprune.tune.spec import TuneSpec
     (out / "space.yaml").parent.mkdir(parents=True, exist_ok=True)
     (out / "space.yaml").write_text("train.lr: {low: 0.0001, high: 0.01, log: true}\n")
     base, space = base_and_space({"data": "ogbg-molbbbp", "reg": "none", **options},

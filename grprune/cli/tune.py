@@ -113,10 +113,9 @@ def tune(ctx, **params) -> None:
       grprune tune ... --launcher ray --address auto --storage postgresql://db/grprune
     """
     from grprune.trackers import parse_logs
-    from grprune.tune.report import (best_row, trial_rows, warmup_note, write_best_yaml,
-                                     write_plots, write_trials_csv)
-    from grprune.tune.setup import base_and_space, end_tracking, track
-    from grprune.tune.study import TuneSpec, Tuner
+    from grprune.tune.setup import base_and_space, track
+    from grprune.tune.spec import TuneSpec
+    from grprune.tune.study import Tuner
 
     try:
         import optuna  # noqa: F401
@@ -156,6 +155,19 @@ def tune(ctx, **params) -> None:
         click.echo("grprune: tune interrupted; run the same command again to continue the "
                    "study", err=True)
         ctx.exit(130)
+    report_end(tuner, uri)
+    if tuner.failures:
+        ctx.exit(1)
+
+
+def report_end(tuner, uri: str | None) -> None:
+    """What the end of ``grprune tune`` prints and writes: the table of trials,
+    ``trials.csv``, the plots, the warnings (warm-up selections, a study ended short), the
+    counts, ``best.yaml``; and the end of the MLflow parent run (``uri``)."""
+    from grprune.tune.report import (best_row, trial_rows, warmup_note, write_best_yaml,
+                                     write_plots, write_trials_csv)
+    from grprune.tune.setup import end_tracking
+    spec, root = tuner.spec, tuner.spec.root
     rows = trial_rows(tuner.study, root)
     best = best_row(tuner.study, rows)
     end_tracking(uri, tuner.study, best.value if best else None)
@@ -177,8 +189,6 @@ def tune(ctx, **params) -> None:
         path = write_best_yaml(root, best)
         click.echo(f"best: trial {best.number}, valid {tuner.metric} {best.value:.4f}, "
                    f"{best.run_dir}; configuration: {path} (grprune run --config {path})")
-    if tuner.failures:
-        ctx.exit(1)
 
 
 def _argv() -> list[str]:

@@ -1,4 +1,4 @@
-"""From ``grprune tune``'s options to a :class:`~grprune.tune.study.TuneSpec`, and the
+"""From ``grprune tune``'s options to a :class:`~grprune.tune.spec.TuneSpec`, and the
 trackers of a study (its MLflow parent run).
 """
 
@@ -14,7 +14,7 @@ from grprune.sweep.search import with_search
 from grprune.trackers import (MLFLOW_EXPERIMENT_ENV, MLFLOW_PARENT_ENV, LogSpec, for_children,
                               log_args, parent_run)
 from grprune.tune.space import Space
-from grprune.tune.study import TuneSpec
+from grprune.tune.spec import TuneSpec
 
 
 def base_and_space(options: dict[str, Any], space_file: str | Path | None) -> tuple[Grid, Space]:

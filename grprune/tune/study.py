@@ -25,21 +25,23 @@ Killed at any moment, nothing is lost; the same command continues the study:
   that result without training; one whose run directory another trial of this process is
   training waits for that run and is told its result;
 * a seeded sampler starts its random stream again in every process, so a resumed study's
-  sampler is seeded with ``--seed`` plus the number of trials the study already has: the
+  sampler is seeded with ``--sampler-seed`` plus the number of trials the study already has: the
   second process does not propose the first one's values again (a fresh study's first
   trials are the same as before);
 * the study keeps the configuration its first trial point resolves to, without the
   searched keys (``grprune.base``: the part the config hash covers, flattened): a command
-  whose preset, fixed values or defaults resolve to another one is refused (exit 2, the differing keys named),
-  since its trials would not be comparable with the study's;
+  whose preset, fixed values or defaults resolve to another one is refused (exit 2, the
+  differing keys named), since its trials would not be comparable with the study's
+  (:func:`grprune.tune.spec.check_base`);
 * trials are started while the distinct configurations of the COMPLETE + PRUNED + RUNNING
   trials number fewer than ``--trials``; FAIL trials (a run that crashed, a stale trial)
   do not count, and neither does a trial whose values repeat an earlier trial's
   configuration (TPE on a space of choices asks again; the trial is told that result,
   user attribute ``grprune.repeat_of``), so the study ends with exactly ``--trials``
   distinct configurations trained, finished or pruned, unless the space has fewer or the
-  sampler asks :data:`MAX_REPEATS` times in a row for ones it has (:attr:`Tuner.note`). (Several machines on one
-  database may overshoot by at most one trial each when they ask at the same moment.)
+  sampler asks :data:`MAX_REPEATS` times in a row for ones it has (:attr:`Tuner.note`).
+  (Several machines on one database may overshoot by at most one trial each when they ask
+  at the same moment.)
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ import json
 import os
 import socket
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -56,99 +58,15 @@ from grprune.errors import GrpruneError
 from grprune.record.marks import read_pruned
 from grprune.record.metricinfo import higher_is_better
 from grprune.record.rundir import RunDir
-from grprune.record.settings import stable_config
 from grprune.record.status import RUNNING_ELSEWHERE
-from grprune.sweep.expansion import Configuration, expand
-from grprune.sweep.grid import Grid
+from grprune.sweep.expansion import Configuration
 from grprune.sweep.plan import Job, child_args, finish_job, run_dir_of, write_plan
-from grprune.tune.space import Space
-from grprune.tune.trial import PRUNERS, TRIAL_ENV, make_pruner, prune_after_default
+from grprune.tune.spec import TuneSpec, check_base, configuration, make_study, metric_of
+from grprune.tune.trial import TRIAL_ENV, prune_after_default
 
-SAMPLERS = ("tpe", "random", "grid")
 #: asks in a row that repeat a configuration of the study before the study ends short
 MAX_REPEATS = 100
-__all__ = ["PRUNERS", "SAMPLERS", "TuneSpec", "Tuner"]
-#: the study's default name and the storage file in ``--out``
-DEFAULT_STUDY, STORAGE_FILE = "tune", "study.db"
-
-
-@dataclass
-class TuneSpec:
-    """What ``grprune tune`` was asked (see its ``--help``).
-
-    Attributes
-    ----------
-    base : Grid
-        The fixed part: one value per axis and ``-H`` key.
-    space : Space
-    trials : int or None
-        Finished or pruned trials to end with (None with ``grid``: the grid's size).
-    root : Path
-        ``--out`` (absolute).
-    storage : str or None
-        Optuna storage URL (None: ``sqlite:///<root>/study.db``).
-    child_args : list of str
-        Extra arguments of every child (``--log ...``).
-    env : dict
-        Extra environment variables of every child.
-    launcher : str
-        ``local`` (child processes) or ``ray`` (one Ray task per trial,
-        :func:`grprune.sweep.launchers.make_launcher`).
-    address : str or None
-        Ray cluster address (None: a local Ray instance of ``workers`` CPUs).
-    cpus_per_run : float
-        Ray: ``num_cpus`` of each trial's task.
-    prune_after : int or None
-        No trial is pruned before this epoch (None:
-        :func:`~grprune.tune.trial.prune_after_default` of the runs' schedule).
-    """
-
-    base: Grid
-    space: Space
-    root: Path
-    trials: int | None = None
-    sampler: str = "tpe"
-    pruner: str = "median"
-    storage: str | None = None
-    study: str = DEFAULT_STUDY
-    workers: int = 1
-    seed: int = 0
-    command: list[str] = field(default_factory=list)
-    child_args: list[str] = field(default_factory=list)
-    env: dict[str, str] = field(default_factory=dict)
-    launcher: str = "local"
-    address: str | None = None
-    cpus_per_run: float = 1.0
-    prune_after: int | None = None
-
-    @property
-    def storage_url(self) -> str:
-        """The storage URL (the default SQLite file made absolute)."""
-        return self.storage or f"sqlite:///{self.root / STORAGE_FILE}"
-
-
-def configuration(spec: TuneSpec, params: dict[str, str]) -> Configuration:
-    """The resolved configuration of one trial's values (as ``grprune sweep`` resolves
-    a grid point).
-
-    Raises
-    ------
-    GrpruneError
-        If the values do not resolve (an unknown key, a bad value).
-    """
-    b = spec.base
-    grid = Grid(dict(b.axes), {**b.hparams, **{k: [v] for k, v in params.items()}},
-                dict(b.fixed), b.origin)
-    return expand([grid]).configs[0]
-
-
-def metric_of(conf: Configuration) -> str:
-    """The validation metric the run will select on (``data.metric``, else the dataset's)."""
-    metric = conf.cfg.setting("data.metric")
-    if metric:
-        return str(metric)
-    from grprune.data.registry import DATASETS
-    return str(DATASETS.get(conf.cfg.data.name).metric)
+__all__ = ["Tuner"]
 
 
 def _start_time(pid: int) -> str:
@@ -180,102 +98,6 @@ def owner_dead(text: str) -> bool:
     except PermissionError:
         return False
     return False
-
-
-def make_study(spec: TuneSpec, direction: str, epochs: int, after: int = 0) -> Any:
-    """Create or load the study (``load_if_exists``), with the sampler and pruner.
-
-    Raises
-    ------
-    GrpruneError
-        If the storage cannot be opened, or the study exists with another direction.
-    """
-    import optuna
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    sampler = make_sampler(spec, spec.seed)
-    pruner = make_pruner(spec.pruner, epochs, after)
-    spec.root.mkdir(parents=True, exist_ok=True)  # the default storage's and the runs' home
-    try:
-        study = optuna.create_study(storage=spec.storage_url, study_name=spec.study,
-                                    direction=optuna.study.StudyDirection[direction.upper()],
-                                    sampler=sampler, pruner=pruner,
-                                    load_if_exists=True)
-    except Exception as exc:  # a bad URL, a missing driver, an unreachable server
-        text = str(exc).strip().splitlines()
-        raise GrpruneError(f"--storage {spec.storage_url}: {text[0] if text else exc}") \
-            from None
-    if study.direction.name.lower() != direction:
-        raise GrpruneError(f"study {spec.study!r} in {spec.storage_url} is to "
-                           f"{study.direction.name.lower()}, but this metric is to "
-                           f"{direction}; choose another --study")
-    if had := len(study.get_trials(deepcopy=False)):  # resumed: a fresh random stream
-        study.sampler = make_sampler(spec, spec.seed + had)
-    return study
-
-
-def make_sampler(spec: TuneSpec, seed: int) -> Any:
-    """The Optuna sampler of ``--sampler`` (``GridSampler`` over the space's grid,
-    ``RandomSampler`` or ``TPESampler``), seeded with ``seed``.
-
-    Raises
-    ------
-    GrpruneError
-        For ``grid`` when the space has a float range.
-    """
-    import optuna
-    if spec.sampler == "grid":
-        grid = spec.space.grid()
-        if grid is None:
-            raise GrpruneError("--sampler grid needs choices or integer ranges; the space "
-                               "has a float range")
-        return optuna.samplers.GridSampler(grid, seed=seed)
-    if spec.sampler == "random":
-        return optuna.samplers.RandomSampler(seed=seed)
-    return optuna.samplers.TPESampler(seed=seed)
-
-
-def flat_config(conf: Configuration, skip: set[str]) -> dict[str, Any]:
-    """The result-relevant part of ``conf``'s configuration
-    (:func:`grprune.record.settings.stable_config`) as ``{dotted key: JSON value}``,
-    without the keys in ``skip`` (the searched ones)."""
-    out: dict[str, Any] = {}
-
-    def walk(prefix: str, value: Any) -> None:
-        if isinstance(value, dict) and value:
-            for k, v in value.items():
-                walk(f"{prefix}.{k}" if prefix else str(k), v)
-        elif prefix not in skip:
-            out[prefix] = value
-
-    walk("", json.loads(json.dumps(stable_config(conf.cfg.to_dict()), default=str)))
-    return out
-
-
-def check_base(study: Any, spec: TuneSpec, first: Configuration) -> None:
-    """Record the study's base configuration (``grprune.base``: :func:`flat_config` of the
-    first trial point's, without the searched keys), or refuse a command whose base
-    differs from the recorded one.
-
-    Raises
-    ------
-    GrpruneError
-        Naming up to 5 differing keys with both values.
-    """
-    base = flat_config(first, set(spec.space.axes))
-    had = study.user_attrs.get("grprune.base")
-    if had is None:
-        study.set_user_attr("grprune.base", base)
-        return
-    diff = sorted(k for k in set(had) | set(base) if had.get(k) != base.get(k))
-    if not diff:
-        return
-    shown = "; ".join(f"{k}: study {had.get(k, '(absent)')!r}, now {base.get(k, '(absent)')!r}"
-                      for k in diff[:5])
-    more = f" (and {len(diff) - 5} more)" if len(diff) > 5 else ""
-    raise GrpruneError(f"study {spec.study!r} in {spec.storage_url} was made with another "
-                       f"configuration: {shown}{more}; its trials would not compare with "
-                       f"this command's: run it as it was, or choose another --study or "
-                       f"--out")
 
 
 @dataclass
