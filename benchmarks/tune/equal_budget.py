@@ -51,9 +51,9 @@ def load_spec(path: Path) -> dict:
     """The spec (``equal-budget.yaml``'s keys; ``preset``, ``epochs`` and ``hparams``, a
     mapping of ``-H`` values for every run, are optional, and so is a method's own
     ``hparams``, fixed in its study and so in its tuned runs, not in its default runs),
-    with ``dir``: where results are committed. ``preset`` is written into every command, so that a later change of
-    ``--preset auto``'s choice does not change a study half-way (``grprune tune`` refuses
-    to go on with a study whose configuration changed)."""
+    with ``dir``: where results are committed. ``preset`` is written into every command,
+    so that a later change of ``--preset auto``'s choice does not change a study half-way
+    (``grprune tune`` refuses to go on with a study whose configuration changed)."""
     spec = yaml.safe_load(path.read_text())
     spec["dir"] = path.parent / path.stem
     spec["fixed"] = [a for k, v in (spec.get("hparams") or {}).items()

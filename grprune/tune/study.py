@@ -175,12 +175,13 @@ class Tuner:
         result, but the budget counts trainings, not asks."""
         return len(self._counted_dirs())
 
-    def exhausted(self) -> bool:
-        """Whether the study cannot reach ``--trials`` distinct configurations: the space
-        has fewer, or the sampler asked :data:`MAX_REPEATS` times in a row for
-        configurations the study already has (:attr:`note` says which)."""
+    def exhausted(self, counted: int) -> bool:
+        """Whether the study, with ``counted`` distinct configurations (:meth:`counted`),
+        cannot reach ``--trials``: the space has no more, or the sampler asked
+        :data:`MAX_REPEATS` times in a row for configurations the study already has
+        (:attr:`note` says which)."""
         size = self.spec.space.size()
-        if size is not None and self.counted() >= size:
+        if size is not None and counted >= size:
             self.note = f"the space has {size} configurations, all tried"
         elif self.repeats >= MAX_REPEATS:
             self.note = (f"the sampler asked {self.repeats} times in a row for "
@@ -294,8 +295,9 @@ class Tuner:
                     continue
                 yield self._job(item)
                 continue
+            counted = self.counted()  # one read of the study a turn
             if self.failures >= max(1, self.spec.trials or 1) or (
-                    self.counted() >= (self.spec.trials or 0)) or self.exhausted():
+                    counted >= (self.spec.trials or 0)) or self.exhausted(counted):
                 if not self.running and not self.waiting:
                     return
                 yield None
